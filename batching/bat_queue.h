@@ -1,0 +1,44 @@
+/* bat_queue: the bridge between transports and the engine.
+ *
+ * A transport thread decodes a request into a bat_task (signature + input
+ * tensors) and submits it; one of the queue's worker threads runs the
+ * signature's plan and calls task->done on that worker thread with the
+ * outputs or the error. Transport threads never run a model.
+ *
+ * Submission never blocks: a full queue answers RESOURCE_EXHAUSTED at once,
+ * a stopping queue UNAVAILABLE. Tasks run in submission order. (Dynamic
+ * batching, merging queued tasks along dimension 0, builds on this queue.)
+ *
+ * Ownership: the task and everything it points to belong to the submitter;
+ * they must stay valid until done() is called, which happens exactly once
+ * for every accepted task (bat_queue_destroy runs what is still queued). The
+ * submitter holds a reference to the servable owning `sig` for that time.
+ * All functions are thread-safe except create/destroy. */
+#ifndef BAT_QUEUE_H
+#define BAT_QUEUE_H
+
+#include "eng_tensor.h"
+#include "ldr_signature.h"
+#include "td_status.h"
+
+typedef struct bat_task bat_task;
+struct bat_task {
+  const ldr_signature *sig;
+  eng_tensor *inputs;  /* sig->n_inputs, in signature order */
+  eng_tensor *outputs; /* sig->n_outputs, filled on success */
+  td_code code;        /* result, set before done() */
+  td_err err;
+  void (*done)(bat_task *t);
+  void *user;
+  bat_task *next; /* queue link; owned by the queue while queued */
+};
+
+typedef struct bat_queue bat_queue;
+
+/* n_workers >= 1; max_queued >= 1 bounds tasks waiting (not running). */
+td_code bat_queue_create(int n_workers, int max_queued, bat_queue **out, td_err *err);
+td_code bat_queue_submit(bat_queue *q, bat_task *t, td_err *err);
+/* Stops accepting, finishes queued and running tasks, joins the workers. */
+void bat_queue_destroy(bat_queue *q);
+
+#endif

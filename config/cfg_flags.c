@@ -1,0 +1,130 @@
+#include "cfg_flags.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { FLAG_INT, FLAG_STRING, FLAG_BOOL } flag_kind;
+
+typedef struct flag_def {
+  const char *name;
+  flag_kind kind;
+  size_t offset;
+  const char *help;
+} flag_def;
+
+#define OPT(field) offsetof(cfg_options, field)
+
+static const flag_def flags[] = {
+    {"port", FLAG_INT, OPT(port), "TCP port for gRPC (default 8500)"},
+    {"rest_api_port", FLAG_INT, OPT(rest_api_port),
+     "TCP port for the REST API; 0 disables REST (default 0)"},
+    {"model_name", FLAG_STRING, OPT(model_name), "name of the served model (default \"default\")"},
+    {"model_base_path", FLAG_STRING, OPT(model_base_path),
+     "directory holding the model's numbered version directories"},
+    {"saved_model_tags", FLAG_STRING, OPT(saved_model_tags),
+     "comma-separated MetaGraph tags to load (default \"serve\")"},
+    {"tensord_num_workers", FLAG_INT, OPT(num_workers),
+     "engine worker threads; 0 = one per CPU core (default 0)"},
+    {"help", FLAG_BOOL, OPT(help), "print this help and exit"},
+    {"version", FLAG_BOOL, OPT(version), "print the version and exit"},
+};
+
+void cfg_options_defaults(cfg_options *o) {
+  *o = (cfg_options){
+      .port = 8500,
+      .rest_api_port = 0,
+      .model_name = "default",
+      .model_base_path = "",
+      .saved_model_tags = "serve",
+  };
+}
+
+static const flag_def *find_flag(const char *name, size_t len) {
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+    if (strlen(flags[i].name) == len && !strncmp(flags[i].name, name, len)) return &flags[i];
+  return NULL;
+}
+
+static td_code set_value(const flag_def *f, const char *value, cfg_options *o, td_err *err) {
+  char *slot = (char *)o + f->offset;
+  switch (f->kind) {
+    case FLAG_STRING:
+      *(const char **)slot = value;
+      return TD_OK;
+    case FLAG_INT: {
+      char *end;
+      errno = 0;
+      long v = strtol(value, &end, 10);
+      if (!*value || *end || errno || v < INT_MIN || v > INT_MAX)
+        return td_err_set(err, TD_INVALID_ARGUMENT, "flag --%s: '%s' is not an integer", f->name,
+                          value);
+      *(int *)slot = (int)v;
+      return TD_OK;
+    }
+    case FLAG_BOOL:
+      if (!strcmp(value, "true") || !strcmp(value, "1")) {
+        *(bool *)slot = true;
+      } else if (!strcmp(value, "false") || !strcmp(value, "0")) {
+        *(bool *)slot = false;
+      } else {
+        return td_err_set(err, TD_INVALID_ARGUMENT, "flag --%s: '%s' is not true or false",
+                          f->name, value);
+      }
+      return TD_OK;
+  }
+  return td_err_set(err, TD_INTERNAL, "flag --%s: bad kind", f->name);
+}
+
+td_code cfg_flags_parse(int argc, char **argv, cfg_options *o, td_err *err) {
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if (arg[0] != '-' || !arg[1])
+      return td_err_set(err, TD_INVALID_ARGUMENT, "unexpected argument '%s'", arg);
+    const char *name = arg + (arg[1] == '-' ? 2 : 1);
+    const char *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    const flag_def *f = find_flag(name, len);
+    if (!f) return td_err_set(err, TD_INVALID_ARGUMENT, "unknown flag '%s'", arg);
+    const char *value = eq ? eq + 1 : NULL;
+    if (!value) {
+      if (f->kind == FLAG_BOOL) {
+        value = "true";
+      } else if (i + 1 < argc) {
+        value = argv[++i];
+      } else {
+        return td_err_set(err, TD_INVALID_ARGUMENT, "flag --%s needs a value", f->name);
+      }
+    }
+    td_code rc = set_value(f, value, o, err);
+    if (rc) return rc;
+  }
+  return TD_OK;
+}
+
+td_code cfg_options_validate(const cfg_options *o, td_err *err) {
+  if (!o->model_base_path || !*o->model_base_path)
+    return td_err_set(err, TD_INVALID_ARGUMENT,
+                      "--model_base_path is required (the directory holding numbered versions)");
+  if (!o->model_name || !*o->model_name)
+    return td_err_set(err, TD_INVALID_ARGUMENT, "--model_name must not be empty");
+  if (o->port < 0 || o->port > 65535)
+    return td_err_set(err, TD_INVALID_ARGUMENT, "--port %d is out of range", o->port);
+  if (o->rest_api_port < 0 || o->rest_api_port > 65535)
+    return td_err_set(err, TD_INVALID_ARGUMENT, "--rest_api_port %d is out of range",
+                      o->rest_api_port);
+  if (o->rest_api_port && o->rest_api_port == o->port)
+    return td_err_set(err, TD_INVALID_ARGUMENT, "--rest_api_port must differ from --port (%d)",
+                      o->port);
+  if (o->num_workers < 0)
+    return td_err_set(err, TD_INVALID_ARGUMENT, "--tensord_num_workers must be >= 0");
+  return TD_OK;
+}
+
+void cfg_flags_usage(FILE *f, const char *argv0) {
+  fprintf(f, "usage: %s --model_base_path=DIR [flags]\n\nFlags:\n", argv0);
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+    fprintf(f, "  --%-24s %s\n", flags[i].name, flags[i].help);
+}

@@ -1,0 +1,37 @@
+/* cfg_flags: the command line, with TF Serving's flag names and defaults.
+ *
+ * Flags are described by one table (cfg_flags.c); parsing fills a plain
+ * cfg_options value. Accepted forms: `--name=value`, `--name value`, and for
+ * booleans `--name`, `--name=true|false|1|0`. A single leading dash works
+ * too, as with TensorFlow's flag parser. An unknown flag, a missing value or
+ * a malformed number is an error (INVALID_ARGUMENT naming the flag); the
+ * caller prints it with the usage text and exits non-zero.
+ *
+ * Strings in cfg_options point into argv or at static defaults: valid for the
+ * life of the process, never freed. Not thread-safe; call from main. */
+#ifndef CFG_FLAGS_H
+#define CFG_FLAGS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "td_status.h"
+
+typedef struct cfg_options {
+  int port;                    /* --port: gRPC (8500) */
+  int rest_api_port;           /* --rest_api_port: REST; 0 = off */
+  const char *model_name;      /* --model_name ("default") */
+  const char *model_base_path; /* --model_base_path (required) */
+  const char *saved_model_tags; /* --saved_model_tags ("serve") */
+  int num_workers;             /* --tensord_num_workers: engine threads; 0 = one per core */
+  bool help;                   /* --help was given */
+  bool version;                /* --version was given */
+} cfg_options;
+
+void cfg_options_defaults(cfg_options *o);
+td_code cfg_flags_parse(int argc, char **argv, cfg_options *o, td_err *err);
+/* Checks cross-flag rules (a base path is required, ports differ, ...). */
+td_code cfg_options_validate(const cfg_options *o, td_err *err);
+void cfg_flags_usage(FILE *f, const char *argv0);
+
+#endif

@@ -1,0 +1,159 @@
+#include "eng_inline.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_INLINED_NODES 2000000
+
+bool eng_inline_is_call(const eng_node *n, const eng_library *lib, const char **callee) {
+  const char *f = NULL;
+  if (!strcmp(n->op, "StatefulPartitionedCall") || !strcmp(n->op, "PartitionedCall"))
+    f = eng_node_attr_func(n, "f");
+  else if (eng_library_find(lib, n->op))
+    f = n->op;
+  if (callee) *callee = f;
+  return f != NULL;
+}
+
+static int arg_index(const eng_node *n) {
+  return !strcmp(n->op, "_Arg") ? (int)eng_node_attr_int(n, "index", -1) : -1;
+}
+
+/* Adds a node named "<prefix>/<name>", adding a numeric suffix in the rare
+ * case the name is taken. */
+static int add_prefixed(eng_graph *g, const char *prefix, const char *name, const char *op,
+                        td_err *err) {
+  size_t len = strlen(prefix) + strlen(name) + 16;
+  char *full = malloc(len);
+  if (!full) {
+    td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    return -1;
+  }
+  snprintf(full, len, "%s/%s", prefix, name);
+  for (int k = 1; eng_graph_find(g, full, strlen(full)) >= 0; k++)
+    snprintf(full, len, "%s/%s_%d", prefix, name, k);
+  int id = eng_graph_add_node(g, full, op, err);
+  free(full);
+  return id;
+}
+
+static td_code inline_one(eng_graph *g, int call, const eng_function *fn, td_err *err) {
+  eng_node *cn = eng_graph_node(g, call);
+  if (cn->n_in != fn->n_args)
+    return td_err_set(err, TD_INVALID_ARGUMENT, "call '%s' passes %d inputs to '%s', which takes %d",
+                      cn->name, cn->n_in, fn->name, fn->n_args);
+  if (cn->n_out > fn->n_rets)
+    return td_err_set(err, TD_INVALID_ARGUMENT, "call '%s' expects %d results from '%s', which returns %d",
+                      cn->name, cn->n_out, fn->name, fn->n_rets);
+  /* Copy what we need from the call node: adding nodes moves the array. */
+  char *prefix = strdup(cn->name);
+  int n_args = cn->n_in;
+  eng_edge *args = malloc(sizeof *args * (size_t)(n_args ? n_args : 1));
+  int n_cin = cn->n_ctrl;
+  int *cin = malloc(sizeof *cin * (size_t)(n_cin ? n_cin : 1));
+  int nb = eng_graph_node_count(fn->body);
+  int *map = malloc(sizeof *map * (size_t)(nb ? nb : 1));
+  td_code rc = TD_OK;
+  if (!prefix || !args || !cin || !map) {
+    rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory inlining '%s'", fn->name);
+    goto done;
+  }
+  memcpy(args, cn->in, sizeof *args * (size_t)n_args);
+  memcpy(cin, cn->ctrl, sizeof *cin * (size_t)n_cin);
+
+  int entry = -1;
+  if (n_cin) {
+    entry = add_prefixed(g, prefix, "_entry", "NoOp", err);
+    if (entry < 0) { rc = err ? err->code : TD_INTERNAL; goto done; }
+    for (int i = 0; i < n_cin && !rc; i++) rc = eng_graph_add_ctrl(g, entry, cin[i], err);
+    if (rc) goto done;
+  }
+  /* Pass 1: create the body's nodes (args map to nothing). */
+  for (int b = 0; b < nb; b++) {
+    const eng_node *bn = eng_graph_node(fn->body, b);
+    int ai = arg_index(bn);
+    if (ai >= 0) {
+      if (ai >= n_args) {
+        rc = td_err_set(err, TD_INVALID_ARGUMENT, "function '%s': _Arg index %d out of range",
+                        fn->name, ai);
+        goto done;
+      }
+      map[b] = -1;
+      continue;
+    }
+    int id = add_prefixed(g, prefix, bn->name, bn->op, err);
+    if (id < 0) { rc = err ? err->code : TD_INTERNAL; goto done; }
+    map[b] = id;
+    eng_graph_node(g, id)->n_out = bn->n_out;
+    for (int a = 0; a < bn->n_attr && !rc; a++) rc = eng_graph_copy_attr(g, id, &bn->attr[a], err);
+    if (rc) goto done;
+  }
+  /* Pass 2: wire inputs. */
+  for (int b = 0; b < nb && !rc; b++) {
+    if (map[b] < 0) continue;
+    const eng_node *bn = eng_graph_node(fn->body, b);
+    for (int k = 0; k < bn->n_in && !rc; k++) {
+      eng_edge e = bn->in[k];
+      int ai = arg_index(eng_graph_node(fn->body, e.node));
+      eng_edge to = ai >= 0 ? args[ai] : (eng_edge){map[e.node], e.index};
+      rc = eng_graph_add_input(g, map[b], to, err);
+    }
+    for (int k = 0; k < bn->n_ctrl && !rc; k++) {
+      int from = bn->ctrl[k];
+      int ai = arg_index(eng_graph_node(fn->body, from));
+      rc = eng_graph_add_ctrl(g, map[b], ai >= 0 ? args[ai].node : map[from], err);
+    }
+    if (!rc && entry >= 0 && bn->n_in == 0 && bn->n_ctrl == 0)
+      rc = eng_graph_add_ctrl(g, map[b], entry, err);
+  }
+  if (rc) goto done;
+
+  /* The call node becomes an IdentityN over the returns. */
+  cn = eng_graph_node(g, call);
+  free(cn->op);
+  cn->op = strdup("IdentityN");
+  for (int a = 0; a < cn->n_attr; a++) eng_attr_free(&cn->attr[a]);
+  cn->n_attr = 0;
+  cn->n_in = 0;
+  cn->n_ctrl = 0;
+  if (!cn->op) {
+    rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    goto done;
+  }
+  for (int r = 0; r < cn->n_out && !rc; r++) {
+    eng_edge e = fn->rets[r];
+    int ai = arg_index(eng_graph_node(fn->body, e.node));
+    rc = eng_graph_add_input(g, call, ai >= 0 ? args[ai] : (eng_edge){map[e.node], e.index}, err);
+  }
+  for (int r = 0; r < fn->n_ctrl_rets && !rc; r++)
+    if (map[fn->ctrl_rets[r]] >= 0) rc = eng_graph_add_ctrl(g, call, map[fn->ctrl_rets[r]], err);
+  /* A call with no data returns must still order after its entry. */
+  if (!rc && entry >= 0) rc = eng_graph_add_ctrl(g, call, entry, err);
+done:
+  free(prefix);
+  free(args);
+  free(cin);
+  free(map);
+  return rc;
+}
+
+td_code eng_inline_calls(eng_graph *g, const eng_library *lib, td_err *err) {
+  /* Newly added nodes are visited too, which flattens nested calls. */
+  for (int i = 0; i < eng_graph_node_count(g); i++) {
+    if (eng_graph_node_count(g) > MAX_INLINED_NODES)
+      return td_err_set(err, TD_INVALID_ARGUMENT,
+                        "inlining function calls exceeded %d nodes (recursive functions?)",
+                        MAX_INLINED_NODES);
+    const char *callee;
+    eng_node *n = eng_graph_node(g, i);
+    if (!eng_inline_is_call(n, lib, &callee)) continue;
+    const eng_function *fn = eng_library_find(lib, callee);
+    if (!fn)
+      return td_err_set(err, TD_NOT_FOUND, "node '%s' calls function '%s', which the library lacks",
+                        n->name, callee);
+    td_code rc = inline_one(g, i, fn, err);
+    if (rc) return rc;
+  }
+  return TD_OK;
+}

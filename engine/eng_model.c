@@ -1,0 +1,529 @@
+/* Plans: a plan is the list of nodes to run in dependency order, plus a flat
+ * value table layout (one slot per node output). Building it walks back from
+ * fetches and targets, stops at fed tensors, and orders the reached nodes
+ * with Kahn's algorithm over data and control edges. Each value slot also
+ * records how many consumers read it, so a run releases intermediate tensors
+ * as soon as their last reader is done. */
+#include "eng_model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eng_inline.h"
+#include "eng_op.h"
+
+typedef struct var_slot {
+  char *key; /* container/shared_name */
+  eng_tensor value;
+  bool init;
+} var_slot;
+
+struct eng_model {
+  eng_graph *g;
+  eng_library *lib;
+  eng_io io;
+  int64_t *node_slot; /* per node: variable slot or -1 */
+  int n_slots;
+  var_slot *slots;
+};
+
+struct eng_plan {
+  eng_model *m;
+  int n_steps;
+  int *steps;        /* node ids in run order */
+  const eng_op_def **ops; /* per step */
+  int *base;         /* per node: first value index (or -1 when not in plan) */
+  int n_values;
+  int *uses;         /* per value: number of readers during a run */
+  int n_inputs;
+  int *in_value;     /* per input: value index fed */
+  eng_shape *in_shape; /* declared shape of each input's producer (Placeholder) */
+  eng_dtype *in_dtype; /* declared dtype or INVALID */
+  char **in_name;
+  int n_outputs;
+  int *out_value;
+};
+
+/* --- model ------------------------------------------------------------- */
+
+static td_code assign_slots(eng_model *m, td_err *err) {
+  int n = eng_graph_node_count(m->g);
+  m->node_slot = malloc(sizeof *m->node_slot * (size_t)(n ? n : 1));
+  m->slots = calloc((size_t)(n ? n : 1), sizeof *m->slots);
+  if (!m->node_slot || !m->slots) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  for (int i = 0; i < n; i++) {
+    const eng_node *nd = eng_graph_node(m->g, i);
+    m->node_slot[i] = -1;
+    if (strcmp(nd->op, "VarHandleOp") && strcmp(nd->op, "VariableV2")) continue;
+    const eng_attr *c = eng_node_attr(nd, "container");
+    const eng_attr *s = eng_node_attr(nd, "shared_name");
+    const char *cs = c && c->kind == ENG_ATTR_S ? c->s.data : "";
+    const char *ss = s && s->kind == ENG_ATTR_S && s->s.len ? s->s.data : nd->name;
+    size_t len = strlen(cs) + strlen(ss) + 2;
+    char *key = malloc(len);
+    if (!key) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    snprintf(key, len, "%s/%s", cs, ss);
+    int found = -1;
+    for (int k = 0; k < m->n_slots; k++)
+      if (!strcmp(m->slots[k].key, key)) found = k;
+    if (found >= 0) {
+      free(key);
+    } else {
+      found = m->n_slots++;
+      m->slots[found].key = key;
+    }
+    m->node_slot[i] = found;
+  }
+  return TD_OK;
+}
+
+td_code eng_model_create(eng_graph *graph, eng_library *lib, const eng_io *io, eng_model **out,
+                         td_err *err) {
+  eng_model *m = calloc(1, sizeof *m);
+  if (!m) {
+    eng_graph_destroy(graph);
+    eng_library_destroy(lib);
+    return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  m->g = graph;
+  m->lib = lib;
+  if (io) m->io = *io;
+  td_code rc = lib ? eng_inline_calls(graph, lib, err) : TD_OK;
+  if (!rc) rc = assign_slots(m, err);
+  if (rc) {
+    eng_model_destroy(m);
+    return rc;
+  }
+  *out = m;
+  return TD_OK;
+}
+
+void eng_model_destroy(eng_model *m) {
+  if (!m) return;
+  for (int i = 0; i < m->n_slots; i++) {
+    free(m->slots[i].key);
+    eng_tensor_release(&m->slots[i].value);
+  }
+  free(m->slots);
+  free(m->node_slot);
+  eng_graph_destroy(m->g);
+  eng_library_destroy(m->lib);
+  free(m);
+}
+
+void eng_model_detach_io(eng_model *m) { m->io = (eng_io){0}; }
+
+const eng_graph *eng_model_graph(const eng_model *m) { return m->g; }
+
+int64_t eng_model_node_slot(const eng_model *m, int node_id) { return m->node_slot[node_id]; }
+
+const char *eng_model_slot_name(const eng_model *m, int64_t slot) {
+  const char *k = m->slots[slot].key;
+  return k[0] == '/' ? k + 1 : k;
+}
+
+bool eng_model_slot_initialized(eng_model *m, int64_t slot) { return m->slots[slot].init; }
+
+td_code eng_model_slot_read(eng_model *m, int64_t slot, eng_tensor *out, td_err *err) {
+  if (slot < 0 || slot >= m->n_slots)
+    return td_err_set(err, TD_INTERNAL, "variable slot %lld out of range", (long long)slot);
+  if (!m->slots[slot].init)
+    return td_err_set(err, TD_FAILED_PRECONDITION,
+                      "attempting to use uninitialized variable '%s'", eng_model_slot_name(m, slot));
+  *out = eng_tensor_share(&m->slots[slot].value);
+  return TD_OK;
+}
+
+td_code eng_model_slot_write(eng_model *m, int64_t slot, const eng_tensor *value, td_err *err) {
+  if (slot < 0 || slot >= m->n_slots)
+    return td_err_set(err, TD_INTERNAL, "variable slot %lld out of range", (long long)slot);
+  eng_tensor_release(&m->slots[slot].value);
+  m->slots[slot].value = eng_tensor_share(value);
+  m->slots[slot].init = true;
+  return TD_OK;
+}
+
+td_code eng_model_restore(eng_model *m, const char *prefix, const char *key, eng_dtype dtype,
+                          eng_tensor *out, td_err *err) {
+  if (!m->io.restore)
+    return td_err_set(err, TD_FAILED_PRECONDITION, "no checkpoint reader to restore '%s'", key);
+  return m->io.restore(m->io.ctx, prefix, key, dtype, out, err);
+}
+
+/* --- plans ------------------------------------------------------------- */
+
+void eng_plan_destroy(eng_plan *p) {
+  if (!p) return;
+  for (int i = 0; i < p->n_inputs; i++) free(p->in_name ? p->in_name[i] : NULL);
+  free(p->in_name);
+  free(p->steps);
+  free(p->ops);
+  free(p->base);
+  free(p->uses);
+  free(p->in_value);
+  free(p->in_shape);
+  free(p->in_dtype);
+  free(p->out_value);
+  free(p);
+}
+
+eng_shape eng_plan_input_shape(const eng_plan *p, int i) { return p->in_shape[i]; }
+
+static void fill_declared(const eng_node *nd, eng_shape *shape, eng_dtype *dtype) {
+  *shape = eng_shape_unknown();
+  *dtype = ENG_DT_INVALID;
+  if (strcmp(nd->op, "Placeholder")) return;
+  *dtype = eng_node_attr_type(nd, "dtype", ENG_DT_INVALID);
+  const eng_attr *s = eng_node_attr(nd, "shape");
+  if (s && s->kind == ENG_ATTR_SHAPE) *shape = s->shape;
+}
+
+td_code eng_plan_create(eng_model *m, int n_inputs, const char *const *inputs, int n_outputs,
+                        const char *const *outputs, int n_targets, const char *const *targets,
+                        eng_plan **out, td_err *err) {
+  const eng_graph *g = m->g;
+  int n = eng_graph_node_count(g);
+  td_code rc = TD_OK;
+  eng_plan *p = calloc(1, sizeof *p);
+  eng_edge *feeds = calloc((size_t)n_inputs + 1, sizeof *feeds);
+  bool *need = calloc((size_t)n + 1, sizeof *need);
+  int *stack = malloc(sizeof *stack * ((size_t)n + 1));
+  int *indeg = calloc((size_t)n + 1, sizeof *indeg);
+  if (!p || !feeds || !need || !stack || !indeg) {
+    rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    goto fail;
+  }
+  p->m = m;
+  p->n_inputs = n_inputs;
+  p->n_outputs = n_outputs;
+  p->in_value = calloc((size_t)n_inputs + 1, sizeof *p->in_value);
+  p->in_shape = calloc((size_t)n_inputs + 1, sizeof *p->in_shape);
+  p->in_dtype = calloc((size_t)n_inputs + 1, sizeof *p->in_dtype);
+  p->in_name = calloc((size_t)n_inputs + 1, sizeof *p->in_name);
+  p->out_value = calloc((size_t)n_outputs + 1, sizeof *p->out_value);
+  p->base = malloc(sizeof *p->base * ((size_t)n + 1));
+  if (!p->in_value || !p->in_shape || !p->in_dtype || !p->in_name || !p->out_value || !p->base) {
+    rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    goto fail;
+  }
+  for (int i = 0; i < n_inputs; i++) {
+    rc = eng_graph_parse_edge(g, inputs[i], &feeds[i], err);
+    if (rc) goto fail;
+    p->in_name[i] = strdup(inputs[i]);
+    fill_declared(eng_graph_node(g, feeds[i].node), &p->in_shape[i], &p->in_dtype[i]);
+    if (feeds[i].index != 0) p->in_shape[i] = eng_shape_unknown();
+  }
+
+  /* Walk back from fetches and targets. */
+  int sp = 0;
+  eng_edge *fetch = calloc((size_t)n_outputs + 1, sizeof *fetch);
+  if (!fetch) {
+    rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    goto fail;
+  }
+  for (int i = 0; i < n_outputs && !rc; i++) rc = eng_graph_parse_edge(g, outputs[i], &fetch[i], err);
+  if (rc) {
+    free(fetch);
+    goto fail;
+  }
+  for (int i = 0; i < n_outputs; i++) {
+    bool fed = false;
+    for (int k = 0; k < n_inputs; k++)
+      if (feeds[k].node == fetch[i].node && feeds[k].index == fetch[i].index) fed = true;
+    if (!fed && !need[fetch[i].node]) {
+      need[fetch[i].node] = true;
+      stack[sp++] = fetch[i].node;
+    }
+  }
+  for (int i = 0; i < n_targets; i++) {
+    int t = eng_graph_find(g, targets[i], strlen(targets[i]));
+    if (t < 0) {
+      free(fetch);
+      rc = td_err_set(err, TD_NOT_FOUND, "target '%s' names no node of the graph", targets[i]);
+      goto fail;
+    }
+    if (!need[t]) {
+      need[t] = true;
+      stack[sp++] = t;
+    }
+  }
+  while (sp) {
+    const eng_node *nd = eng_graph_node(g, stack[--sp]);
+    for (int k = 0; k < nd->n_in; k++) {
+      eng_edge e = nd->in[k];
+      bool fed = false;
+      for (int f = 0; f < n_inputs; f++)
+        if (feeds[f].node == e.node && feeds[f].index == e.index) fed = true;
+      if (!fed && !need[e.node]) {
+        need[e.node] = true;
+        stack[sp++] = e.node;
+      }
+    }
+    for (int k = 0; k < nd->n_ctrl; k++)
+      if (!need[nd->ctrl[k]]) {
+        need[nd->ctrl[k]] = true;
+        stack[sp++] = nd->ctrl[k];
+      }
+  }
+
+  /* Value layout: every output of every node gets a slot; only the needed
+   * and fed ones are ever written. */
+  int nv = 0;
+  for (int i = 0; i < n; i++) {
+    p->base[i] = nv;
+    nv += eng_graph_node(g, i)->n_out;
+  }
+  p->n_values = nv;
+  p->uses = calloc((size_t)nv + 1, sizeof *p->uses);
+  p->steps = malloc(sizeof *p->steps * ((size_t)n + 1));
+  p->ops = malloc(sizeof *p->ops * ((size_t)n + 1));
+  if (!p->uses || !p->steps || !p->ops) {
+    free(fetch);
+    rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    goto fail;
+  }
+  for (int i = 0; i < n_inputs; i++) p->in_value[i] = p->base[feeds[i].node] + feeds[i].index;
+  for (int i = 0; i < n_outputs; i++) {
+    p->out_value[i] = p->base[fetch[i].node] + fetch[i].index;
+    p->uses[p->out_value[i]]++; /* fetches hold their value to the end */
+  }
+  free(fetch);
+
+  /* Kahn's algorithm over the needed subgraph. indeg counts needed
+   * producers (data inputs that are not fed, and control inputs). */
+  int *succ_count = calloc((size_t)n + 1, sizeof *succ_count);
+  if (!succ_count) {
+    rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    goto fail;
+  }
+  for (int i = 0; i < n; i++) {
+    if (!need[i]) continue;
+    const eng_node *nd = eng_graph_node(g, i);
+    const eng_op_def *op = eng_op_find(nd->op);
+    if (!op || !op->cpu) {
+      free(succ_count);
+      rc = td_err_set(err, TD_UNIMPLEMENTED,
+                      "node '%s': op '%s' is not supported by the tensord engine", nd->name, nd->op);
+      goto fail;
+    }
+    for (int k = 0; k < nd->n_in; k++) {
+      eng_edge e = nd->in[k];
+      p->uses[p->base[e.node] + e.index]++;
+      if (need[e.node]) {
+        bool fed = false;
+        for (int f = 0; f < n_inputs; f++)
+          if (feeds[f].node == e.node && feeds[f].index == e.index) fed = true;
+        /* A producer that must run anyway still orders before us. */
+        indeg[i]++;
+        succ_count[e.node]++;
+        (void)fed;
+      }
+    }
+    for (int k = 0; k < nd->n_ctrl; k++) {
+      indeg[i]++;
+      succ_count[nd->ctrl[k]]++;
+    }
+  }
+  /* Build successor lists (CSR) for the release of indegrees. */
+  int *succ_off = calloc((size_t)n + 2, sizeof *succ_off);
+  int total = 0;
+  for (int i = 0; i < n; i++) total += succ_count[i];
+  int *succ = malloc(sizeof *succ * ((size_t)total + 1));
+  if (!succ_off || !succ) {
+    free(succ_count);
+    free(succ_off);
+    free(succ);
+    rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    goto fail;
+  }
+  for (int i = 0; i < n; i++) succ_off[i + 1] = succ_off[i] + succ_count[i];
+  memset(succ_count, 0, sizeof *succ_count * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    if (!need[i]) continue;
+    const eng_node *nd = eng_graph_node(g, i);
+    for (int k = 0; k < nd->n_in; k++)
+      if (need[nd->in[k].node]) {
+        int pnode = nd->in[k].node;
+        succ[succ_off[pnode] + succ_count[pnode]++] = i;
+      }
+    for (int k = 0; k < nd->n_ctrl; k++) {
+      int pnode = nd->ctrl[k];
+      succ[succ_off[pnode] + succ_count[pnode]++] = i;
+    }
+  }
+  sp = 0;
+  for (int i = n - 1; i >= 0; i--)
+    if (need[i] && indeg[i] == 0) stack[sp++] = i;
+  int ns = 0;
+  while (sp) {
+    int v = stack[--sp];
+    p->steps[ns] = v;
+    p->ops[ns] = eng_op_find(eng_graph_node(g, v)->op);
+    ns++;
+    for (int k = succ_off[v]; k < succ_off[v + 1]; k++)
+      if (--indeg[succ[k]] == 0) stack[sp++] = succ[k];
+  }
+  free(succ_count);
+  free(succ_off);
+  free(succ);
+  int n_need = 0;
+  for (int i = 0; i < n; i++) n_need += need[i];
+  if (ns != n_need) {
+    rc = td_err_set(err, TD_INVALID_ARGUMENT,
+                    "the graph has a cycle among the nodes needed (TF1 control flow is not supported)");
+    goto fail;
+  }
+  p->n_steps = ns;
+  free(feeds);
+  free(need);
+  free(stack);
+  free(indeg);
+  *out = p;
+  return TD_OK;
+fail:
+  free(feeds);
+  free(need);
+  free(stack);
+  free(indeg);
+  eng_plan_destroy(p);
+  return rc;
+}
+
+static td_code check_feed(const eng_plan *p, int i, const eng_tensor *t, td_err *err) {
+  char want[128], got[128];
+  if (p->in_dtype[i] != ENG_DT_INVALID && t->dtype != p->in_dtype[i])
+    return td_err_set(err, TD_INVALID_ARGUMENT, "input '%s': expected %s, got %s", p->in_name[i],
+                      eng_dtype_name(p->in_dtype[i]), eng_dtype_name(t->dtype));
+  if (!eng_shape_fits(&p->in_shape[i], &t->shape))
+    return td_err_set(err, TD_INVALID_ARGUMENT,
+                      "input '%s': shape %s does not match the placeholder's shape %s",
+                      p->in_name[i], eng_shape_str(&t->shape, got, sizeof got),
+                      eng_shape_str(&p->in_shape[i], want, sizeof want));
+  return TD_OK;
+}
+
+static void drop_use(eng_tensor *values, int *left, int v) {
+  if (--left[v] <= 0) eng_tensor_release(&values[v]);
+}
+
+td_code eng_plan_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, td_err *err) {
+  const eng_graph *g = p->m->g;
+  td_code rc = TD_OK;
+  eng_tensor *values = calloc((size_t)p->n_values + 1, sizeof *values);
+  int *left = malloc(sizeof *left * ((size_t)p->n_values + 1));
+  eng_tensor inbuf[16], outbuf[16];
+  if (!values || !left) {
+    free(values);
+    free(left);
+    return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  memcpy(left, p->uses, sizeof *left * (size_t)p->n_values);
+  bool *fed = NULL;
+  for (int i = 0; i < p->n_inputs; i++) {
+    rc = check_feed(p, i, &in[i], err);
+    if (rc) goto done;
+    eng_tensor_release(&values[p->in_value[i]]);
+    values[p->in_value[i]] = eng_tensor_share(&in[i]);
+    left[p->in_value[i]]++; /* fed values are never overwritten */
+  }
+  fed = calloc((size_t)p->n_values + 1, sizeof *fed);
+  if (!fed) {
+    rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    goto done;
+  }
+  for (int i = 0; i < p->n_inputs; i++) fed[p->in_value[i]] = true;
+
+  for (int s = 0; s < p->n_steps && !rc; s++) {
+    int id = p->steps[s];
+    const eng_node *nd = eng_graph_node(g, id);
+    const eng_op_def *op = p->ops[s];
+    eng_tensor *kin = nd->n_in <= 16 ? inbuf : calloc((size_t)nd->n_in, sizeof *kin);
+    eng_tensor *kout = nd->n_out <= 16 ? outbuf : calloc((size_t)nd->n_out, sizeof *kout);
+    if (!kin || !kout) {
+      rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+      if (kin != inbuf) free(kin);
+      if (kout != outbuf) free(kout);
+      break;
+    }
+    memset(kout, 0, sizeof *kout * (size_t)nd->n_out);
+    for (int k = 0; k < nd->n_in && !rc; k++) {
+      const eng_tensor *v = &values[p->base[nd->in[k].node] + nd->in[k].index];
+      kin[k] = *v;
+      if (!v->buf) {
+        rc = td_err_set(err, TD_INTERNAL, "node '%s': input %d was not computed", nd->name, k);
+      } else if (v->is_ref && !(k == 0 && (op->flags & ENG_OP_REF_INPUT0))) {
+        /* A TF1 variable reference read by an ordinary op: pass its value. */
+        rc = eng_model_slot_read(p->m, eng_tensor_handle(v), &kin[k], err);
+        if (rc) {
+          for (int j = 0; j < k; j++)
+            if (kin[j].buf != values[p->base[nd->in[j].node] + nd->in[j].index].buf)
+              eng_tensor_release(&kin[j]);
+          kin[k].buf = NULL;
+        }
+      }
+    }
+    if (!rc) {
+      eng_kctx ctx = {.node = nd, .node_id = id, .model = p->m, .n_in = nd->n_in, .in = kin,
+                      .n_out = nd->n_out, .out = kout, .err = err};
+      rc = op->cpu(&ctx);
+      if (rc && err && !strstr(err->msg, nd->name)) td_err_prefix(err, "node '%s' (%s)", nd->name, nd->op);
+      for (int k = 0; k < nd->n_in; k++) {
+        const eng_tensor *v = &values[p->base[nd->in[k].node] + nd->in[k].index];
+        if (kin[k].buf != v->buf) eng_tensor_release(&kin[k]);
+      }
+      for (int o = 0; o < nd->n_out; o++) {
+        int vi = p->base[id] + o;
+        if (rc || fed[vi] || left[vi] <= 0) {
+          eng_tensor_release(&kout[o]);
+        } else {
+          values[vi] = kout[o];
+        }
+      }
+      for (int k = 0; k < nd->n_in; k++) drop_use(values, left, p->base[nd->in[k].node] + nd->in[k].index);
+    }
+    if (kin != inbuf) free(kin);
+    if (kout != outbuf) free(kout);
+  }
+  for (int i = 0; i < p->n_outputs && !rc; i++) {
+    const eng_tensor *v = &values[p->out_value[i]];
+    if (!v->buf) {
+      rc = td_err_set(err, TD_INTERNAL, "output '%d' was not computed", i);
+    } else if (v->is_ref) {
+      rc = eng_model_slot_read(p->m, eng_tensor_handle(v), &out[i], err);
+    } else {
+      out[i] = eng_tensor_share(v);
+    }
+    if (rc)
+      for (int j = 0; j < i; j++) eng_tensor_release(&out[j]);
+  }
+done:
+  for (int v = 0; v < p->n_values; v++) eng_tensor_release(&values[v]);
+  free(values);
+  free(left);
+  free(fed);
+  return rc;
+}
+
+td_code eng_model_run(eng_model *m, int n_feeds, const eng_feed *feeds, int n_fetch,
+                      const char *const *fetch, eng_tensor *outs, int n_targets,
+                      const char *const *targets, td_err *err) {
+  const char **names = calloc((size_t)n_feeds + 1, sizeof *names);
+  eng_tensor *vals = calloc((size_t)n_feeds + 1, sizeof *vals);
+  if (!names || !vals) {
+    free(names);
+    free(vals);
+    return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  for (int i = 0; i < n_feeds; i++) {
+    names[i] = feeds[i].name;
+    vals[i] = feeds[i].tensor;
+  }
+  eng_plan *p = NULL;
+  td_code rc = eng_plan_create(m, n_feeds, names, n_fetch, fetch, n_targets, targets, &p, err);
+  if (!rc) rc = eng_plan_run(p, vals, outs, err);
+  eng_plan_destroy(p);
+  free(names);
+  free(vals);
+  return rc;
+}

@@ -1,0 +1,81 @@
+/* eng_model: a graph ready to run, with its variables.
+ *
+ * eng_model_create takes a top-level graph and its function library, flattens
+ * function calls (eng_inline), and gives every variable (VarHandleOp /
+ * VariableV2, keyed by container + shared_name as TensorFlow does) a slot.
+ *
+ * Running works like a TensorFlow Session: feeds (tensors that replace graph
+ * tensors, cutting the graph there), fetches (tensors to return) and targets
+ * (nodes to run for their effects). Only the ancestors of fetches and targets
+ * that are not cut by a feed run, in dependency order; control inputs order
+ * execution. An eng_plan is that pruned schedule, built once (checking that
+ * every op it needs exists, with an error naming the op and the node) and
+ * run many times.
+ *
+ * Feeds are checked as TensorFlow checks them: a tensor fed to a Placeholder
+ * must have its dtype and fit its declared shape (INVALID_ARGUMENT naming
+ * the input). File access (RestoreV2 reading a checkpoint) goes through the
+ * eng_io callbacks the loader supplies: the engine never opens files itself.
+ *
+ * Threads: building a model and running plans that write variables (restore,
+ * init ops) happen once, on the loading thread. After that, plans that only
+ * read variables (serving signatures) may run concurrently from any number
+ * of threads. A plan keeps its model alive only as long as the caller keeps
+ * the model; destroy plans before their model. */
+#ifndef ENG_MODEL_H
+#define ENG_MODEL_H
+
+#include "eng_graph.h"
+
+typedef struct eng_model eng_model;
+typedef struct eng_plan eng_plan;
+
+typedef struct eng_io {
+  /* Reads checkpoint tensor `key` from the bundle at `prefix`. */
+  td_code (*restore)(void *ctx, const char *prefix, const char *key, eng_dtype dtype,
+                     eng_tensor *out, td_err *err);
+  void *ctx;
+} eng_io;
+
+/* Takes ownership of graph and lib (lib may be NULL) even on failure. */
+td_code eng_model_create(eng_graph *graph, eng_library *lib, const eng_io *io, eng_model **out,
+                         td_err *err);
+void eng_model_destroy(eng_model *m);
+/* Drops the io callbacks (the loader closes the checkpoint after restore);
+ * a later RestoreV2 then fails cleanly. */
+void eng_model_detach_io(eng_model *m);
+const eng_graph *eng_model_graph(const eng_model *m);
+
+typedef struct eng_feed {
+  const char *name; /* "node:index" */
+  eng_tensor tensor;
+} eng_feed;
+
+/* One-shot run (load-time work: restore, init ops). outs[i] receives a new
+ * reference for fetch[i]; the caller releases them. */
+td_code eng_model_run(eng_model *m, int n_feeds, const eng_feed *feeds, int n_fetch,
+                      const char *const *fetch, eng_tensor *outs, int n_targets,
+                      const char *const *targets, td_err *err);
+
+/* Builds the pruned schedule feeding `inputs` and fetching `outputs`. */
+td_code eng_plan_create(eng_model *m, int n_inputs, const char *const *inputs, int n_outputs,
+                        const char *const *outputs, int n_targets, const char *const *targets,
+                        eng_plan **out, td_err *err);
+void eng_plan_destroy(eng_plan *p);
+/* Static shape of plan input i as the graph declares it (rank -1 unknown). */
+eng_shape eng_plan_input_shape(const eng_plan *p, int i);
+/* in[i] feeds inputs[i]; out[i] receives outputs[i] (caller releases). */
+td_code eng_plan_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, td_err *err);
+
+/* --- for kernels -------------------------------------------------------- */
+int64_t eng_model_node_slot(const eng_model *m, int node_id);
+const char *eng_model_slot_name(const eng_model *m, int64_t slot);
+/* Shares the slot's value; FAILED_PRECONDITION if it was never assigned. */
+td_code eng_model_slot_read(eng_model *m, int64_t slot, eng_tensor *out, td_err *err);
+bool eng_model_slot_initialized(eng_model *m, int64_t slot);
+/* Replaces the slot's value with a new reference to `value`. */
+td_code eng_model_slot_write(eng_model *m, int64_t slot, const eng_tensor *value, td_err *err);
+td_code eng_model_restore(eng_model *m, const char *prefix, const char *key, eng_dtype dtype,
+                          eng_tensor *out, td_err *err);
+
+#endif

@@ -1,0 +1,91 @@
+/* eng_tensor: the engine's tensor value.
+ *
+ * A tensor is a small plain struct (dtype, shape, ref flag) pointing at a
+ * reference-counted buffer. Copying the struct does not copy the data: use
+ * eng_tensor_share to take another reference and eng_tensor_release to drop
+ * one. Buffers are 64-byte aligned and immutable once published to other
+ * threads (the engine writes a tensor's data only while it holds the sole
+ * reference). Reference counting is atomic, so tensors may be shared across
+ * threads.
+ *
+ * Strings (ENG_DT_STRING) are stored as an array of eng_str followed by the
+ * bytes, in the same buffer. Resources (ENG_DT_RESOURCE) are scalars holding
+ * an int64 variable-slot index of the model that produced them; is_ref marks
+ * a TF1 reference to a variable slot (VariableV2's output), same layout.
+ *
+ * A zeroed eng_tensor (buf == NULL) is "empty": releasing it is a no-op. */
+#ifndef ENG_TENSOR_H
+#define ENG_TENSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "eng_dtype.h"
+#include "td_status.h"
+
+#define ENG_MAX_RANK 8
+
+/* A shape. For run-time tensors every dim is >= 0. Declared shapes (a
+ * Placeholder's attr, a signature) may hold -1 for an unknown dim, and
+ * rank -1 for an unknown rank. */
+typedef struct eng_shape {
+  int rank;
+  int64_t dim[ENG_MAX_RANK];
+} eng_shape;
+
+typedef struct eng_str {
+  const char *data;
+  size_t len;
+} eng_str;
+
+typedef struct eng_buffer eng_buffer;
+
+typedef struct eng_tensor {
+  eng_dtype dtype;
+  bool is_ref;
+  eng_shape shape;
+  eng_buffer *buf;
+} eng_tensor;
+
+/* --- shapes ------------------------------------------------------------ */
+eng_shape eng_shape_make(int rank, const int64_t *dims);
+eng_shape eng_shape_scalar(void);
+eng_shape eng_shape_unknown(void);
+/* Element count; -1 when any dim or the rank is unknown. */
+int64_t eng_shape_numel(const eng_shape *s);
+bool eng_shape_equal(const eng_shape *a, const eng_shape *b);
+/* True when a concrete shape fits a declared one (unknown rank or dims match
+ * anything). */
+bool eng_shape_fits(const eng_shape *declared, const eng_shape *actual);
+/* "[2,3]", "[?,1]", "<unknown>"; returns buf. */
+const char *eng_shape_str(const eng_shape *s, char *buf, size_t n);
+
+/* --- tensors ----------------------------------------------------------- */
+/* Allocates a zero-filled tensor of a fixed-size dtype, or a string tensor of
+ * empty strings. Fails with INVALID_ARGUMENT for a shape with unknown dims
+ * and UNIMPLEMENTED for dtypes the engine cannot store. */
+td_code eng_tensor_alloc(eng_tensor *t, eng_dtype dt, const eng_shape *shape, td_err *err);
+/* Allocates a string tensor whose element i has lens[i] bytes; fill them
+ * through eng_tensor_str_bytes. */
+td_code eng_tensor_alloc_strings(eng_tensor *t, const eng_shape *shape, const size_t *lens,
+                                 td_err *err);
+/* Allocates a scalar DT_RESOURCE (or ref) tensor naming variable slot `slot`. */
+td_code eng_tensor_alloc_handle(eng_tensor *t, int64_t slot, bool is_ref, td_err *err);
+
+void *eng_tensor_data(const eng_tensor *t);
+eng_str *eng_tensor_strs(const eng_tensor *t);
+char *eng_tensor_str_bytes(const eng_tensor *t, int64_t i);
+int64_t eng_tensor_handle(const eng_tensor *t);
+int64_t eng_tensor_numel(const eng_tensor *t);
+/* Bytes of element data (numel * dtype size); 0 for strings. */
+size_t eng_tensor_nbytes(const eng_tensor *t);
+
+/* Takes another reference to t's buffer and returns a copy of the struct. */
+eng_tensor eng_tensor_share(const eng_tensor *t);
+/* Drops t's reference and empties t. */
+void eng_tensor_release(eng_tensor *t);
+/* Deep copy (new buffer). */
+td_code eng_tensor_copy(eng_tensor *dst, const eng_tensor *src, td_err *err);
+
+#endif

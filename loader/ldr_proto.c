@@ -1,0 +1,211 @@
+#include "ldr_proto.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+td_code ldr_proto_shape(const Tensorflow__TensorShapeProto *p, eng_shape *out, td_err *err) {
+  if (!p) {
+    *out = eng_shape_scalar();
+    return TD_OK;
+  }
+  if (p->unknown_rank) {
+    *out = eng_shape_unknown();
+    return TD_OK;
+  }
+  if (p->n_dim > ENG_MAX_RANK)
+    return td_err_set(err, TD_UNIMPLEMENTED, "rank %zu exceeds the engine's maximum of %d",
+                      p->n_dim, ENG_MAX_RANK);
+  out->rank = (int)p->n_dim;
+  for (size_t i = 0; i < p->n_dim; i++) {
+    int64_t d = p->dim[i]->size;
+    if (d < -1) return td_err_set(err, TD_INVALID_ARGUMENT, "dimension %zu is %lld", i, (long long)d);
+    out->dim[i] = d;
+  }
+  return TD_OK;
+}
+
+/* Copies n typed values into the tensor, repeating the last to fill it. */
+#define FILL(T, src, count)                                          \
+  do {                                                               \
+    T *dst = eng_tensor_data(out);                                   \
+    for (int64_t i = 0; i < numel; i++)                              \
+      dst[i] = (T)(src)[(size_t)i < (count) ? (size_t)i : (count)-1]; \
+  } while (0)
+
+td_code ldr_proto_tensor(const Tensorflow__TensorProto *p, eng_tensor *out, td_err *err) {
+  bool is_ref;
+  eng_dtype dt = eng_dtype_from_tf(p->dtype, &is_ref);
+  eng_shape shape;
+  td_code rc = ldr_proto_shape(p->tensor_shape, &shape, err);
+  if (rc) return rc;
+  if (shape.rank < 0)
+    return td_err_set(err, TD_INVALID_ARGUMENT, "tensor has unknown rank");
+  for (int i = 0; i < shape.rank; i++)
+    if (shape.dim[i] < 0)
+      return td_err_set(err, TD_INVALID_ARGUMENT, "tensor has an unknown dimension");
+  if (dt == ENG_DT_INVALID || dt == ENG_DT_RESOURCE || dt == ENG_DT_VARIANT)
+    return td_err_set(err, TD_UNIMPLEMENTED, "tensors of DataType %d are not supported", p->dtype);
+  int64_t numel = eng_shape_numel(&shape);
+
+  if (dt == ENG_DT_STRING) {
+    size_t n = p->n_string_val;
+    if (n > (size_t)numel)
+      return td_err_set(err, TD_INVALID_ARGUMENT, "%zu strings for a tensor of %lld elements", n,
+                        (long long)numel);
+    size_t *lens = calloc((size_t)(numel ? numel : 1), sizeof *lens);
+    if (!lens) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    for (int64_t i = 0; i < numel && n; i++) lens[i] = p->string_val[(size_t)i < n ? (size_t)i : n - 1].len;
+    rc = eng_tensor_alloc_strings(out, &shape, lens, err);
+    free(lens);
+    if (rc) return rc;
+    for (int64_t i = 0; i < numel && n; i++) {
+      const ProtobufCBinaryData *s = &p->string_val[(size_t)i < n ? (size_t)i : n - 1];
+      if (s->len) memcpy(eng_tensor_str_bytes(out, i), s->data, s->len);
+    }
+    return TD_OK;
+  }
+
+  size_t es = eng_dtype_size(dt);
+  if (!es) return td_err_set(err, TD_UNIMPLEMENTED, "tensors of type %s are not supported",
+                             eng_dtype_name(dt));
+  rc = eng_tensor_alloc(out, dt, &shape, err);
+  if (rc) return rc;
+  if (p->tensor_content.len) {
+    if (p->tensor_content.len != (size_t)numel * es) {
+      eng_tensor_release(out);
+      return td_err_set(err, TD_INVALID_ARGUMENT,
+                        "tensor_content has %zu bytes, a %s tensor of %lld elements needs %zu",
+                        p->tensor_content.len, eng_dtype_name(dt), (long long)numel,
+                        (size_t)numel * es);
+    }
+    memcpy(eng_tensor_data(out), p->tensor_content.data, p->tensor_content.len);
+    return TD_OK;
+  }
+  size_t count = 0;
+  switch (dt) {
+    case ENG_DT_FLOAT: count = p->n_float_val; break;
+    case ENG_DT_DOUBLE: count = p->n_double_val; break;
+    case ENG_DT_INT32: case ENG_DT_INT16: case ENG_DT_INT8: case ENG_DT_UINT8:
+    case ENG_DT_UINT16: count = p->n_int_val; break;
+    case ENG_DT_INT64: count = p->n_int64_val; break;
+    case ENG_DT_BOOL: count = p->n_bool_val; break;
+    case ENG_DT_HALF: case ENG_DT_BFLOAT16: count = p->n_half_val; break;
+    case ENG_DT_UINT32: count = p->n_uint32_val; break;
+    case ENG_DT_UINT64: count = p->n_uint64_val; break;
+    default:
+      eng_tensor_release(out);
+      return td_err_set(err, TD_UNIMPLEMENTED, "tensors of type %s are not supported",
+                        eng_dtype_name(dt));
+  }
+  if (count > (size_t)numel) {
+    eng_tensor_release(out);
+    return td_err_set(err, TD_INVALID_ARGUMENT, "%zu values for a %s tensor of %lld elements",
+                      count, eng_dtype_name(dt), (long long)numel);
+  }
+  if (!count) return TD_OK; /* zeros */
+  switch (dt) {
+    case ENG_DT_FLOAT: FILL(float, p->float_val, count); break;
+    case ENG_DT_DOUBLE: FILL(double, p->double_val, count); break;
+    case ENG_DT_INT32: FILL(int32_t, p->int_val, count); break;
+    case ENG_DT_INT16: FILL(int16_t, p->int_val, count); break;
+    case ENG_DT_INT8: FILL(int8_t, p->int_val, count); break;
+    case ENG_DT_UINT8: FILL(uint8_t, p->int_val, count); break;
+    case ENG_DT_UINT16: FILL(uint16_t, p->int_val, count); break;
+    case ENG_DT_INT64: FILL(int64_t, p->int64_val, count); break;
+    case ENG_DT_BOOL: FILL(bool, p->bool_val, count); break;
+    case ENG_DT_HALF: case ENG_DT_BFLOAT16: FILL(uint16_t, p->half_val, count); break;
+    case ENG_DT_UINT32: FILL(uint32_t, p->uint32_val, count); break;
+    case ENG_DT_UINT64: FILL(uint64_t, p->uint64_val, count); break;
+    default: break;
+  }
+  return TD_OK;
+}
+
+static bool dup_bytes(eng_bytes *b, const ProtobufCBinaryData *src) {
+  b->len = src->len;
+  b->data = malloc(src->len + 1);
+  if (!b->data) return false;
+  if (src->len) memcpy(b->data, src->data, src->len);
+  b->data[src->len] = '\0';
+  return true;
+}
+
+static td_code attr_list(const Tensorflow__AttrValue__ListValue *l, eng_attr *a, td_err *err) {
+  a->kind = ENG_ATTR_LIST;
+  a->list_kind = ENG_ATTR_NONE;
+  a->n = 0;
+  a->li = NULL;
+#define TAKE(count, kind, field, T)                                      \
+  if (count) {                                                           \
+    a->list_kind = kind;                                                 \
+    a->field = calloc(count, sizeof(T));                                 \
+    if (!a->field) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "oom"); \
+    a->n = (int)(count);                                                 \
+  }
+  if (l->n_s) {
+    TAKE(l->n_s, ENG_ATTR_S, ls, eng_bytes);
+    for (size_t i = 0; i < l->n_s; i++)
+      if (!dup_bytes(&a->ls[i], &l->s[i])) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "oom");
+  } else if (l->n_i) {
+    TAKE(l->n_i, ENG_ATTR_I, li, int64_t);
+    memcpy(a->li, l->i, l->n_i * sizeof(int64_t));
+  } else if (l->n_f) {
+    TAKE(l->n_f, ENG_ATTR_F, lf, float);
+    memcpy(a->lf, l->f, l->n_f * sizeof(float));
+  } else if (l->n_b) {
+    TAKE(l->n_b, ENG_ATTR_B, lb, bool);
+    for (size_t i = 0; i < l->n_b; i++) a->lb[i] = l->b[i];
+  } else if (l->n_type) {
+    TAKE(l->n_type, ENG_ATTR_TYPE, ltype, eng_dtype);
+    for (size_t i = 0; i < l->n_type; i++) a->ltype[i] = eng_dtype_from_tf(l->type[i], NULL);
+  } else if (l->n_shape) {
+    TAKE(l->n_shape, ENG_ATTR_SHAPE, lshape, eng_shape);
+    for (size_t i = 0; i < l->n_shape; i++) {
+      td_code rc = ldr_proto_shape(l->shape[i], &a->lshape[i], err);
+      if (rc) return rc;
+    }
+  } else if (l->n_func) {
+    TAKE(l->n_func, ENG_ATTR_FUNC, lfunc, char *);
+    for (size_t i = 0; i < l->n_func; i++)
+      if (!(a->lfunc[i] = strdup(l->func[i]->name)))
+        return td_err_set(err, TD_RESOURCE_EXHAUSTED, "oom");
+  } else if (l->n_tensor) {
+    return td_err_set(err, TD_UNIMPLEMENTED, "attribute lists of tensors are not supported");
+  }
+#undef TAKE
+  return TD_OK;
+}
+
+td_code ldr_proto_attr(const Tensorflow__AttrValue *v, eng_attr *a, td_err *err) {
+  switch (v->value_case) {
+    case TENSORFLOW__ATTR_VALUE__VALUE_S:
+      a->kind = ENG_ATTR_S;
+      if (!dup_bytes(&a->s, &v->s)) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "oom");
+      return TD_OK;
+    case TENSORFLOW__ATTR_VALUE__VALUE_I: a->kind = ENG_ATTR_I; a->i = v->i; return TD_OK;
+    case TENSORFLOW__ATTR_VALUE__VALUE_F: a->kind = ENG_ATTR_F; a->f = v->f; return TD_OK;
+    case TENSORFLOW__ATTR_VALUE__VALUE_B: a->kind = ENG_ATTR_B; a->b = v->b; return TD_OK;
+    case TENSORFLOW__ATTR_VALUE__VALUE_TYPE:
+      a->kind = ENG_ATTR_TYPE;
+      a->type = eng_dtype_from_tf(v->type, NULL);
+      return TD_OK;
+    case TENSORFLOW__ATTR_VALUE__VALUE_SHAPE:
+      a->kind = ENG_ATTR_SHAPE;
+      return ldr_proto_shape(v->shape, &a->shape, err);
+    case TENSORFLOW__ATTR_VALUE__VALUE_TENSOR: {
+      td_code rc = ldr_proto_tensor(v->tensor, &a->tensor, err);
+      if (!rc) a->kind = ENG_ATTR_TENSOR;
+      return rc;
+    }
+    case TENSORFLOW__ATTR_VALUE__VALUE_FUNC:
+      a->kind = ENG_ATTR_FUNC;
+      a->func = strdup(v->func && v->func->name ? v->func->name : "");
+      return a->func ? TD_OK : td_err_set(err, TD_RESOURCE_EXHAUSTED, "oom");
+    case TENSORFLOW__ATTR_VALUE__VALUE_LIST:
+      return attr_list(v->list, a, err);
+    case TENSORFLOW__ATTR_VALUE__VALUE_PLACEHOLDER:
+      return td_err_set(err, TD_UNIMPLEMENTED, "attribute placeholders (polymorphic functions) are not supported");
+    default:
+      return TD_OK; /* unset: leave kind NONE */
+  }
+}

@@ -1,0 +1,249 @@
+#include "ldr_registry.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "ldr_scan.h"
+#include "td_log.h"
+
+typedef struct version_entry {
+  int64_t version;
+  ldr_state state;
+  td_err status;
+  ldr_servable *servable; /* set while AVAILABLE */
+} version_entry;
+
+typedef struct model_entry {
+  char *name;
+  char *base_path;
+  int n, cap;
+  version_entry *versions; /* sorted by version */
+} model_entry;
+
+struct ldr_registry {
+  uv_mutex_t mu;
+  char *tags;
+  int n_models;
+  model_entry *models;
+};
+
+const char *ldr_state_name(ldr_state s) {
+  switch (s) {
+    case LDR_STATE_START: return "START";
+    case LDR_STATE_LOADING: return "LOADING";
+    case LDR_STATE_AVAILABLE: return "AVAILABLE";
+    case LDR_STATE_UNLOADING: return "UNLOADING";
+    case LDR_STATE_END: return "END";
+    default: return "UNKNOWN";
+  }
+}
+
+td_code ldr_registry_create(const char *tags, ldr_registry **out, td_err *err) {
+  ldr_registry *r = calloc(1, sizeof *r);
+  if (!r || !(r->tags = strdup(tags)) || uv_mutex_init(&r->mu)) {
+    if (r) free(r->tags);
+    free(r);
+    return td_err_set(err, TD_RESOURCE_EXHAUSTED, "cannot create the model registry");
+  }
+  *out = r;
+  return TD_OK;
+}
+
+void ldr_registry_destroy(ldr_registry *r) {
+  if (!r) return;
+  for (int i = 0; i < r->n_models; i++) {
+    model_entry *m = &r->models[i];
+    for (int v = 0; v < m->n; v++) ldr_servable_unref(m->versions[v].servable);
+    free(m->versions);
+    free(m->name);
+    free(m->base_path);
+  }
+  free(r->models);
+  free(r->tags);
+  uv_mutex_destroy(&r->mu);
+  free(r);
+}
+
+static model_entry *find_model(ldr_registry *r, const char *name) {
+  for (int i = 0; i < r->n_models; i++)
+    if (!strcmp(r->models[i].name, name)) return &r->models[i];
+  return NULL;
+}
+
+td_code ldr_registry_add_model(ldr_registry *r, const char *name, const char *base_path,
+                               td_err *err) {
+  td_code rc = TD_OK;
+  uv_mutex_lock(&r->mu);
+  if (find_model(r, name)) {
+    rc = td_err_set(err, TD_ALREADY_EXISTS, "model '%s' is already configured", name);
+  } else {
+    model_entry *ms = realloc(r->models, sizeof *ms * (size_t)(r->n_models + 1));
+    if (!ms) {
+      rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    } else {
+      r->models = ms;
+      model_entry *m = &ms[r->n_models];
+      *m = (model_entry){.name = strdup(name), .base_path = strdup(base_path)};
+      if (!m->name || !m->base_path) {
+        free(m->name);
+        free(m->base_path);
+        rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+      } else {
+        r->n_models++;
+      }
+    }
+  }
+  uv_mutex_unlock(&r->mu);
+  return rc;
+}
+
+/* Finds or inserts the entry for version v (mutex held). */
+static version_entry *version_slot(model_entry *m, int64_t v) {
+  int i = 0;
+  while (i < m->n && m->versions[i].version < v) i++;
+  if (i < m->n && m->versions[i].version == v) return &m->versions[i];
+  if (m->n == m->cap) {
+    int cap = m->cap ? m->cap * 2 : 4;
+    version_entry *nv = realloc(m->versions, sizeof *nv * (size_t)cap);
+    if (!nv) return NULL;
+    m->versions = nv;
+    m->cap = cap;
+  }
+  memmove(&m->versions[i + 1], &m->versions[i], sizeof *m->versions * (size_t)(m->n - i));
+  m->n++;
+  m->versions[i] = (version_entry){.version = v, .state = LDR_STATE_START};
+  return &m->versions[i];
+}
+
+td_code ldr_registry_load_latest(ldr_registry *r, const char *name, td_err *err) {
+  uv_mutex_lock(&r->mu);
+  model_entry *m = find_model(r, name);
+  char *base = m ? strdup(m->base_path) : NULL;
+  uv_mutex_unlock(&r->mu);
+  if (!m) return td_err_set(err, TD_NOT_FOUND, "model '%s' is not configured", name);
+  if (!base) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+
+  ldr_version_dir *dirs = NULL;
+  int n = 0;
+  td_code rc = ldr_scan_versions(base, &dirs, &n, err);
+  if (!rc && !n)
+    rc = td_err_set(err, TD_NOT_FOUND,
+                    "No versions of servable %s found under base path %s. Did you forget to name "
+                    "your leaf directory as a number (eg. '/1/')?",
+                    name, base);
+  free(base);
+  if (rc) {
+    td_log_warn("%s", err ? err->msg : "no versions");
+    ldr_scan_free(dirs, n);
+    return rc;
+  }
+  const ldr_version_dir *latest = &dirs[n - 1];
+  int64_t v = latest->version;
+
+  uv_mutex_lock(&r->mu);
+  m = find_model(r, name);
+  version_entry *e = m ? version_slot(m, v) : NULL;
+  if (e) {
+    e->state = LDR_STATE_LOADING;
+    td_err_clear(&e->status);
+  }
+  uv_mutex_unlock(&r->mu);
+  if (!e) {
+    ldr_scan_free(dirs, n);
+    return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  }
+
+  td_log_info("Loading servable: {name: %s version: %lld} from %s", name, (long long)v,
+              latest->path);
+  ldr_servable *sv = NULL;
+  td_err lerr;
+  td_err_clear(&lerr);
+  rc = ldr_servable_load(latest->path, v, r->tags, &sv, &lerr);
+  if (rc)
+    td_log_error("Loading servable: {name: %s version: %lld} failed: %s", name, (long long)v,
+                 lerr.msg);
+  else
+    td_log_info("Successfully loaded servable version {name: %s version: %lld}", name,
+                (long long)v);
+  ldr_scan_free(dirs, n);
+
+  uv_mutex_lock(&r->mu);
+  m = find_model(r, name);
+  e = m ? version_slot(m, v) : NULL;
+  if (e) {
+    ldr_servable_unref(e->servable);
+    e->servable = sv;
+    e->state = rc ? LDR_STATE_END : LDR_STATE_AVAILABLE;
+    e->status = rc ? lerr : (td_err){0};
+  } else {
+    ldr_servable_unref(sv);
+  }
+  uv_mutex_unlock(&r->mu);
+  if (rc && err) *err = lerr;
+  return rc;
+}
+
+td_code ldr_registry_acquire(ldr_registry *r, const char *name, int64_t version,
+                             ldr_servable **out, td_err *err) {
+  td_code rc = TD_OK;
+  uv_mutex_lock(&r->mu);
+  model_entry *m = find_model(r, name);
+  const version_entry *hit = NULL;
+  if (m)
+    for (int i = m->n - 1; i >= 0; i--) {
+      const version_entry *e = &m->versions[i];
+      if (e->state != LDR_STATE_AVAILABLE) continue;
+      if (version < 0 || e->version == version) {
+        hit = e;
+        break;
+      }
+    }
+  if (hit) {
+    ldr_servable_ref(hit->servable);
+    *out = hit->servable;
+  } else if (version >= 0 || !m) {
+    rc = version < 0
+             ? td_err_set(err, TD_NOT_FOUND, "Servable not found for request: Latest(%s)", name)
+             : td_err_set(err, TD_NOT_FOUND, "Servable not found for request: Specific(%s, %lld)",
+                          name, (long long)version);
+  } else {
+    rc = td_err_set(err, TD_UNAVAILABLE,
+                    "Servable not available for request: Latest(%s): no version of model '%s' is "
+                    "loaded",
+                    name, name);
+  }
+  uv_mutex_unlock(&r->mu);
+  return rc;
+}
+
+td_code ldr_registry_status(ldr_registry *r, const char *name, int64_t version,
+                            ldr_version_status **out, int *n, td_err *err) {
+  td_code rc = TD_OK;
+  uv_mutex_lock(&r->mu);
+  model_entry *m = find_model(r, name);
+  int count = 0;
+  if (m)
+    for (int i = 0; i < m->n; i++) count += version < 0 || m->versions[i].version == version;
+  if (!m || !count) {
+    rc = version < 0 ? td_err_set(err, TD_NOT_FOUND, "Could not find any versions of model %s", name)
+                     : td_err_set(err, TD_NOT_FOUND, "Could not find version %lld of model %s",
+                                  (long long)version, name);
+  } else {
+    ldr_version_status *s = calloc((size_t)count, sizeof *s);
+    if (!s) {
+      rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    } else {
+      int k = 0;
+      for (int i = 0; i < m->n; i++) {
+        const version_entry *e = &m->versions[i];
+        if (version >= 0 && e->version != version) continue;
+        s[k++] = (ldr_version_status){e->version, e->state, e->status};
+      }
+      *out = s;
+      *n = count;
+    }
+  }
+  uv_mutex_unlock(&r->mu);
+  return rc;
+}

@@ -1,0 +1,62 @@
+/* ldr_registry: the models a server knows, their versions and states, and
+ * the loaded servables requests run on.
+ *
+ * Each model has a name and a base path. Loading a version moves it through
+ * TF Serving's states (START, LOADING, AVAILABLE, END); a failed load ends
+ * in END with its error kept for the status API, and never disturbs a
+ * version already serving. Requests resolve a model spec (name + version,
+ * or the latest AVAILABLE version) to a servable and hold a reference to it
+ * until they are done, so an unload never pulls a model from under a
+ * running request.
+ *
+ * Thread-safe: one mutex guards the tables; loads run outside it, so
+ * requests keep being served while a version loads. */
+#ifndef LDR_REGISTRY_H
+#define LDR_REGISTRY_H
+
+#include <stdint.h>
+
+#include "ldr_servable.h"
+#include "td_status.h"
+
+typedef enum {
+  LDR_STATE_UNKNOWN = 0,
+  LDR_STATE_START = 10,
+  LDR_STATE_LOADING = 20,
+  LDR_STATE_AVAILABLE = 30,
+  LDR_STATE_UNLOADING = 40,
+  LDR_STATE_END = 50,
+} ldr_state;
+
+typedef struct ldr_version_status {
+  int64_t version;
+  ldr_state state;
+  td_err status; /* code TD_OK and empty message unless the load failed */
+} ldr_version_status;
+
+typedef struct ldr_registry ldr_registry;
+
+/* tags: the MetaGraph tags to load ("serve"). */
+td_code ldr_registry_create(const char *tags, ldr_registry **out, td_err *err);
+void ldr_registry_destroy(ldr_registry *r);
+
+td_code ldr_registry_add_model(ldr_registry *r, const char *name, const char *base_path,
+                               td_err *err);
+/* Scans the model's base path and loads its highest version, blocking
+ * until it is AVAILABLE or has failed. NOT_FOUND when there is no version
+ * directory (logged with TF Serving's hint). */
+td_code ldr_registry_load_latest(ldr_registry *r, const char *name, td_err *err);
+
+/* version < 0: the latest AVAILABLE version. On success *out holds a new
+ * reference (release with ldr_servable_unref). */
+td_code ldr_registry_acquire(ldr_registry *r, const char *name, int64_t version,
+                             ldr_servable **out, td_err *err);
+
+/* Snapshot of a model's versions (all when version < 0), sorted by version;
+ * the caller frees *out. NOT_FOUND for an unknown model or version. */
+td_code ldr_registry_status(ldr_registry *r, const char *name, int64_t version,
+                            ldr_version_status **out, int *n, td_err *err);
+
+const char *ldr_state_name(ldr_state s);
+
+#endif

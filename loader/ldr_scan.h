@@ -1,0 +1,26 @@
+/* ldr_scan: lists the version directories under a model's base path.
+ *
+ * A child is a version when its whole name parses as a non-negative int64
+ * ("00000123" is 123); other names are skipped. When two names give the same
+ * number the later one in the listing wins, with a warning, as in TF Serving.
+ * Pure file-system reads; thread-safe. */
+#ifndef LDR_SCAN_H
+#define LDR_SCAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "td_status.h"
+
+typedef struct ldr_version_dir {
+  int64_t version;
+  char *path; /* base_path/<name as written> */
+} ldr_version_dir;
+
+/* Sorted by version, ascending. NOT_FOUND when base_path cannot be read. */
+td_code ldr_scan_versions(const char *base_path, ldr_version_dir **out, int *n, td_err *err);
+void ldr_scan_free(ldr_version_dir *v, int n);
+/* Parses a version directory name; false when it is not a version. */
+bool ldr_scan_parse_version(const char *name, int64_t *version);
+
+#endif

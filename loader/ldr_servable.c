@@ -1,0 +1,500 @@
+/* The load sequence mirrors TF Serving's SavedModel bundle loader: read,
+ * select MetaGraph, import, restore, init, then compile serving plans. The
+ * SavedModel proto is freed at the end: nothing protobuf outlives the load. */
+#include "ldr_servable.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "eng_model.h"
+#include "ldr_bundle.h"
+#include "ldr_import.h"
+#include "ldr_proto.h"
+#include "td_log.h"
+#include "tensorflow/core/protobuf/saved_model.pb-c.h"
+
+#define MAX_SAVED_MODEL_BYTES ((size_t)2 << 30)
+#define DEFAULT_SIGNATURE "serving_default"
+#define INIT_OP_SIGNATURE "__saved_model_init_op"
+
+struct ldr_servable {
+  atomic_int refs;
+  int64_t version;
+  char *path;
+  eng_model *model;
+  int n_sigs;
+  ldr_signature *sigs;
+};
+
+static char *join(const char *a, const char *b) {
+  size_t n = strlen(a) + strlen(b) + 2;
+  char *p = malloc(n);
+  if (p) snprintf(p, n, "%s/%s", a, b);
+  return p;
+}
+
+static bool file_exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static td_code read_file(const char *path, uint8_t **data, size_t *len, td_err *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return td_err_set(err, TD_NOT_FOUND, "%s: cannot open (%m)", path);
+  struct stat st;
+  if (fstat(fileno(f), &st) || st.st_size < 0 || (size_t)st.st_size > MAX_SAVED_MODEL_BYTES) {
+    fclose(f);
+    return td_err_set(err, TD_INVALID_ARGUMENT, "%s: unreadable or larger than 2 GiB", path);
+  }
+  *len = (size_t)st.st_size;
+  *data = malloc(*len ? *len : 1);
+  if (!*data) {
+    fclose(f);
+    return td_err_set(err, TD_RESOURCE_EXHAUSTED, "%s: out of memory", path);
+  }
+  size_t got = fread(*data, 1, *len, f);
+  fclose(f);
+  if (got != *len) {
+    free(*data);
+    return td_err_set(err, TD_DATA_LOSS, "%s: short read", path);
+  }
+  return TD_OK;
+}
+
+static td_code read_saved_model(const char *dir, Tensorflow__SavedModel **out, td_err *err) {
+  char *pb = join(dir, "saved_model.pb");
+  char *pbtxt = join(dir, "saved_model.pbtxt");
+  td_code rc = TD_OK;
+  if (!pb || !pbtxt) {
+    rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  } else if (!file_exists(pb)) {
+    if (file_exists(pbtxt))
+      rc = td_err_set(err, TD_UNIMPLEMENTED, "%s: text-format SavedModels are not supported yet",
+                      pbtxt);
+    else
+      rc = td_err_set(err, TD_NOT_FOUND, "%s: no saved_model.pb (or saved_model.pbtxt) found", pb);
+  } else {
+    uint8_t *data = NULL;
+    size_t len = 0;
+    rc = read_file(pb, &data, &len, err);
+    if (!rc) {
+      *out = tensorflow__saved_model__unpack(NULL, len, data);
+      free(data);
+      if (!*out)
+        rc = td_err_set(err, TD_DATA_LOSS,
+                        "%s: cannot parse the SavedModel protocol buffer (%zu bytes; truncated or "
+                        "corrupt)",
+                        pb, len);
+      else if (!(*out)->n_meta_graphs)
+        rc = td_err_set(err, TD_INVALID_ARGUMENT, "%s: the SavedModel holds no MetaGraph", pb);
+      if (rc && *out) {
+        tensorflow__saved_model__free_unpacked(*out, NULL);
+        *out = NULL;
+      }
+    }
+  }
+  free(pb);
+  free(pbtxt);
+  return rc;
+}
+
+/* The MetaGraph whose tag set equals the requested set. */
+static const Tensorflow__MetaGraphDef *pick_meta_graph(const Tensorflow__SavedModel *sm,
+                                                       const char *tags, td_err *err) {
+  char want[32][64];
+  int n_want = 0;
+  for (const char *p = tags; *p && n_want < 32;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    if (len && len < 64) {
+      memcpy(want[n_want], p, len);
+      want[n_want++][len] = '\0';
+    }
+    p += len + (comma ? 1 : 0);
+  }
+  for (size_t m = 0; m < sm->n_meta_graphs; m++) {
+    const Tensorflow__MetaGraphDef *mg = sm->meta_graphs[m];
+    const Tensorflow__MetaGraphDef__MetaInfoDef *mi = mg->meta_info_def;
+    size_t nt = mi ? mi->n_tags : 0;
+    bool all = true;
+    for (int w = 0; w < n_want && all; w++) {
+      bool hit = false;
+      for (size_t t = 0; t < nt; t++) hit |= !strcmp(mi->tags[t], want[w]);
+      all = hit;
+    }
+    for (size_t t = 0; t < nt && all; t++) {
+      bool hit = false;
+      for (int w = 0; w < n_want; w++) hit |= !strcmp(mi->tags[t], want[w]);
+      all = hit;
+    }
+    if (all) return mg;
+  }
+  td_err_set(err, TD_NOT_FOUND, "no MetaGraph in the SavedModel has exactly the tags { %s }", tags);
+  return NULL;
+}
+
+static int cmp_info(const void *a, const void *b) {
+  return strcmp(((const ldr_tensor_info *)a)->alias, ((const ldr_tensor_info *)b)->alias);
+}
+
+static int cmp_sig(const void *a, const void *b) {
+  return strcmp(((const ldr_signature *)a)->key, ((const ldr_signature *)b)->key);
+}
+
+static td_code convert_infos(Tensorflow__SignatureDef__InputsEntry **entries, size_t n,
+                             ldr_tensor_info **out, int *n_out, td_err *err) {
+  /* InputsEntry and OutputsEntry have the same layout (key, value). */
+  ldr_tensor_info *t = calloc(n + 1, sizeof *t);
+  if (!t) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  *out = t;
+  *n_out = (int)n;
+  for (size_t i = 0; i < n; i++) {
+    const Tensorflow__TensorInfo *ti = entries[i]->value;
+    t[i].alias = strdup(entries[i]->key);
+    if (!t[i].alias) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    if (!ti || ti->encoding_case != TENSORFLOW__TENSOR_INFO__ENCODING_NAME)
+      return td_err_set(err, TD_UNIMPLEMENTED, "'%s' uses a sparse or composite encoding",
+                        entries[i]->key);
+    t[i].name = strdup(ti->name);
+    if (!t[i].name) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    t[i].dtype = eng_dtype_from_tf(ti->dtype, NULL);
+    if (ti->tensor_shape) {
+      td_code rc = ldr_proto_shape(ti->tensor_shape, &t[i].shape, err);
+      if (rc) return td_err_prefix(err, "'%s'", entries[i]->key);
+    } else {
+      t[i].shape = eng_shape_unknown();
+    }
+  }
+  qsort(t, n, sizeof *t, cmp_info);
+  return TD_OK;
+}
+
+static void free_infos(ldr_tensor_info *t, int n) {
+  for (int i = 0; t && i < n; i++) {
+    free(t[i].alias);
+    free(t[i].name);
+  }
+  free(t);
+}
+
+static void free_signatures(ldr_signature *s, int n) {
+  for (int i = 0; s && i < n; i++) {
+    free(s[i].key);
+    free(s[i].method_name);
+    free_infos(s[i].inputs, s[i].n_inputs);
+    free_infos(s[i].outputs, s[i].n_outputs);
+    eng_plan_destroy(s[i].plan);
+    free(s[i].plan_error);
+  }
+  free(s);
+}
+
+static td_code convert_signatures(const Tensorflow__MetaGraphDef *mg, ldr_servable *sv, td_err *err) {
+  size_t n = mg->n_signature_def;
+  sv->sigs = calloc(n + 1, sizeof *sv->sigs);
+  if (!sv->sigs) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  sv->n_sigs = (int)n;
+  for (size_t i = 0; i < n; i++) {
+    const Tensorflow__MetaGraphDef__SignatureDefEntry *e = mg->signature_def[i];
+    ldr_signature *s = &sv->sigs[i];
+    s->key = strdup(e->key);
+    s->method_name = strdup(e->value && e->value->method_name ? e->value->method_name : "");
+    if (!s->key || !s->method_name) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    if (!e->value) continue;
+    td_code rc = convert_infos(e->value->inputs, e->value->n_inputs, &s->inputs, &s->n_inputs, err);
+    if (!rc)
+      rc = convert_infos((Tensorflow__SignatureDef__InputsEntry **)e->value->outputs,
+                         e->value->n_outputs, &s->outputs, &s->n_outputs, err);
+    if (rc) return td_err_prefix(err, "signature '%s'", e->key);
+  }
+  qsort(sv->sigs, n, sizeof *sv->sigs, cmp_sig);
+  return TD_OK;
+}
+
+/* --- restore and init -------------------------------------------------- */
+
+static td_code bundle_restore(void *ctx, const char *prefix, const char *key, eng_dtype dtype,
+                              eng_tensor *out, td_err *err) {
+  const ldr_bundle *b = ctx;
+  if (!b) return td_err_set(err, TD_NOT_FOUND, "no checkpoint to restore '%s' from (%s)", key, prefix);
+  return ldr_bundle_read(b, key, dtype, out, err);
+}
+
+static td_code string_scalar(const char *s, eng_tensor *t, td_err *err) {
+  size_t len = strlen(s);
+  eng_shape sc = eng_shape_scalar();
+  td_code rc = eng_tensor_alloc_strings(t, &sc, &len, err);
+  if (!rc) memcpy(eng_tensor_str_bytes(t, 0), s, len);
+  return rc;
+}
+
+/* Asset placeholders fed with "<dir>/assets/<filename>". */
+typedef struct feeds {
+  int n;
+  eng_feed f[64];
+  char *names[64];
+} feeds;
+
+static void feeds_free(feeds *fs) {
+  for (int i = 0; i < fs->n; i++) {
+    eng_tensor_release(&fs->f[i].tensor);
+    free(fs->names[i]);
+  }
+  fs->n = 0;
+}
+
+static td_code feeds_add(feeds *fs, const char *name, const char *value, td_err *err) {
+  if (fs->n == 64) return td_err_set(err, TD_UNIMPLEMENTED, "more than 64 asset files");
+  fs->names[fs->n] = strdup(name);
+  if (!fs->names[fs->n]) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  fs->f[fs->n].name = fs->names[fs->n];
+  td_code rc = string_scalar(value, &fs->f[fs->n].tensor, err);
+  if (rc) {
+    free(fs->names[fs->n]);
+    return rc;
+  }
+  fs->n++;
+  return TD_OK;
+}
+
+static td_code add_asset(feeds *fs, const char *dir, const Tensorflow__AssetFileDef *a, td_err *err) {
+  if (!a || !a->tensor_info || a->tensor_info->encoding_case != TENSORFLOW__TENSOR_INFO__ENCODING_NAME)
+    return TD_OK;
+  char *assets = join(dir, "assets");
+  char *path = assets ? join(assets, a->filename) : NULL;
+  td_code rc = path ? feeds_add(fs, a->tensor_info->name, path, err)
+                    : td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  free(assets);
+  free(path);
+  return rc;
+}
+
+static const Tensorflow__CollectionDef *collection(const Tensorflow__MetaGraphDef *mg,
+                                                   const char *key) {
+  for (size_t i = 0; i < mg->n_collection_def; i++)
+    if (!strcmp(mg->collection_def[i]->key, key)) return mg->collection_def[i]->value;
+  return NULL;
+}
+
+static td_code asset_feeds(const Tensorflow__MetaGraphDef *mg, const char *dir, feeds *fs,
+                           td_err *err) {
+  td_code rc = TD_OK;
+  if (mg->n_asset_file_def) {
+    for (size_t i = 0; i < mg->n_asset_file_def && !rc; i++)
+      rc = add_asset(fs, dir, mg->asset_file_def[i], err);
+    return rc;
+  }
+  const Tensorflow__CollectionDef *c = collection(mg, "saved_model_assets");
+  if (!c || c->kind_case != TENSORFLOW__COLLECTION_DEF__KIND_ANY_LIST) return TD_OK;
+  for (size_t i = 0; i < c->any_list->n_value && !rc; i++) {
+    const Google__Protobuf__Any *any = c->any_list->value[i];
+    Tensorflow__AssetFileDef *a =
+        tensorflow__asset_file_def__unpack(NULL, any->value.len, any->value.data);
+    if (!a) return td_err_set(err, TD_DATA_LOSS, "saved_model_assets: unparsable AssetFileDef");
+    rc = add_asset(fs, dir, a, err);
+    tensorflow__asset_file_def__free_unpacked(a, NULL);
+  }
+  return rc;
+}
+
+/* The init op's node name, or NULL. */
+static const char *init_op_name(const Tensorflow__MetaGraphDef *mg) {
+  for (size_t i = 0; i < mg->n_signature_def; i++) {
+    const Tensorflow__MetaGraphDef__SignatureDefEntry *e = mg->signature_def[i];
+    if (strcmp(e->key, INIT_OP_SIGNATURE) || !e->value) continue;
+    for (size_t k = 0; k < e->value->n_outputs; k++) {
+      const Tensorflow__TensorInfo *ti = e->value->outputs[k]->value;
+      if (ti && ti->encoding_case == TENSORFLOW__TENSOR_INFO__ENCODING_NAME) return ti->name;
+    }
+  }
+  static const char *keys[] = {"saved_model_main_op", "legacy_init_op"};
+  for (int k = 0; k < 2; k++) {
+    const Tensorflow__CollectionDef *c = collection(mg, keys[k]);
+    if (c && c->kind_case == TENSORFLOW__COLLECTION_DEF__KIND_NODE_LIST && c->node_list->n_value == 1)
+      return c->node_list->value[0];
+  }
+  return NULL;
+}
+
+/* "name:0" -> "name" for target use. */
+static char *node_of(const char *tensor) {
+  char *s = strdup(tensor);
+  if (!s) return NULL;
+  char *colon = strrchr(s, ':');
+  if (colon && s[0] != '^') *colon = '\0';
+  return s[0] == '^' ? memmove(s, s + 1, strlen(s)) : s;
+}
+
+static td_code restore_and_init(ldr_servable *sv, const Tensorflow__MetaGraphDef *mg,
+                                const char *dir, ldr_bundle *bundle, const char *prefix,
+                                td_err *err) {
+  feeds fs = {0};
+  td_code rc = asset_feeds(mg, dir, &fs, err);
+  const Tensorflow__SaverDef *sd = mg->saver_def;
+  if (!rc && bundle && sd && sd->restore_op_name && *sd->restore_op_name) {
+    rc = feeds_add(&fs, sd->filename_tensor_name, prefix, err);
+    if (!rc) {
+      char *target = node_of(sd->restore_op_name);
+      const char *targets[] = {target};
+      rc = target ? eng_model_run(sv->model, fs.n, fs.f, 0, NULL, NULL, 1, targets, err)
+                  : td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+      free(target);
+      if (rc) td_err_prefix(err, "restoring variables from %s", prefix);
+      /* The prefix feed is only for the restore op. */
+      fs.n--;
+      eng_tensor_release(&fs.f[fs.n].tensor);
+      free(fs.names[fs.n]);
+    }
+  } else if (!rc && bundle) {
+    td_log_warn("%s: has variables but no saver_def; variables stay unset", dir);
+  }
+  const char *init = init_op_name(mg);
+  if (!rc && init) {
+    char *target = node_of(init);
+    const char *targets[] = {target};
+    rc = target ? eng_model_run(sv->model, fs.n, fs.f, 0, NULL, NULL, 1, targets, err)
+                : td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    free(target);
+    if (rc) td_err_prefix(err, "running the init op '%s'", init);
+  }
+  feeds_free(&fs);
+  return rc;
+}
+
+static td_code compile_signatures(ldr_servable *sv, td_err *err) {
+  int ok = 0;
+  const ldr_signature *dflt = NULL;
+  for (int i = 0; i < sv->n_sigs; i++) {
+    ldr_signature *s = &sv->sigs[i];
+    if (!strcmp(s->key, INIT_OP_SIGNATURE)) {
+      s->plan_error = strdup("the init-op signature is not servable");
+      continue;
+    }
+    const char *in[64], *out[64];
+    td_err e;
+    td_err_clear(&e);
+    if (s->n_inputs > 64 || s->n_outputs > 64) {
+      td_err_set(&e, TD_UNIMPLEMENTED, "more than 64 inputs or outputs");
+    } else {
+      for (int k = 0; k < s->n_inputs; k++) in[k] = s->inputs[k].name;
+      for (int k = 0; k < s->n_outputs; k++) out[k] = s->outputs[k].name;
+      eng_plan_create(sv->model, s->n_inputs, in, s->n_outputs, out, 0, NULL, &s->plan, &e);
+    }
+    if (s->plan) {
+      ok++;
+      continue;
+    }
+    s->plan_error = strdup(e.msg);
+    if (!strcmp(s->key, DEFAULT_SIGNATURE)) {
+      dflt = s;
+      if (err) *err = e;
+    }
+    td_log_warn("%s: signature '%s' cannot be served: %s", sv->path, s->key, e.msg);
+  }
+  if (dflt) return td_err_prefix(err, "signature '%s'", dflt->key);
+  if (!ok && sv->n_sigs)
+    return td_err_set(err, TD_UNIMPLEMENTED, "no signature of %s can be served", sv->path);
+  return TD_OK;
+}
+
+void ldr_servable_ref(ldr_servable *s) { atomic_fetch_add(&s->refs, 1); }
+
+void ldr_servable_unref(ldr_servable *s) {
+  if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
+  free_signatures(s->sigs, s->n_sigs);
+  eng_model_destroy(s->model);
+  free(s->path);
+  free(s);
+}
+
+td_code ldr_servable_load(const char *dir, int64_t version, const char *tags, ldr_servable **out,
+                          td_err *err) {
+  ldr_servable *sv = calloc(1, sizeof *sv);
+  if (!sv) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  atomic_init(&sv->refs, 1);
+  sv->version = version;
+  sv->path = strdup(dir);
+  Tensorflow__SavedModel *sm = NULL;
+  ldr_bundle *bundle = NULL;
+  char *vars = join(dir, "variables");
+  char *prefix = vars ? join(vars, "variables") : NULL;
+  char *index = prefix ? malloc(strlen(prefix) + 8) : NULL;
+  td_code rc = TD_OK;
+  if (!sv->path || !index) {
+    rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    goto done;
+  }
+  sprintf(index, "%s.index", prefix);
+
+  rc = read_saved_model(dir, &sm, err);
+  if (rc) goto done;
+  const Tensorflow__MetaGraphDef *mg = pick_meta_graph(sm, tags, err);
+  if (!mg) {
+    rc = err ? err->code : TD_NOT_FOUND;
+    goto done;
+  }
+  if (!mg->graph_def) {
+    rc = td_err_set(err, TD_INVALID_ARGUMENT, "%s: the MetaGraph has no graph", dir);
+    goto done;
+  }
+  rc = convert_signatures(mg, sv, err);
+  if (rc) goto done;
+  eng_graph *g;
+  eng_library *lib;
+  rc = ldr_import_graph(mg->graph_def,
+                        mg->meta_info_def ? mg->meta_info_def->stripped_op_list : NULL, &g, &lib,
+                        err);
+  if (rc) {
+    td_err_prefix(err, "%s/saved_model.pb", dir);
+    goto done;
+  }
+  if (file_exists(index)) {
+    rc = ldr_bundle_open(prefix, &bundle, err);
+    if (rc) {
+      eng_graph_destroy(g);
+      eng_library_destroy(lib);
+      goto done;
+    }
+  }
+  eng_io io = {.restore = bundle_restore, .ctx = bundle};
+  rc = eng_model_create(g, lib, &io, &sv->model, err);
+  if (rc) goto done;
+  rc = restore_and_init(sv, mg, dir, bundle, prefix, err);
+  if (rc) goto done;
+  rc = compile_signatures(sv, err);
+done:
+  if (sv->model) eng_model_detach_io(sv->model);
+  ldr_bundle_close(bundle);
+  if (sm) tensorflow__saved_model__free_unpacked(sm, NULL);
+  free(vars);
+  free(prefix);
+  free(index);
+  if (rc) {
+    ldr_servable_unref(sv);
+    return rc;
+  }
+  *out = sv;
+  return TD_OK;
+}
+
+int64_t ldr_servable_version(const ldr_servable *s) { return s->version; }
+const char *ldr_servable_path(const ldr_servable *s) { return s->path; }
+int ldr_servable_signature_count(const ldr_servable *s) { return s->n_sigs; }
+const ldr_signature *ldr_servable_signature_at(const ldr_servable *s, int i) { return &s->sigs[i]; }
+
+const ldr_signature *ldr_servable_signature(const ldr_servable *s, const char *key) {
+  int lo = 0, hi = s->n_sigs - 1;
+  while (lo <= hi) {
+    int mid = (lo + hi) / 2;
+    int c = strcmp(key, s->sigs[mid].key);
+    if (!c) return &s->sigs[mid];
+    if (c < 0)
+      hi = mid - 1;
+    else
+      lo = mid + 1;
+  }
+  return NULL;
+}

@@ -1,0 +1,46 @@
+/* ldr_servable: one model version loaded from a SavedModel directory and
+ * ready to serve.
+ *
+ * ldr_servable_load does what TF Serving's SavedModel loader does, without
+ * TensorFlow: read saved_model.pb, pick the MetaGraph whose tag set equals
+ * the requested tags, import its graph and function library, open the
+ * checkpoint (variables/variables), bind variables by running the graph's own
+ * restore op with the checkpoint prefix fed (plus asset paths), run the init
+ * op (__saved_model_init_op, saved_model_main_op or legacy_init_op), and
+ * compile one plan per signature.
+ *
+ * Failure: a missing or unparsable saved_model.pb, a corrupt checkpoint, a
+ * variable the checkpoint lacks, an op the engine lacks on the default
+ * signature's path: each fails the load with a message naming the file or
+ * node and the problem. A non-default signature that cannot be compiled does
+ * not fail the load; it keeps its error and answers requests with it.
+ *
+ * Lifetime: reference counted. The creator holds one reference; every
+ * request holds one while it runs (ldr_servable_ref/unref, thread-safe). The
+ * last unref frees the model and its memory. Everything reachable from a
+ * servable is read-only after load. */
+#ifndef LDR_SERVABLE_H
+#define LDR_SERVABLE_H
+
+#include <stdint.h>
+
+#include "ldr_signature.h"
+#include "td_status.h"
+
+typedef struct ldr_servable ldr_servable;
+
+/* tags: comma-separated ("serve"). */
+td_code ldr_servable_load(const char *dir, int64_t version, const char *tags, ldr_servable **out,
+                          td_err *err);
+void ldr_servable_ref(ldr_servable *s);
+void ldr_servable_unref(ldr_servable *s);
+
+int64_t ldr_servable_version(const ldr_servable *s);
+const char *ldr_servable_path(const ldr_servable *s);
+int ldr_servable_signature_count(const ldr_servable *s);
+/* Signatures sorted by key. */
+const ldr_signature *ldr_servable_signature_at(const ldr_servable *s, int i);
+/* NULL when the servable has no signature with this key. */
+const ldr_signature *ldr_servable_signature(const ldr_servable *s, const char *key);
+
+#endif

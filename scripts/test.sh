@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Runs every test: installs what the tests need, builds with warnings as
+# errors, runs the Check unit tests through ctest, then the black-box pytest
+# suite against the real build/tensord. CI (.ci/run) runs exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh --test
+scripts/build.sh -DTENSORD_WERROR=ON
+ctest --test-dir build --output-on-failure --timeout 300
+python3 -m pytest -q tests/e2e

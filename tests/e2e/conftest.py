@@ -1,0 +1,120 @@
+"""Black-box harness: starts the real build/tensord on free ports and talks
+HTTP to it with the standard library only (no TensorFlow needed)."""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BINARY = os.environ.get("TENSORD_BIN", os.path.join(ROOT, "build", "tensord"))
+FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+MODELS = os.path.join(FIXTURES, "models")
+EXAMPLES = os.path.join(ROOT, "examples")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, model_name, base_path, extra_args=()):
+        self.grpc_port = free_port()
+        self.rest_port = free_port()
+        self.args = [
+            BINARY,
+            f"--port={self.grpc_port}",
+            f"--rest_api_port={self.rest_port}",
+            f"--model_name={model_name}",
+            f"--model_base_path={base_path}",
+            *extra_args,
+        ]
+        self.log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"),
+                                     f"tensord-{self.rest_port}.log"), "w+")
+        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT)
+        self._wait_ready()
+
+    def _wait_ready(self, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"tensord exited with {self.proc.returncode}:\n{self.output()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.rest_port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"tensord did not open its REST port:\n{self.output()}")
+
+    def output(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def request(self, method, path, body=None, headers=None):
+        """Returns (status, headers, raw body bytes)."""
+        data = body.encode() if isinstance(body, str) else body
+        req = urllib.request.Request(f"http://127.0.0.1:{self.rest_port}{path}", data=data,
+                                     method=method, headers=headers or {})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, dict(r.headers), r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, dict(e.headers), e.read()
+
+    def json(self, method, path, body=None):
+        status, headers, raw = self.request(method, path, body)
+        return status, json.loads(raw)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+@pytest.fixture
+def serve():
+    """serve(model_name, base_path, *flags) -> a running Server; stopped after the test."""
+    started = []
+
+    def start(model_name, base_path, *extra):
+        s = Server(model_name, base_path, extra)
+        started.append(s)
+        return s
+
+    yield start
+    for s in started:
+        s.stop()
+        assert s.proc.returncode == 0, f"tensord did not exit cleanly:\n{s.output()}"
+
+
+@pytest.fixture
+def model_copy(tmp_path):
+    """model_copy(src_version_dir, version) copies a fixture version into a
+    fresh base path and returns (base_path, version_dir)."""
+
+    def copy(src, version="1"):
+        base = tmp_path / "model"
+        dst = base / version
+        shutil.copytree(src, dst)
+        return str(base), str(dst)
+
+    return copy
+
+
+@pytest.fixture(scope="session")
+def reference():
+    with open(os.path.join(FIXTURES, "reference.json")) as f:
+        return json.load(f)
