@@ -126,6 +126,9 @@ td_code eng_tensor_alloc_strings(eng_tensor *t, const eng_shape *shape, const si
   int64_t n;
   td_code rc = check_shape(shape, &n, err);
   if (rc) return rc;
+  if ((uint64_t)n > (SIZE_MAX / 2) / sizeof(eng_str))
+    return td_err_set(err, TD_RESOURCE_EXHAUSTED, "string tensor of %lld elements is too large",
+                      (long long)n);
   size_t total = (size_t)n * sizeof(eng_str);
   for (int64_t i = 0; i < n; i++) {
     if (lens[i] > SIZE_MAX - total - 1)

@@ -126,13 +126,17 @@ static const char *show_key(char *buf, size_t cap, const char *key, size_t len) 
 static td_code errno_code(int e) {
   switch (e) {
     case ENOENT:
-    case ENOTDIR: return TD_NOT_FOUND;
+    case ENOTDIR:
+      return TD_NOT_FOUND;
     case EACCES:
-    case EPERM: return TD_PERMISSION_DENIED;
+    case EPERM:
+      return TD_PERMISSION_DENIED;
     case EMFILE:
     case ENFILE:
-    case ENOMEM: return TD_RESOURCE_EXHAUSTED;
-    default: return TD_UNKNOWN;
+    case ENOMEM:
+      return TD_RESOURCE_EXHAUSTED;
+    default:
+      return TD_UNKNOWN;
   }
 }
 
@@ -357,8 +361,7 @@ static td_code parse_header(index_ctx *c, const uint8_t *val, size_t len, td_err
   if (!h) return td_err_set(err, TD_DATA_LOSS, "%s: cannot parse the bundle header", c->path);
   td_code rc = TD_OK;
   if (h->endianness == TENSORFLOW__BUNDLE_HEADER_PROTO__ENDIANNESS__BIG) {
-    rc = td_err_set(err, TD_UNIMPLEMENTED, "%s: big-endian checkpoints are not supported",
-                    c->path);
+    rc = td_err_set(err, TD_UNIMPLEMENTED, "%s: big-endian checkpoints are not supported", c->path);
   } else if (h->endianness != TENSORFLOW__BUNDLE_HEADER_PROTO__ENDIANNESS__LITTLE) {
     rc = td_err_set(err, TD_DATA_LOSS, "%s: unknown endianness %d in the bundle header", c->path,
                     (int)h->endianness);
@@ -372,9 +375,8 @@ static td_code parse_header(index_ctx *c, const uint8_t *val, size_t len, td_err
   } else if (h->version) {
     for (size_t i = 0; i < h->version->n_bad_consumers; i++)
       if (h->version->bad_consumers[i] == BUNDLE_VERSION) {
-        rc = td_err_set(err, TD_UNIMPLEMENTED,
-                        "%s: checkpoint disallows tensor bundle version %d", c->path,
-                        BUNDLE_VERSION);
+        rc = td_err_set(err, TD_UNIMPLEMENTED, "%s: checkpoint disallows tensor bundle version %d",
+                        c->path, BUNDLE_VERSION);
         break;
       }
   }
@@ -403,8 +405,8 @@ static td_code entry_from_proto(index_ctx *c, const char *key,
   for (size_t i = 0; i < rank; i++) {
     int64_t d = s->dim[i]->size;
     if (d < 0 || (d && numel > INT64_MAX / d))
-      return td_err_set(err, TD_DATA_LOSS, "%s: entry for key '%s' has an invalid shape",
-                        c->path, show_key(kb, sizeof kb, key, strlen(key)));
+      return td_err_set(err, TD_DATA_LOSS, "%s: entry for key '%s' has an invalid shape", c->path,
+                        show_key(kb, sizeof kb, key, strlen(key)));
     numel *= d;
     if (i < ENG_MAX_RANK) e->shape.dim[i] = d;
   }
@@ -416,10 +418,9 @@ static td_code entry_from_proto(index_ctx *c, const char *key,
                       show_key(kb, sizeof kb, key, strlen(key)), (int)p->shard_id,
                       c->b->num_shards);
   if (p->offset < 0 || p->size < 0 || p->offset > INT64_MAX - p->size)
-    return td_err_set(err, TD_DATA_LOSS,
-                      "%s: entry for key '%s' has an invalid offset %lld / size %lld", c->path,
-                      show_key(kb, sizeof kb, key, strlen(key)), (long long)p->offset,
-                      (long long)p->size);
+    return td_err_set(
+        err, TD_DATA_LOSS, "%s: entry for key '%s' has an invalid offset %lld / size %lld", c->path,
+        show_key(kb, sizeof kb, key, strlen(key)), (long long)p->offset, (long long)p->size);
   e->shard = p->shard_id;
   e->offset = (uint64_t)p->offset;
   e->size = (uint64_t)p->size;
@@ -441,8 +442,7 @@ static td_code add_entry(index_ctx *c, const uint8_t *key, size_t klen, const ui
     return td_err_set(err, TD_DATA_LOSS, "%s: keys out of order at '%s'", c->path,
                       show_key(kb, sizeof kb, (const char *)key, klen));
   if (!c->have_last && klen != 0)
-    return td_err_set(err, TD_DATA_LOSS, "%s: missing the bundle header entry (key \"\")",
-                      c->path);
+    return td_err_set(err, TD_DATA_LOSS, "%s: missing the bundle header entry (key \"\")", c->path);
   if (klen > c->last_cap) {
     uint8_t *k = realloc(c->last_key, klen);
     if (!k) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "%s: out of memory", c->path);
@@ -556,8 +556,7 @@ static td_code parse_index(index_ctx *c, td_err *err) {
       const uint8_t *h = it.val, *hend = it.val + it.val_len;
       uint64_t boff, bsize;
       if (!get_varint64(&h, hend, &boff) || !get_varint64(&h, hend, &bsize)) {
-        rc = td_err_set(err, TD_DATA_LOSS, "%s: corrupt block handle in the index block",
-                        c->path);
+        rc = td_err_set(err, TD_DATA_LOSS, "%s: corrupt block handle in the index block", c->path);
         break;
       }
       if (boff < next_min) {
@@ -696,8 +695,7 @@ static td_code read_strings(const ldr_bundle *b, const bundle_entry *e, eng_tens
   for (size_t i = 0; i < n; i++) {
     uint64_t len;
     if (!get_varint64(&p, end, &len)) {
-      rc = td_err_set(err, TD_DATA_LOSS, "%s: corrupt string lengths for tensor '%s'", path,
-                      key);
+      rc = td_err_set(err, TD_DATA_LOSS, "%s: corrupt string lengths for tensor '%s'", path, key);
       goto done;
     }
     /* total stays <= size, so the sum cannot overflow. */
@@ -749,7 +747,8 @@ td_code ldr_bundle_read(const ldr_bundle *b, const char *key, eng_dtype want, en
   char kb[KEY_BUF];
   const bundle_entry *e = find_entry(b, key);
   const char *skey = show_key(kb, sizeof kb, key, strlen(key));
-  if (!e) return td_err_set(err, TD_NOT_FOUND, "Key %s not found in checkpoint %s", skey, b->prefix);
+  if (!e)
+    return td_err_set(err, TD_NOT_FOUND, "Key %s not found in checkpoint %s", skey, b->prefix);
   if (e->sliced)
     return td_err_set(err, TD_UNIMPLEMENTED,
                       "%s: tensor '%s' is a partitioned variable (saved in slices), which is not "
@@ -773,7 +772,8 @@ td_code ldr_bundle_read(const ldr_bundle *b, const char *key, eng_dtype want, en
   if (e->rank > ENG_MAX_RANK)
     return td_err_set(err, TD_UNIMPLEMENTED, "%s: tensor '%s' has rank %d; at most %d is supported",
                       b->prefix, skey, e->rank, ENG_MAX_RANK);
-  if (dt != ENG_DT_STRING && ((uint64_t)e->numel > UINT64_MAX / es || (uint64_t)e->numel * es != e->size))
+  if (dt != ENG_DT_STRING &&
+      ((uint64_t)e->numel > UINT64_MAX / es || (uint64_t)e->numel * es != e->size))
     return td_err_set(err, TD_DATA_LOSS,
                       "%s: invalid size in bundle entry for key '%s': stored size %llu, expected "
                       "%lld elements of %zu bytes",

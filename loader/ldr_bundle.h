@@ -7,13 +7,18 @@
  * varint-length layout).
  *
  * ldr_bundle_open reads and verifies the whole index (footer magic, block
- * CRCs, entry protos, header) and checks that every data shard the header
- * names exists. ldr_bundle_read reads one tensor, checking its dtype, size
- * and CRC. Every error message names the file and the problem, e.g.
- * "…/variables/variables.index: block checksum mismatch at offset 0" or
- * "Key b not found in checkpoint …/variables/variables" (NOT_FOUND).
- * Corrupt bytes give DATA_LOSS; unsupported features (partitioned slices,
- * big-endian bundles) give UNIMPLEMENTED.
+ * CRCs, Snappy blocks, restart arrays, key order, entry protos, header) and
+ * opens every data shard the header names, keeping the descriptors until
+ * close (a missing shard is NOT_FOUND naming it). ldr_bundle_read reads one
+ * tensor, checking its dtype, size and CRC. Every error message names the
+ * file and the problem, e.g.
+ * "…/variables/variables.index: block checksum mismatch (block at offset 0)"
+ * or "Key b not found in checkpoint …/variables/variables" (NOT_FOUND).
+ * Corrupt bytes give DATA_LOSS; unsupported features (partitioned variables,
+ * big-endian bundles, dtypes the engine cannot store, rank > ENG_MAX_RANK)
+ * give UNIMPLEMENTED, the per-tensor ones only when that tensor is read.
+ * Memory is bounded by the files' sizes whatever their contents; on failure
+ * out-parameters are left untouched.
  *
  * A bundle is immutable after open; reads from several threads at once are
  * safe (each read uses pread on shard descriptors opened at open time). */
@@ -32,7 +37,10 @@ td_code ldr_bundle_open(const char *prefix, ldr_bundle **out, td_err *err);
 void ldr_bundle_close(ldr_bundle *b);
 
 /* Number of tensor entries (the header entry is not counted) and their keys,
- * in the index's (sorted) order. */
+ * in the index's (sorted, bytewise) order. ldr_bundle_key returns NULL for i
+ * out of range; the string lives until ldr_bundle_close. The slice-part
+ * entries of partitioned variables (keys starting with a NUL byte) are not
+ * listed; the partitioned variable itself is. */
 int ldr_bundle_count(const ldr_bundle *b);
 const char *ldr_bundle_key(const ldr_bundle *b, int i);
 

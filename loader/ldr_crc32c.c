@@ -48,9 +48,7 @@ uint32_t ldr_crc32c_extend(uint32_t crc, const void *data, size_t n) {
 
 /* Masking keeps a CRC stored next to the data it covers from looking like
  * data whose CRC is easy to compute (LevelDB's rationale). */
-uint32_t ldr_crc32c_mask(uint32_t crc) {
-  return ((crc >> 15) | (crc << 17)) + CRC32C_MASK_DELTA;
-}
+uint32_t ldr_crc32c_mask(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + CRC32C_MASK_DELTA; }
 
 uint32_t ldr_crc32c_unmask(uint32_t masked) {
   uint32_t rot = masked - CRC32C_MASK_DELTA;

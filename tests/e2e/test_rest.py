@@ -3,6 +3,7 @@
 import http.client
 import json
 import os
+import socket
 import struct
 import subprocess
 
@@ -214,6 +215,12 @@ def test_missing_variable_fails_to_load(serve):
     assert v["status"]["error_code"] == "NOT_FOUND"
     msg = v["status"]["error_message"]
     assert "Key b not found in checkpoint" in msg and "variables/variables" in msg, msg
+
+
+def test_grpc_port_listens(serve):
+    s = serve("half_plus_two", os.path.join(EXAMPLES, "half_plus_two"))
+    with socket.create_connection(("127.0.0.1", s.grpc_port), timeout=5):
+        pass
 
 
 # --- command line -------------------------------------------------------------

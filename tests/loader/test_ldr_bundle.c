@@ -30,13 +30,12 @@
 #define B2 "b/.ATTRIBUTES/VARIABLE_VALUE"
 #define TABLE_MAGIC 0xdb4775248b80fb57ull
 
-#define ck_err(rc, err, want, substr)                                                    \
-  do {                                                                                   \
-    ck_assert_msg((rc) == (want), "got %s (%s), want %s", td_code_name(rc), (err).msg, \
-                  td_code_name(want));                                                   \
-    ck_assert_int_eq((err).code, (want));                                                \
-    ck_assert_msg(strstr((err).msg, (substr)), "message '%s' lacks '%s'", (err).msg,    \
-                  (substr));                                                             \
+#define ck_err(rc, err, want, substr)                                                           \
+  do {                                                                                          \
+    ck_assert_msg((rc) == (want), "got %s (%s), want %s", td_code_name(rc), (err).msg,          \
+                  td_code_name(want));                                                          \
+    ck_assert_int_eq((err).code, (want));                                                       \
+    ck_assert_msg(strstr((err).msg, (substr)), "message '%s' lacks '%s'", (err).msg, (substr)); \
   } while (0)
 
 /* --- bytes and files --------------------------------------------------- */
@@ -446,8 +445,8 @@ static size_t pack_entry(uint8_t **out, const tspec *t, int64_t offset) {
 }
 
 /* Writes <prefix>.index and its data shards; specs must be sorted by key. */
-static void bundle_write(const char *prefix, int num_shards, int endianness, const tspec *t,
-                         int n, int per_block, uint8_t type) {
+static void bundle_write(const char *prefix, int num_shards, int endianness, const tspec *t, int n,
+                         int per_block, uint8_t type) {
   kvs_t kv = {0};
   uint8_t *v;
   size_t vn = pack_header(&v, num_shards, endianness, 0);
@@ -988,7 +987,8 @@ START_TEST(test_many_keys_many_blocks) {
     }
     eng_tensor x = {0};
     td_err err = {0};
-    ck_err(ldr_bundle_read(b, "layer0500", ENG_DT_INVALID, &x, &err), err, TD_NOT_FOUND, "layer0500");
+    ck_err(ldr_bundle_read(b, "layer0500", ENG_DT_INVALID, &x, &err), err, TD_NOT_FOUND,
+           "layer0500");
     ck_err(ldr_bundle_read(b, "layer9999/w", ENG_DT_INVALID, &x, &err), err, TD_NOT_FOUND, "9999");
     ck_err(ldr_bundle_read(b, "a", ENG_DT_INVALID, &x, &err), err, TD_NOT_FOUND, "Key a ");
     ldr_bundle_close(b);
@@ -1029,7 +1029,8 @@ START_TEST(test_dtypes_and_shapes) {
     ck_assert_int_eq(x.shape.rank, specs[i].rank);
     for (int k = 0; k < specs[i].rank; k++) ck_assert_int_eq(x.shape.dim[k], specs[i].dims[k]);
     ck_assert_uint_eq(eng_tensor_nbytes(&x), specs[i].size);
-    if (specs[i].size) ck_assert_int_eq(memcmp(eng_tensor_data(&x), specs[i].data, specs[i].size), 0);
+    if (specs[i].size)
+      ck_assert_int_eq(memcmp(eng_tensor_data(&x), specs[i].data, specs[i].size), 0);
     eng_tensor_release(&x);
   }
   ldr_bundle_close(b);
@@ -1051,18 +1052,55 @@ START_TEST(test_string_tensors) {
   encode_strings(&bad, strs, lens, 2, &crc_bad);
   bad.p[0] = 1; /* lengths 1, 5: the length CRC no longer matches */
   tspec specs[] = {
-      {.key = "s0", .dtype = 7, .rank = 1, .dims = {0}, .data = s0.p, .size = s0.n,
-       .has_crc = true, .crc = crc0},
-      {.key = "s4", .dtype = 7, .rank = 2, .dims = {2, 2}, .data = s4.p, .size = s4.n,
-       .has_crc = true, .crc = crc4},
-      {.key = "s_badlen", .dtype = 7, .rank = 1, .dims = {2}, .data = bad.p, .size = bad.n,
-       .has_crc = true, .crc = crc_bad},
-      {.key = "s_badsize", .dtype = 7, .rank = 1, .dims = {4}, .data = s4.p, .size = s4.n,
-       .has_crc = true, .crc = crc4, .size_delta = -1},
-      {.key = "s_crc", .dtype = 7, .rank = 1, .dims = {4}, .data = s4.p, .size = s4.n,
-       .has_crc = true, .crc = crc4 ^ 1},
-      {.key = "s_toomany", .dtype = 7, .rank = 1, .dims = {1000000}, .data = s4.p,
-       .size = s4.n, .has_crc = true, .crc = crc4},
+      {.key = "s0",
+       .dtype = 7,
+       .rank = 1,
+       .dims = {0},
+       .data = s0.p,
+       .size = s0.n,
+       .has_crc = true,
+       .crc = crc0},
+      {.key = "s4",
+       .dtype = 7,
+       .rank = 2,
+       .dims = {2, 2},
+       .data = s4.p,
+       .size = s4.n,
+       .has_crc = true,
+       .crc = crc4},
+      {.key = "s_badlen",
+       .dtype = 7,
+       .rank = 1,
+       .dims = {2},
+       .data = bad.p,
+       .size = bad.n,
+       .has_crc = true,
+       .crc = crc_bad},
+      {.key = "s_badsize",
+       .dtype = 7,
+       .rank = 1,
+       .dims = {4},
+       .data = s4.p,
+       .size = s4.n,
+       .has_crc = true,
+       .crc = crc4,
+       .size_delta = -1},
+      {.key = "s_crc",
+       .dtype = 7,
+       .rank = 1,
+       .dims = {4},
+       .data = s4.p,
+       .size = s4.n,
+       .has_crc = true,
+       .crc = crc4 ^ 1},
+      {.key = "s_toomany",
+       .dtype = 7,
+       .rank = 1,
+       .dims = {1000000},
+       .data = s4.p,
+       .size = s4.n,
+       .has_crc = true,
+       .crc = crc4},
   };
   tmpb t;
   tmpb_init(&t);
@@ -1088,12 +1126,10 @@ START_TEST(test_string_tensors) {
   ck_err(ldr_bundle_read(b, "s_badlen", ENG_DT_STRING, &x, &err), err, TD_DATA_LOSS,
          "length checksum mismatch for tensor 's_badlen'");
   ck_assert_ptr_nonnull(strstr(err.msg, path));
-  ck_err(ldr_bundle_read(b, "s_badsize", ENG_DT_STRING, &x, &err), err, TD_DATA_LOSS,
-         "s_badsize");
+  ck_err(ldr_bundle_read(b, "s_badsize", ENG_DT_STRING, &x, &err), err, TD_DATA_LOSS, "s_badsize");
   ck_err(ldr_bundle_read(b, "s_crc", ENG_DT_STRING, &x, &err), err, TD_DATA_LOSS,
          "checksum mismatch for tensor 's_crc'");
-  ck_err(ldr_bundle_read(b, "s_toomany", ENG_DT_STRING, &x, &err), err, TD_DATA_LOSS,
-         "s_toomany");
+  ck_err(ldr_bundle_read(b, "s_toomany", ENG_DT_STRING, &x, &err), err, TD_DATA_LOSS, "s_toomany");
   ck_assert_ptr_null(x.buf);
   ldr_bundle_close(b);
   tmpb_cleanup(&t);
@@ -1168,10 +1204,19 @@ START_TEST(test_unsupported_at_read) {
   float v[2] = {1.0f, 2.0f};
   uint8_t nine[1] = {7};
   tspec specs[] = {
-      {.key = "beyond", .dtype = 1, .rank = 1, .dims = {2}, .data = v, .size = 8,
+      {.key = "beyond",
+       .dtype = 1,
+       .rank = 1,
+       .dims = {2},
+       .data = v,
+       .size = 8,
        .offset_delta = 100},
       {.key = "part", .dtype = 1, .rank = 1, .dims = {2}, .data = v, .size = 8, .sliced = true},
-      {.key = "rank9", .dtype = 4, .rank = 9, .dims = {1, 1, 1, 1, 1, 1, 1, 1, 1}, .data = nine,
+      {.key = "rank9",
+       .dtype = 4,
+       .rank = 9,
+       .dims = {1, 1, 1, 1, 1, 1, 1, 1, 1},
+       .data = nine,
        .size = 1},
       {.key = "size", .dtype = 1, .rank = 1, .dims = {3}, .data = v, .size = 8},
       {.key = "variant", .dtype = 21, .rank = 0, .data = v, .size = 4},

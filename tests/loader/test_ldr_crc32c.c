@@ -64,7 +64,8 @@ START_TEST(test_mask) {
   ck_assert_uint_ne(crc, ldr_crc32c_mask(crc));
   ck_assert_uint_ne(crc, ldr_crc32c_mask(ldr_crc32c_mask(crc)));
   ck_assert_uint_eq(crc, ldr_crc32c_unmask(ldr_crc32c_mask(crc)));
-  ck_assert_uint_eq(crc, ldr_crc32c_unmask(ldr_crc32c_unmask(ldr_crc32c_mask(ldr_crc32c_mask(crc)))));
+  ck_assert_uint_eq(crc,
+                    ldr_crc32c_unmask(ldr_crc32c_unmask(ldr_crc32c_mask(ldr_crc32c_mask(crc)))));
   /* The formula from LevelDB / TF: rotate right 15, add a constant. */
   ck_assert_uint_eq(ldr_crc32c_mask(0), 0xa282ead8u);
   ck_assert_uint_eq(ldr_crc32c_mask(0x80000000u), 0xa282ead8u + 0x10000u);
