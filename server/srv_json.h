@@ -9,21 +9,11 @@
  *        --srv_json_decode_predict--> eng_tensor per signature input
  *   eng_tensor per signature output --srv_json_encode_predict--> body
  *
- * Parsing. srv_json_parse_request uses its own parser (rapidjson's grammar
- * and error messages, "JSON Parse error: Invalid value. at offset: 7") that
- * builds an ordinary cJSON tree, so callers walk it with the cJSON API. On top
- * of cJSON it keeps what cJSON would lose:
- *   - integer literals ("7", "-3", no '.', 'e' or 'E') are told apart from
- *     decimals ("7.0", "7e0"), and kept exact over the whole int64/uint64
- *     range (read them with srv_json_number, never valueint, which cJSON
- *     clamps to int);
- *   - NaN, Infinity, -Infinity, Inf, -Inf are accepted as numbers, like
- *     rapidjson's kParseNanAndInfFlag;
- *   - a string's byte length survives "\u0000" escapes (srv_json_string_len).
- * Like TF Serving (kParseStopWhenDoneFlag) bytes after the root value are
- * ignored. Nesting is limited to SRV_JSON_MAX_DEPTH arrays/objects; deeper
- * documents fail with INVALID_ARGUMENT. Trees from plain cJSON_Parse lack the
- * integer marks: pass only srv_json_parse_request trees to the decoders.
+ * Built on srv_jsonparse.h (the parser: rapidjson's grammar and messages
+ * into a cJSON tree that keeps integer literals exact) and srv_jsonwrite.h
+ * (the PrettyWriter clone, number and string formatting, base64), which this
+ * header includes. Trees from plain cJSON_Parse lack the parser's integer
+ * marks: pass only srv_json_parse_request trees to the decoders.
  *
  * Request semantics (srv_json_decode_predict), as TF Serving:
  *   - exactly one of "instances" (row format) and "inputs" (columnar);
@@ -74,18 +64,14 @@
 #define SRV_JSON_H
 
 #include <cJSON.h>
-#include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 
 #include "eng_tensor.h"
 #include "ldr_signature.h"
+#include "srv_jsonparse.h"
+#include "srv_jsonwrite.h"
 #include "td_buf.h"
 #include "td_status.h"
-
-#define SRV_JSON_MAX_DEPTH 64        /* nested arrays/objects accepted by the parser */
-#define SRV_JSON_NUMBER_MAX 32       /* buffer size that fits any formatted number */
-#define SRV_JSON_VALUE_TEXT_MAX 512  /* JSON values quoted in error messages are cut here */
 
 typedef enum { SRV_JSON_ROW, SRV_JSON_COLUMNAR } srv_json_format;
 
@@ -98,9 +84,11 @@ typedef struct srv_json_request {
 
 /* Parses a request body (predict, classify and regress alike: TF's ParseJson
  * + FillSignature): the body must be a JSON object and "signature_name", when
- * present, a string. `body` need not be NUL-terminated. All failures are
- * INVALID_ARGUMENT ("JSON Parse error: The document is empty", "JSON Value:
- * 1 Is not object", ...) except RESOURCE_EXHAUSTED when memory runs out. */
+ * present, a string. `body` need not be NUL-terminated. Malformed text fails
+ * with srv_json_parse's message; an empty body (len 0) with TF's "JSON Parse
+ * error: The document is empty" (no offset). All failures are
+ * INVALID_ARGUMENT ("JSON Value: 1 Is not object", ...) except
+ * RESOURCE_EXHAUSTED when memory runs out. */
 td_code srv_json_parse_request(const char *body, size_t len, srv_json_request *out,
                                td_err *err);
 /* Frees the tree and zeroes *r; a zeroed request is a no-op. */
@@ -129,90 +117,5 @@ td_code srv_json_encode_predict(const ldr_signature *sig, const eng_tensor *outp
 
 /* Appends TF Serving's error body: "{\n    \"error\": \"<message>\"\n}". */
 void srv_json_encode_error(const char *message, td_buf *out);
-
-/* --- building blocks (also for classify/regress JSON) --------------------- */
-
-/* TF Serving's WriteDecimal: "%g" (6 significant digits) when that text reads
- * back (strtof / strtod) as the same value, else "%.9g" (float) / "%.17g"
- * (double); ".0" appended when the text has neither '.' nor 'e' (3 -> "3.0",
- * 9e+06 and 1e-05 stay). NaN -> "NaN", inf -> "Infinity" / "-Infinity".
- * Writes at most n bytes including the NUL (SRV_JSON_NUMBER_MAX always fits)
- * and returns the length of the full text, like snprintf. */
-int srv_json_format_float(float v, char *buf, size_t n);
-int srv_json_format_double(double v, char *buf, size_t n);
-
-/* Appends s[0..len) as a quoted JSON string, escaped as rapidjson does:
- * \" \\ \b \f \n \r \t, other bytes below 0x20 as \u00XX, all else raw
- * (bytes are not checked for valid UTF-8, as in TF Serving). */
-void srv_json_append_string(td_buf *out, const char *s, size_t len);
-
-/* Appends a value as TF Serving quotes it in error messages (its
- * JsonValueToString: pretty-printed, decimals as srv_json_format_*), cut
- * after SRV_JSON_VALUE_TEXT_MAX bytes with "..." appended. */
-void srv_json_append_value(td_buf *out, const cJSON *v);
-
-typedef enum {
-  SRV_JSON_NUM_DOUBLE, /* a decimal or exponent literal, NaN/Infinity, or an
-                          integer literal outside the int64/uint64 range */
-  SRV_JSON_NUM_INT64,  /* an integer literal in [INT64_MIN, INT64_MAX] */
-  SRV_JSON_NUM_UINT64, /* an integer literal in (INT64_MAX, UINT64_MAX] */
-} srv_json_numkind;
-
-/* Classifies a number node of a parsed request and gives its exact value:
- * *i for INT64, *u for UINT64 (either pointer may be NULL). valuedouble is
- * always the nearest double. Returns SRV_JSON_NUM_DOUBLE for non-numbers. */
-srv_json_numkind srv_json_number(const cJSON *v, int64_t *i, uint64_t *u);
-
-/* Byte length of a string node of a parsed request (counts bytes after an
- * escaped NUL, which strlen(valuestring) would not); 0 for non-strings. */
-size_t srv_json_string_len(const cJSON *v);
-
-/* True for {"b64": "<string>"}: an object with exactly one member, "b64",
- * holding a string (TF's IsValBase64Object). */
-bool srv_json_is_b64_object(const cJSON *v);
-
-/* Base64 as absl::Base64Unescape reads it: standard alphabet, whitespace
- * skipped, padding ('=' or '.') optional but exact when present. With dst ==
- * NULL only validates and measures; otherwise dst needs room for the decoded
- * bytes (at most 3 * (n / 4) + 2; a NULL pass gives the exact count). Sets
- * *out_len (optional) and returns false for malformed input. */
-bool srv_json_b64_decode(const char *src, size_t n, char *dst, size_t *out_len);
-/* Appends the padded standard base64 text of data[0..n) (no quotes). */
-void srv_json_b64_encode(td_buf *out, const void *data, size_t n);
-
-/* A rapidjson-PrettyWriter-compatible writer, for responses that must match
- * TF Serving's bytes. Plain value on the caller's stack; appends to `out`.
- * Calls must nest properly (begin/end pairs, key before each object value);
- * nesting deeper than SRV_JSON_WRITER_DEPTH is an internal error and stops
- * output. `limit` (0 = none) stops output once that many bytes were written,
- * setting `truncated`. */
-#define SRV_JSON_WRITER_DEPTH 80
-
-typedef struct srv_json_writer {
-  td_buf *out;
-  bool single_line; /* rapidjson kFormatSingleLineArray: "[1, 2]" */
-  bool truncated;
-  int depth;
-  size_t start, limit;
-  struct {
-    bool in_array;
-    unsigned count;
-  } level[SRV_JSON_WRITER_DEPTH];
-} srv_json_writer;
-
-void srv_json_writer_init(srv_json_writer *w, td_buf *out);
-void srv_json_writer_begin_object(srv_json_writer *w);
-void srv_json_writer_end_object(srv_json_writer *w);
-void srv_json_writer_begin_array(srv_json_writer *w);
-void srv_json_writer_end_array(srv_json_writer *w);
-void srv_json_writer_key(srv_json_writer *w, const char *s, size_t len);
-void srv_json_writer_string(srv_json_writer *w, const char *s, size_t len);
-/* A value written verbatim (a number or literal token). */
-void srv_json_writer_raw(srv_json_writer *w, const char *text, size_t len);
-void srv_json_writer_float(srv_json_writer *w, float v);
-void srv_json_writer_double(srv_json_writer *w, double v);
-void srv_json_writer_int64(srv_json_writer *w, int64_t v);
-void srv_json_writer_uint64(srv_json_writer *w, uint64_t v);
-void srv_json_writer_bool(srv_json_writer *w, bool v);
 
 #endif

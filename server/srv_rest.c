@@ -12,16 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "srv_api.h"
 #include "srv_json.h"
 #include "srv_route.h"
 #include "td_buf.h"
 #include "td_log.h"
 
-#define DEFAULT_SIGNATURE "serving_default"
-
 struct srv_rest {
   struct MHD_Daemon *d;
   srv_rest_options opt;
+  srv_api api;
   int port;
 };
 
@@ -37,11 +37,9 @@ typedef struct rest_req {
   td_buf body;
   bool answered; /* a response is queued before the body was read */
   /* predict */
-  ldr_servable *servable;
-  const ldr_signature *sig;
+  srv_call call;
+  bool call_done; /* the worker finished; the reply is still to be written */
   srv_json_format fmt;
-  eng_tensor *inputs, *outputs;
-  bat_task task;
 } rest_req;
 
 static enum MHD_Result send_raw(struct MHD_Connection *conn, unsigned status, const char *body,
@@ -118,63 +116,46 @@ static enum MHD_Result handle_status(rest_req *q) {
 
 /* --- predict ----------------------------------------------------------- */
 
-static void predict_done(bat_task *t) {
-  rest_req *q = t->user;
+static void predict_done(srv_call *c) {
+  rest_req *q = c->user;
+  q->call_done = true;
   q->state = REQ_DONE;
   MHD_resume_connection(q->conn);
 }
 
-static void release_tensors(eng_tensor *t, int n) {
-  for (int i = 0; t && i < n; i++) eng_tensor_release(&t[i]);
-}
-
-/* Starts a predict; returns TD_OK when the task is queued. */
+/* Starts a predict; returns TD_OK when the call is queued. */
 static td_code start_predict(rest_req *q, td_err *err) {
-  if (q->route.label)
-    return td_err_set(err, TD_INVALID_ARGUMENT, "Unrecognized servable version label: %s",
-                      q->route.label);
   srv_json_request jr;
   td_code rc = srv_json_parse_request(q->body.data ? q->body.data : "", q->body.len, &jr, err);
   if (rc) return rc;
-  rc = ldr_registry_acquire(q->srv->opt.registry, q->route.name,
-                            q->route.has_version ? q->route.version : -1, &q->servable, err);
-  if (rc) goto out;
-  const char *sig_name = jr.signature_name ? jr.signature_name : DEFAULT_SIGNATURE;
-  q->sig = ldr_servable_signature(q->servable, sig_name);
-  if (!q->sig) {
-    rc = td_err_set(err, TD_INVALID_ARGUMENT,
-                    "Serving signature name: \"%s\" not found in signature def", sig_name);
-    goto out;
-  }
-  q->inputs = calloc((size_t)q->sig->n_inputs + 1, sizeof *q->inputs);
-  q->outputs = calloc((size_t)q->sig->n_outputs + 1, sizeof *q->outputs);
-  if (!q->inputs || !q->outputs) {
-    rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
-    goto out;
-  }
-  rc = srv_json_decode_predict(&jr, q->sig, q->inputs, &q->fmt, err);
-  if (rc) goto out;
-  q->task = (bat_task){.sig = q->sig, .inputs = q->inputs, .outputs = q->outputs,
-                       .done = predict_done, .user = q};
+  srv_model_spec spec = {.name = q->route.name,
+                         .has_version = q->route.has_version,
+                         .version = q->route.version,
+                         .label = q->route.label,
+                         .signature_name = jr.signature_name};
+  rc = srv_call_begin(&q->call, &q->srv->api, &spec, err);
+  if (!rc) rc = srv_json_decode_predict(&jr, q->call.sig, q->call.inputs, &q->fmt, err);
+  srv_json_request_free(&jr);
+  if (rc) return rc;
+  q->call.done = predict_done;
+  q->call.user = q;
   /* Suspend before submitting: the worker may resume at once. */
   q->state = REQ_RUNNING;
   MHD_suspend_connection(q->conn);
-  rc = bat_queue_submit(q->srv->opt.queue, &q->task, err);
+  rc = srv_call_submit(&q->call, err);
   if (rc) {
     q->state = REQ_READING;
     MHD_resume_connection(q->conn);
   }
-out:
-  srv_json_request_free(&jr);
   return rc;
 }
 
 static enum MHD_Result finish_predict(rest_req *q) {
-  if (q->task.code) return send_error(q->conn, &q->task.err);
+  if (q->call.task.code) return send_error(q->conn, &q->call.task.err);
   td_buf b;
   td_buf_init(&b);
   td_err err;
-  td_code rc = srv_json_encode_predict(q->sig, q->outputs, q->fmt, &b, &err);
+  td_code rc = srv_json_encode_predict(q->call.sig, q->call.outputs, q->fmt, &b, &err);
   enum MHD_Result ret = rc ? send_error(q->conn, &err) : send_json(q->conn, 200, &b);
   td_buf_free(&b);
   return ret;
@@ -216,8 +197,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   }
   if (q->state == REQ_RUNNING || q->answered) return MHD_YES; /* nothing left to do */
   if (q->state == REQ_DONE) {
-    if (q->task.done) {
-      q->task.done = NULL;
+    if (q->call_done) {
+      q->call_done = false;
       return finish_predict(q);
     }
     return MHD_YES;
@@ -258,13 +239,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
   rest_req *q = *con_cls;
   if (!q) return;
-  if (q->sig) {
-    release_tensors(q->inputs, q->sig->n_inputs);
-    release_tensors(q->outputs, q->sig->n_outputs);
-  }
-  free(q->inputs);
-  free(q->outputs);
-  ldr_servable_unref(q->servable);
+  srv_call_end(&q->call);
   td_buf_free(&q->body);
   free(q);
   *con_cls = NULL;
@@ -282,6 +257,7 @@ td_code srv_rest_start(const srv_rest_options *opt, srv_rest **out, td_err *err)
   srv_rest *s = calloc(1, sizeof *s);
   if (!s) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
   s->opt = *opt;
+  s->api = (srv_api){.registry = opt->registry, .queue = opt->queue};
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                    MHD_USE_ERROR_LOG | MHD_USE_TURBO;
   struct MHD_OptionItem pool[] = {

@@ -115,7 +115,7 @@ def test_status_like_tf_serving(serve):
     ("POST", "/v1/models/nope:predict", '{"instances": [1.0]}', 404,
      "Servable not found for request: Latest(nope)"),
     ("POST", "/v1/models/half_plus_two:predict", '{"instances": [1.0], "signature_name": "foo"}',
-     400, 'Serving signature name: "foo" not found in signature def'),
+     400, 'Serving signature key "foo" not found.'),
     ("POST", "/v1/models/half_plus_two:predict", '{"instances": ["a"]}', 400, None),
     ("POST", "/v1/models/half_plus_two:predict", '{"instances": [1.0', 400, None),
     ("POST", "/v1/models/half_plus_two:predict", '', 400, None),

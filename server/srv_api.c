@@ -1,0 +1,57 @@
+#include "srv_api.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void call_done(bat_task *t) {
+  srv_call *c = t->user;
+  c->done(c);
+}
+
+td_code srv_call_begin(srv_call *c, srv_api *api, const srv_model_spec *spec, td_err *err) {
+  memset(c, 0, sizeof *c);
+  c->api = api;
+  if (!spec->name || !*spec->name)
+    return td_err_set(err, TD_INVALID_ARGUMENT, "ModelSpec has no name specified.");
+  if (spec->label)
+    return td_err_set(err, TD_INVALID_ARGUMENT, "Unrecognized servable version label: %s",
+                      spec->label);
+  td_code rc = ldr_registry_acquire(api->registry, spec->name,
+                                    spec->has_version ? spec->version : -1, &c->servable, err);
+  if (rc) return rc;
+  const char *key =
+      spec->signature_name && *spec->signature_name ? spec->signature_name : SRV_DEFAULT_SIGNATURE;
+  c->sig = ldr_servable_signature(c->servable, key);
+  if (!c->sig) {
+    rc = td_err_set(err, TD_FAILED_PRECONDITION, "Serving signature key \"%s\" not found.", key);
+    goto fail;
+  }
+  c->version = ldr_servable_version(c->servable);
+  c->inputs = calloc((size_t)c->sig->n_inputs + 1, sizeof *c->inputs);
+  c->outputs = calloc((size_t)c->sig->n_outputs + 1, sizeof *c->outputs);
+  if (!c->inputs || !c->outputs) {
+    rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    goto fail;
+  }
+  return TD_OK;
+fail:
+  srv_call_end(c);
+  return rc;
+}
+
+td_code srv_call_submit(srv_call *c, td_err *err) {
+  c->task = (bat_task){.sig = c->sig, .inputs = c->inputs, .outputs = c->outputs,
+                       .done = call_done, .user = c};
+  return bat_queue_submit(c->api->queue, &c->task, err);
+}
+
+void srv_call_end(srv_call *c) {
+  for (int i = 0; c->sig && i < c->sig->n_inputs; i++) eng_tensor_release(&c->inputs[i]);
+  for (int i = 0; c->sig && i < c->sig->n_outputs; i++) eng_tensor_release(&c->outputs[i]);
+  free(c->inputs);
+  free(c->outputs);
+  ldr_servable_unref(c->servable);
+  c->inputs = c->outputs = NULL;
+  c->servable = NULL;
+  c->sig = NULL;
+}

@@ -1,0 +1,62 @@
+/* srv_api: TF Serving's request semantics, shared by every transport.
+ *
+ * A transport decodes its wire format, then drives a srv_call:
+ *   srv_call_begin   resolve the model spec (name; version, label or the
+ *                    latest AVAILABLE version; signature, default
+ *                    "serving_default") to a servable reference and a
+ *                    signature, with TF Serving's error codes and messages;
+ *   (fill c->inputs[i] for c->sig->inputs[i], in signature order)
+ *   srv_call_submit  queue the call for an engine worker;
+ *   done(c)          called once, on the worker thread, with c->task.code /
+ *                    c->task.err and c->outputs[i] for c->sig->outputs[i];
+ *   srv_call_end     release tensors and the servable reference.
+ * REST and gRPC thus report the same failure with the same code and
+ * message, from one place.
+ *
+ * A srv_call is owned by the transport (usually embedded in its request
+ * context). srv_api is a plain struct of shared services that must outlive
+ * every call. All functions are thread-safe for distinct calls. */
+#ifndef SRV_API_H
+#define SRV_API_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bat_queue.h"
+#include "ldr_registry.h"
+#include "td_status.h"
+
+#define SRV_DEFAULT_SIGNATURE "serving_default"
+
+typedef struct srv_api {
+  ldr_registry *registry;
+  bat_queue *queue;
+} srv_api;
+
+typedef struct srv_model_spec {
+  const char *name;
+  bool has_version;
+  int64_t version;
+  const char *label;          /* NULL when none */
+  const char *signature_name; /* NULL or "" selects serving_default */
+} srv_model_spec;
+
+typedef struct srv_call srv_call;
+struct srv_call {
+  srv_api *api;
+  ldr_servable *servable;   /* reference held from begin to end */
+  const ldr_signature *sig; /* owned by servable */
+  int64_t version;          /* the version actually served */
+  eng_tensor *inputs;       /* sig->n_inputs, filled by the transport */
+  eng_tensor *outputs;      /* sig->n_outputs, filled by the engine */
+  bat_task task;            /* task.code / task.err hold the run's result */
+  void (*done)(srv_call *c);
+  void *user;
+};
+
+/* On failure the call holds nothing, but srv_call_end is still safe. */
+td_code srv_call_begin(srv_call *c, srv_api *api, const srv_model_spec *spec, td_err *err);
+td_code srv_call_submit(srv_call *c, td_err *err);
+void srv_call_end(srv_call *c);
+
+#endif

@@ -1,0 +1,396 @@
+/* srv_jsonparse: rapidjson's JSON grammar into a cJSON tree (contract in
+ * srv_jsonparse.h).
+ *
+ * Design notes.
+ * - The parser is ours, not cJSON_Parse: cJSON keeps numbers as doubles only,
+ *   so it cannot tell 1 from 1.0 (int32 inputs must reject 1.0) nor keep int64
+ *   exact, and it rejects NaN/Infinity, which TF Serving accepts. We follow
+ *   rapidjson's grammar and messages (TF Serving's parser) and still build a
+ *   cJSON tree. The extra facts live where cJSON does not look: integer
+ *   literals carry private type bits above cJSON's 0xFF type byte (every cJSON
+ *   function masks with 0xFF); integers beyond 2^53 keep their digits in
+ *   valuestring (cJSON_Delete frees it); string nodes keep their byte length
+ *   in valueint, unused by cJSON for strings. */
+#include "srv_jsonparse.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define F_INT (1 << 12)  /* integer literal within int64 */
+#define F_UINT (1 << 13) /* integer literal within (INT64_MAX, UINT64_MAX] */
+#define EXACT_INT (1ULL << 53) /* integers up to here are exact doubles */
+
+/* ================================ parser ================================== */
+
+typedef struct jparser {
+  const unsigned char *s;
+  size_t n, i;
+  td_code code; /* of the first failure */
+  td_err *err;
+} jparser;
+
+static int jp_peek(const jparser *p) { return p->i < p->n ? p->s[p->i] : 0; }
+
+static void jp_ws(jparser *p) {
+  while (p->i < p->n) {
+    unsigned char c = p->s[p->i];
+    if (c != ' ' && c != '\n' && c != '\r' && c != '\t') break;
+    p->i++;
+  }
+}
+
+static cJSON *jp_fail(jparser *p, const char *what, size_t off) {
+  p->code = TD_INVALID_ARGUMENT;
+  td_err_set(p->err, TD_INVALID_ARGUMENT, "JSON Parse error: %s at offset: %zu", what, off);
+  return NULL;
+}
+
+static cJSON *jp_oom(jparser *p) {
+  p->code = TD_RESOURCE_EXHAUSTED;
+  td_err_set(p->err, TD_RESOURCE_EXHAUSTED, "out of memory parsing the JSON body");
+  return NULL;
+}
+
+static cJSON *jp_value(jparser *p, int depth, bool root);
+
+static cJSON *jp_literal(jparser *p, const char *word, int type) {
+  for (size_t k = 0; word[k]; k++, p->i++)
+    if (jp_peek(p) != word[k]) return jp_fail(p, "Invalid value.", p->i);
+  cJSON *v = cJSON_CreateNull();
+  if (!v) return jp_oom(p);
+  v->type = type;
+  return v;
+}
+
+static int jp_hex4(jparser *p) {
+  unsigned v = 0;
+  for (int k = 0; k < 4; k++, p->i++) {
+    int c = jp_peek(p);
+    if (c >= '0' && c <= '9')
+      v = v << 4 | (unsigned)(c - '0');
+    else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+      v = v << 4 | (unsigned)((c | 0x20) - 'a' + 10);
+    else
+      return -1;
+  }
+  return (int)v;
+}
+
+/* Reads a string at p->i (on the opening quote) into a cJSON_malloc'd buffer. */
+static char *jp_string(jparser *p, size_t *out_len) {
+  size_t start = ++p->i, j = start;
+  while (j < p->n && p->s[j] != '"' && p->s[j] != 0) j += p->s[j] == '\\' ? 2 : 1;
+  size_t cap = (j < p->n ? j : p->n) - start + 1;
+  char *buf = cJSON_malloc(cap);
+  if (!buf) return (char *)jp_oom(p);
+  size_t o = 0;
+  const char *bad = NULL;
+  size_t bad_at = 0;
+  for (;;) {
+    int c = jp_peek(p);
+    char enc[4];
+    size_t en = 1;
+    if (c == '"') {
+      p->i++;
+      break;
+    }
+    if (c == '\\') {
+      size_t esc = p->i++;
+      int e = jp_peek(p);
+      const char *from = "\"\\/bfnrt", *to = "\"\\/\b\f\n\r\t";
+      const char *hit = e ? strchr(from, e) : NULL;
+      if (hit) {
+        enc[0] = to[hit - from];
+        p->i++;
+      } else if (e == 'u') {
+        p->i++;
+        int cp = jp_hex4(p);
+        if (cp < 0) {
+          bad = "Incorrect hex digit after \\u escape in string.", bad_at = esc;
+          break;
+        }
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+          int lo = -1;
+          if (jp_peek(p) == '\\' && (p->i++, jp_peek(p) == 'u')) {
+            p->i++;
+            lo = jp_hex4(p);
+            if (lo < 0) {
+              bad = "Incorrect hex digit after \\u escape in string.", bad_at = esc;
+              break;
+            }
+          }
+          if (lo < 0xDC00 || lo > 0xDFFF) {
+            bad = "The surrogate pair in string is invalid.", bad_at = esc;
+            break;
+          }
+          cp = (((cp - 0xD800) << 10) | (lo - 0xDC00)) + 0x10000;
+        }
+        if (cp < 0x80) {
+          enc[0] = (char)cp;
+        } else if (cp < 0x800) {
+          enc[0] = (char)(0xC0 | cp >> 6), enc[1] = (char)(0x80 | (cp & 63)), en = 2;
+        } else if (cp < 0x10000) {
+          enc[0] = (char)(0xE0 | cp >> 12), enc[1] = (char)(0x80 | ((cp >> 6) & 63));
+          enc[2] = (char)(0x80 | (cp & 63)), en = 3;
+        } else {
+          enc[0] = (char)(0xF0 | cp >> 18), enc[1] = (char)(0x80 | ((cp >> 12) & 63));
+          enc[2] = (char)(0x80 | ((cp >> 6) & 63)), enc[3] = (char)(0x80 | (cp & 63)), en = 4;
+        }
+      } else {
+        bad = "Invalid escape character in string.", bad_at = esc;
+        break;
+      }
+    } else if (c < 0x20) {
+      bad = c == 0 ? "Missing a closing quotation mark in string." : "Invalid encoding in string.";
+      bad_at = p->i;
+      break;
+    } else {
+      enc[0] = (char)c;
+      p->i++;
+    }
+    /* An escape never grows its text, so cap (the raw length) suffices;
+     * the check keeps that a property we do not have to trust. */
+    if (o + en >= cap) {
+      bad = "Invalid encoding in string.", bad_at = p->i;
+      break;
+    }
+    memcpy(buf + o, enc, en);
+    o += en;
+  }
+  if (bad) {
+    cJSON_free(buf);
+    return (char *)jp_fail(p, bad, bad_at);
+  }
+  buf[o] = '\0';
+  *out_len = o;
+  return buf;
+}
+
+static cJSON *jp_string_node(jparser *p) {
+  size_t len;
+  char *s = jp_string(p, &len);
+  if (!s) return NULL;
+  cJSON *v = cJSON_CreateNull();
+  if (!v) {
+    cJSON_free(s);
+    return jp_oom(p);
+  }
+  v->type = cJSON_String;
+  v->valuestring = s;
+  v->valueint = len <= INT_MAX ? (int)len : -1;
+  return v;
+}
+
+static bool is_digit(int c) { return c >= '0' && c <= '9'; }
+
+static cJSON *jp_number(jparser *p) {
+  size_t start = p->i;
+  bool minus = jp_peek(p) == '-';
+  if (minus) p->i++;
+  int c = jp_peek(p);
+  if (c == 'N' || c == 'I') {
+    const char *word = c == 'N' ? "NaN" : "Inf";
+    for (int k = 0; k < 3; k++, p->i++)
+      if (jp_peek(p) != word[k]) return jp_fail(p, "Invalid value.", p->i);
+    if (c == 'I' && jp_peek(p) == 'i') {
+      for (const char *w = "inity"; *w; w++, p->i++)
+        if (jp_peek(p) != *w) return jp_fail(p, "Invalid value.", p->i);
+    }
+    cJSON *v = cJSON_CreateNumber(c == 'N' ? NAN : minus ? -INFINITY : INFINITY);
+    return v ? v : jp_oom(p);
+  }
+  uint64_t mag = 0;
+  bool overflow = false;
+  if (c == '0') {
+    p->i++;
+  } else if (c >= '1' && c <= '9') {
+    for (; is_digit(jp_peek(p)); p->i++) {
+      unsigned d = (unsigned)(jp_peek(p) - '0');
+      if (mag > (UINT64_MAX - d) / 10) overflow = true;
+      mag = mag * 10 + d;
+    }
+  } else {
+    return jp_fail(p, "Invalid value.", p->i);
+  }
+  bool integer = true;
+  if (jp_peek(p) == '.') {
+    p->i++;
+    if (!is_digit(jp_peek(p))) return jp_fail(p, "Miss fraction part in number.", p->i);
+    while (is_digit(jp_peek(p))) p->i++;
+    integer = false;
+  }
+  if (jp_peek(p) == 'e' || jp_peek(p) == 'E') {
+    p->i++;
+    if (jp_peek(p) == '+' || jp_peek(p) == '-') p->i++;
+    if (!is_digit(jp_peek(p))) return jp_fail(p, "Miss exponent in number.", p->i);
+    while (is_digit(jp_peek(p))) p->i++;
+    integer = false;
+  }
+  size_t len = p->i - start;
+  char small[64];
+  char *text = len < sizeof small ? small : malloc(len + 1);
+  if (!text) return jp_oom(p);
+  memcpy(text, p->s + start, len);
+  text[len] = '\0';
+
+  int flags = 0;
+  double d;
+  if (integer && !overflow && !minus) {
+    flags = mag <= INT64_MAX ? F_INT : F_UINT;
+    d = (double)mag;
+  } else if (integer && !overflow && mag <= (uint64_t)INT64_MAX + 1) {
+    flags = F_INT;
+    d = mag ? -(double)mag : 0.0; /* rapidjson reads "-0" as the integer 0 */
+  } else {
+    d = strtod(text, NULL);
+  }
+  cJSON *v = NULL;
+  if (isinf(d)) {
+    jp_fail(p, "Number too big to be stored in double.", start);
+  } else if (!(v = cJSON_CreateNumber(d))) {
+    jp_oom(p);
+  } else {
+    v->type |= flags;
+    if (flags && mag > EXACT_INT) {
+      v->valuestring = cJSON_malloc(len + 1);
+      if (v->valuestring) {
+        memcpy(v->valuestring, text, len + 1);
+      } else {
+        cJSON_Delete(v);
+        v = jp_oom(p);
+      }
+    }
+  }
+  if (text != small) free(text);
+  return v;
+}
+
+static void jp_append(cJSON *parent, cJSON **tail, cJSON *v) {
+  if (*tail) {
+    (*tail)->next = v;
+    v->prev = *tail;
+  } else {
+    parent->child = v;
+  }
+  *tail = v;
+  parent->child->prev = v;
+}
+
+static cJSON *jp_container(jparser *p, int depth, bool array) {
+  if (depth >= SRV_JSON_MAX_DEPTH) {
+    char what[96];
+    snprintf(what, sizeof what, "The document is nested more than %d levels deep.",
+             SRV_JSON_MAX_DEPTH);
+    return jp_fail(p, what, p->i);
+  }
+  cJSON *c = array ? cJSON_CreateArray() : cJSON_CreateObject();
+  if (!c) return jp_oom(p);
+  cJSON *tail = NULL;
+  p->i++;
+  jp_ws(p);
+  if (jp_peek(p) == (array ? ']' : '}')) {
+    p->i++;
+    return c;
+  }
+  for (;;) {
+    char *key = NULL;
+    if (!array) {
+      size_t klen;
+      if (jp_peek(p) != '"') {
+        jp_fail(p, "Missing a name for object member.", p->i);
+        goto fail;
+      }
+      if (!(key = jp_string(p, &klen))) goto fail;
+      jp_ws(p);
+      if (jp_peek(p) != ':') {
+        cJSON_free(key);
+        jp_fail(p, "Missing a colon after a name of object member.", p->i);
+        goto fail;
+      }
+      p->i++;
+      jp_ws(p);
+    }
+    cJSON *v = jp_value(p, depth + 1, false);
+    if (!v) {
+      cJSON_free(key);
+      goto fail;
+    }
+    v->string = key;
+    jp_append(c, &tail, v);
+    jp_ws(p);
+    int ch = jp_peek(p);
+    if (ch == ',') {
+      p->i++;
+      jp_ws(p);
+    } else if (ch == (array ? ']' : '}')) {
+      p->i++;
+      return c;
+    } else {
+      jp_fail(p,
+              array ? "Missing a comma or ']' after an array element."
+                    : "Missing a comma or '}' after an object member.",
+              p->i);
+      goto fail;
+    }
+  }
+fail:
+  cJSON_Delete(c);
+  return NULL;
+}
+
+static cJSON *jp_value(jparser *p, int depth, bool root) {
+  switch (jp_peek(p)) {
+    case 'n': return jp_literal(p, "null", cJSON_NULL);
+    case 't': return jp_literal(p, "true", cJSON_True);
+    case 'f': return jp_literal(p, "false", cJSON_False);
+    case '"': return jp_string_node(p);
+    case '{': return jp_container(p, depth, false);
+    case '[': return jp_container(p, depth, true);
+    case 0: case '}': case ']': case ',': case ':':
+      /* rapidjson's iterative parser reports these by state */
+      return jp_fail(p, root ? "The document is empty." : "Invalid value.", p->i);
+    default: return jp_number(p);
+  }
+}
+
+/* ================================ entry =================================== */
+
+td_code srv_json_parse(const char *text, size_t len, cJSON **out, td_err *err) {
+  jparser p = {.s = (const unsigned char *)text, .n = len, .err = err};
+  /* rapidjson's EncodedInputStream<UTF8> drops a byte-order mark, byte by
+   * byte; offsets still count from the first byte. */
+  static const unsigned char bom[3] = {0xEF, 0xBB, 0xBF};
+  for (int k = 0; k < 3; k++)
+    if (jp_peek(&p) == bom[k]) p.i++;
+  jp_ws(&p);
+  cJSON *root = jp_value(&p, 0, true);
+  if (!root) return p.code;
+  *out = root;
+  return TD_OK;
+}
+
+/* ============================ value accessors ============================= */
+
+srv_json_numkind srv_json_number(const cJSON *v, int64_t *i, uint64_t *u) {
+  if (!cJSON_IsNumber(v) || !(v->type & (F_INT | F_UINT))) return SRV_JSON_NUM_DOUBLE;
+  bool big = v->valuestring != NULL;
+  if (v->type & F_UINT) {
+    if (u) *u = big ? strtoull(v->valuestring, NULL, 10) : (uint64_t)v->valuedouble;
+    return SRV_JSON_NUM_UINT64;
+  }
+  if (i) *i = big ? strtoll(v->valuestring, NULL, 10) : (int64_t)v->valuedouble;
+  return SRV_JSON_NUM_INT64;
+}
+
+size_t srv_json_string_len(const cJSON *v) {
+  if (!cJSON_IsString(v) || !v->valuestring) return 0;
+  return v->valueint > 0 ? (size_t)v->valueint : strlen(v->valuestring);
+}
+
+bool srv_json_is_b64_object(const cJSON *v) {
+  return cJSON_IsObject(v) && v->child && !v->child->next && v->child->string &&
+         strcmp(v->child->string, "b64") == 0 && cJSON_IsString(v->child);
+}
