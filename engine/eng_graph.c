@@ -221,7 +221,7 @@ td_code eng_graph_parse_edge(const eng_graph *g, const char *ref, eng_edge *out,
     char *end;
     errno = 0;
     index = strtol(colon + 1, &end, 10);
-    if (colon[1] == '\0' || *end || errno || index < 0 || index > 1000000)
+    if (colon[1] < '0' || colon[1] > '9' || *end || errno || index > 1000000)
       return td_err_set(err, TD_INVALID_ARGUMENT, "malformed tensor name '%s'", ref);
     len = (size_t)(colon - ref);
   }

@@ -5,6 +5,9 @@
 #include <string.h>
 
 #define MAX_INLINED_NODES 2000000
+/* Far beyond real exports (a few levels); a recursive function reaches it
+ * after a few hundred small nodes, before names grow long. */
+#define MAX_CALL_DEPTH 64
 
 bool eng_inline_is_call(const eng_node *n, const eng_library *lib, const char **callee) {
   const char *f = NULL;
@@ -18,6 +21,16 @@ bool eng_inline_is_call(const eng_node *n, const eng_library *lib, const char **
 
 static int arg_index(const eng_node *n) {
   return !strcmp(n->op, "_Arg") ? (int)eng_node_attr_int(n, "index", -1) : -1;
+}
+
+/* True when a data or control input of bn comes from a body node other
+ * than an _Arg: bn then runs after the call's entry through that node. */
+static bool has_body_producer(const eng_graph *body, const eng_node *bn) {
+  for (int k = 0; k < bn->n_in; k++)
+    if (arg_index(eng_graph_node(body, bn->in[k].node)) < 0) return true;
+  for (int k = 0; k < bn->n_ctrl; k++)
+    if (arg_index(eng_graph_node(body, bn->ctrl[k])) < 0) return true;
+  return false;
 }
 
 /* Adds a node named "<prefix>/<name>", adding a numeric suffix in the rare
@@ -59,8 +72,9 @@ static td_code inline_one(eng_graph *g, int call, const eng_function *fn, td_err
     rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory inlining '%s'", fn->name);
     goto done;
   }
-  memcpy(args, cn->in, sizeof *args * (size_t)n_args);
-  memcpy(cin, cn->ctrl, sizeof *cin * (size_t)n_cin);
+  /* cn->in / cn->ctrl are NULL when empty: memcpy(NULL) is undefined. */
+  if (n_args) memcpy(args, cn->in, sizeof *args * (size_t)n_args);
+  if (n_cin) memcpy(cin, cn->ctrl, sizeof *cin * (size_t)n_cin);
 
   int entry = -1;
   if (n_cin) {
@@ -104,7 +118,7 @@ static td_code inline_one(eng_graph *g, int call, const eng_function *fn, td_err
       int ai = arg_index(eng_graph_node(fn->body, from));
       rc = eng_graph_add_ctrl(g, map[b], ai >= 0 ? args[ai].node : map[from], err);
     }
-    if (!rc && entry >= 0 && bn->n_in == 0 && bn->n_ctrl == 0)
+    if (!rc && entry >= 0 && !has_body_producer(fn->body, bn))
       rc = eng_graph_add_ctrl(g, map[b], entry, err);
   }
   if (rc) goto done;
@@ -139,21 +153,50 @@ done:
 }
 
 td_code eng_inline_calls(eng_graph *g, const eng_library *lib, td_err *err) {
-  /* Newly added nodes are visited too, which flattens nested calls. */
-  for (int i = 0; i < eng_graph_node_count(g); i++) {
-    if (eng_graph_node_count(g) > MAX_INLINED_NODES)
-      return td_err_set(err, TD_INVALID_ARGUMENT,
-                        "inlining function calls exceeded %d nodes (recursive functions?)",
-                        MAX_INLINED_NODES);
+  /* Newly added nodes are visited too, which flattens nested calls. depth[i]
+   * counts the calls node i was inlined through. */
+  int cap = eng_graph_node_count(g) + 1;
+  int *depth = calloc((size_t)cap, sizeof *depth);
+  if (!depth) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  td_code rc = TD_OK;
+  for (int i = 0; i < eng_graph_node_count(g) && !rc; i++) {
+    if (eng_graph_node_count(g) > MAX_INLINED_NODES) {
+      rc = td_err_set(err, TD_INVALID_ARGUMENT,
+                      "inlining function calls exceeded %d nodes (recursive functions?)",
+                      MAX_INLINED_NODES);
+      break;
+    }
     const char *callee;
     eng_node *n = eng_graph_node(g, i);
     if (!eng_inline_is_call(n, lib, &callee)) continue;
     const eng_function *fn = eng_library_find(lib, callee);
-    if (!fn)
-      return td_err_set(err, TD_NOT_FOUND, "node '%s' calls function '%s', which the library lacks",
-                        n->name, callee);
-    td_code rc = inline_one(g, i, fn, err);
-    if (rc) return rc;
+    if (!fn) {
+      rc = td_err_set(err, TD_NOT_FOUND, "node '%s' calls function '%s', which the library lacks",
+                      n->name, callee);
+      break;
+    }
+    if (depth[i] >= MAX_CALL_DEPTH) {
+      rc = td_err_set(err, TD_INVALID_ARGUMENT,
+                      "function calls nest more than %d deep at a call of '%s' (recursive "
+                      "function?)",
+                      MAX_CALL_DEPTH, callee);
+      break;
+    }
+    int before = eng_graph_node_count(g);
+    rc = inline_one(g, i, fn, err);
+    int after = eng_graph_node_count(g);
+    if (!rc && after > cap) {
+      int ncap = after > 2 * cap ? after : 2 * cap;
+      int *nd = realloc(depth, sizeof *nd * (size_t)ncap);
+      if (!nd) {
+        rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+        break;
+      }
+      depth = nd;
+      cap = ncap;
+    }
+    for (int k = before; !rc && k < after; k++) depth[k] = depth[i] + 1;
   }
-  return TD_OK;
+  free(depth);
+  return rc;
 }

@@ -27,6 +27,7 @@ static eng_buffer *buf_new(size_t size) {
 }
 
 eng_shape eng_shape_make(int rank, const int64_t *dims) {
+  if (rank < 0 || rank > ENG_MAX_RANK) return eng_shape_unknown();
   eng_shape s = {.rank = rank};
   for (int i = 0; i < rank && i < ENG_MAX_RANK; i++) s.dim[i] = dims[i];
   return s;

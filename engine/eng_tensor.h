@@ -49,6 +49,8 @@ typedef struct eng_tensor {
 } eng_tensor;
 
 /* --- shapes ------------------------------------------------------------ */
+/* A rank outside [0, ENG_MAX_RANK] cannot be represented: the result is the
+ * unknown shape, so callers check ranks at their edge. */
 eng_shape eng_shape_make(int rank, const int64_t *dims);
 eng_shape eng_shape_scalar(void);
 eng_shape eng_shape_unknown(void);

@@ -144,11 +144,18 @@ td_code ldr_registry_load_latest(ldr_registry *r, const char *name, td_err *err)
   uv_mutex_lock(&r->mu);
   m = find_model(r, name);
   version_entry *e = m ? version_slot(m, v) : NULL;
-  if (e) {
+  /* A version already serving stays as it is: reloading it would take it
+   * out of service meanwhile, and a failed reload would drop it. */
+  bool serving = e && e->state == LDR_STATE_AVAILABLE;
+  if (e && !serving) {
     e->state = LDR_STATE_LOADING;
     td_err_clear(&e->status);
   }
   uv_mutex_unlock(&r->mu);
+  if (serving) {
+    ldr_scan_free(dirs, n);
+    return TD_OK;
+  }
   if (!e) {
     ldr_scan_free(dirs, n);
     return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
@@ -202,16 +209,16 @@ td_code ldr_registry_acquire(ldr_registry *r, const char *name, int64_t version,
   if (hit) {
     ldr_servable_ref(hit->servable);
     *out = hit->servable;
-  } else if (version >= 0 || !m) {
-    rc = version < 0
-             ? td_err_set(err, TD_NOT_FOUND, "Servable not found for request: Latest(%s)", name)
-             : td_err_set(err, TD_NOT_FOUND, "Servable not found for request: Specific(%s, %lld)",
-                          name, (long long)version);
   } else {
-    rc = td_err_set(err, TD_UNAVAILABLE,
-                    "Servable not available for request: Latest(%s): no version of model '%s' is "
-                    "loaded",
-                    name, name);
+    /* TF Serving's messages. The code differs in one case by design: a
+     * configured model with no AVAILABLE version (still loading, or every
+     * load failed) is UNAVAILABLE (HTTP 503), which tells clients to retry;
+     * TF Serving says NOT_FOUND there too. */
+    td_code code = version < 0 && m ? TD_UNAVAILABLE : TD_NOT_FOUND;
+    rc = version < 0
+             ? td_err_set(err, code, "Servable not found for request: Latest(%s)", name)
+             : td_err_set(err, code, "Servable not found for request: Specific(%s, %lld)", name,
+                          (long long)version);
   }
   uv_mutex_unlock(&r->mu);
   return rc;

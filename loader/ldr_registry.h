@@ -48,7 +48,10 @@ td_code ldr_registry_add_model(ldr_registry *r, const char *name, const char *ba
 td_code ldr_registry_load_latest(ldr_registry *r, const char *name, td_err *err);
 
 /* version < 0: the latest AVAILABLE version. On success *out holds a new
- * reference (release with ldr_servable_unref). */
+ * reference (release with ldr_servable_unref). Failures carry TF Serving's
+ * "Servable not found for request: Latest(m)" / "Specific(m, v)" messages:
+ * NOT_FOUND, except UNAVAILABLE for the latest version of a configured model
+ * that has none available (loading, or its loads failed). */
 td_code ldr_registry_acquire(ldr_registry *r, const char *name, int64_t version,
                              ldr_servable **out, td_err *err);
 

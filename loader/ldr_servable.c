@@ -106,16 +106,22 @@ static const Tensorflow__MetaGraphDef *pick_meta_graph(const Tensorflow__SavedMo
                                                        const char *tags, td_err *err) {
   char want[32][64];
   int n_want = 0;
-  for (const char *p = tags; *p && n_want < 32;) {
+  const char *p = tags;
+  while (*p) {
     const char *comma = strchr(p, ',');
     size_t len = comma ? (size_t)(comma - p) : strlen(p);
-    if (len && len < 64) {
+    bool dup = false;
+    for (int w = 0; w < n_want && !dup; w++)
+      dup = strlen(want[w]) == len && !memcmp(want[w], p, len);
+    /* A tag we cannot hold matches nothing; never drop it silently. */
+    if (len >= 64 || (len && !dup && n_want == 32)) break;
+    if (len && !dup) {
       memcpy(want[n_want], p, len);
       want[n_want++][len] = '\0';
     }
     p += len + (comma ? 1 : 0);
   }
-  for (size_t m = 0; m < sm->n_meta_graphs; m++) {
+  for (size_t m = 0; m < sm->n_meta_graphs && !*p; m++) {
     const Tensorflow__MetaGraphDef *mg = sm->meta_graphs[m];
     const Tensorflow__MetaGraphDef__MetaInfoDef *mi = mg->meta_info_def;
     size_t nt = mi ? mi->n_tags : 0;

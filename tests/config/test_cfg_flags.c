@@ -1,0 +1,250 @@
+/* cfg_flags: TF Serving's flag names and defaults, the accepted spellings,
+ * parse errors and the cross-flag rules of cfg_options_validate. */
+#include <check.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cfg_flags.h"
+
+#define ck_err(rc, err, want, substr)                                                           \
+  do {                                                                                          \
+    td_code rc_ = (rc);                                                                         \
+    ck_assert_msg(rc_ == (want), "got %s (%s), want %s", td_code_name(rc_), (err).msg,          \
+                  td_code_name(want));                                                          \
+    ck_assert_int_eq((err).code, (want));                                                       \
+    ck_assert_msg(strstr((err).msg, (substr)), "message '%s' lacks '%s'", (err).msg, (substr)); \
+  } while (0)
+
+/* Parses a NULL-terminated argument list (argv[0] is added). */
+static td_code parse(cfg_options *o, td_err *err, ...) {
+  char *argv[32] = {"tensord"};
+  int argc = 1;
+  va_list ap;
+  va_start(ap, err);
+  for (char *a; (a = va_arg(ap, char *)) && argc < 31;) argv[argc++] = a;
+  va_end(ap);
+  cfg_options_defaults(o);
+  td_err_clear(err);
+  return cfg_flags_parse(argc, argv, o, err);
+}
+
+START_TEST(defaults) {
+  cfg_options o;
+  memset(&o, 0x5a, sizeof o);
+  cfg_options_defaults(&o);
+  ck_assert_int_eq(o.port, 8500);
+  ck_assert_int_eq(o.rest_api_port, 0);
+  ck_assert_str_eq(o.model_name, "default");
+  ck_assert_str_eq(o.model_base_path, "");
+  ck_assert_str_eq(o.saved_model_tags, "serve");
+  ck_assert_int_eq(o.num_workers, 0);
+  ck_assert(!o.help);
+  ck_assert(!o.version);
+  /* No arguments leaves the defaults. */
+  td_err err;
+  ck_assert_int_eq(parse(&o, &err, NULL), TD_OK);
+  ck_assert_int_eq(o.port, 8500);
+  ck_assert_str_eq(o.model_name, "default");
+}
+END_TEST
+
+START_TEST(equals_and_space_forms) {
+  cfg_options o;
+  td_err err;
+  ck_assert_int_eq(parse(&o, &err, "--port=9000", "--rest_api_port", "8501", "--model_name=half",
+                         "--model_base_path", "/models/half", "--saved_model_tags=serve,gpu",
+                         "--tensord_num_workers=3", NULL),
+                   TD_OK);
+  ck_assert_int_eq(o.port, 9000);
+  ck_assert_int_eq(o.rest_api_port, 8501);
+  ck_assert_str_eq(o.model_name, "half");
+  ck_assert_str_eq(o.model_base_path, "/models/half");
+  ck_assert_str_eq(o.saved_model_tags, "serve,gpu");
+  ck_assert_int_eq(o.num_workers, 3);
+
+  /* One dash works too; the last occurrence wins; '=' may be in the value. */
+  ck_assert_int_eq(parse(&o, &err, "-port=1", "-port", "2", "--model_name=a=b", NULL), TD_OK);
+  ck_assert_int_eq(o.port, 2);
+  ck_assert_str_eq(o.model_name, "a=b");
+  /* An empty string value is a value. */
+  ck_assert_int_eq(parse(&o, &err, "--model_name=", NULL), TD_OK);
+  ck_assert_str_eq(o.model_name, "");
+  /* The space form takes the next argument even if it looks like a flag. */
+  ck_assert_int_eq(parse(&o, &err, "--model_name", "--port=1", NULL), TD_OK);
+  ck_assert_str_eq(o.model_name, "--port=1");
+  ck_assert_int_eq(o.port, 8500);
+  /* Negative and signed integers parse (validate rejects them later). */
+  ck_assert_int_eq(parse(&o, &err, "--port=-5", "--rest_api_port", "+7", NULL), TD_OK);
+  ck_assert_int_eq(o.port, -5);
+  ck_assert_int_eq(o.rest_api_port, 7);
+}
+END_TEST
+
+START_TEST(bool_forms) {
+  cfg_options o;
+  td_err err;
+  ck_assert_int_eq(parse(&o, &err, "--help", NULL), TD_OK);
+  ck_assert(o.help);
+  ck_assert(!o.version);
+  ck_assert_int_eq(parse(&o, &err, "-version", NULL), TD_OK);
+  ck_assert(o.version);
+  ck_assert_int_eq(parse(&o, &err, "--help=true", "--version=1", NULL), TD_OK);
+  ck_assert(o.help && o.version);
+  ck_assert_int_eq(parse(&o, &err, "--help=false", "--version=0", NULL), TD_OK);
+  ck_assert(!o.help && !o.version);
+  ck_assert_int_eq(parse(&o, &err, "--help", "--help=false", NULL), TD_OK);
+  ck_assert(!o.help);
+  /* A bare bool does not swallow the next argument. */
+  ck_assert_int_eq(parse(&o, &err, "--help", "--port=7", NULL), TD_OK);
+  ck_assert(o.help);
+  ck_assert_int_eq(o.port, 7);
+  ck_assert_int_eq(parse(&o, &err, "--help", "false", NULL), TD_INVALID_ARGUMENT);
+
+  ck_err(parse(&o, &err, "--help=yes", NULL), err, TD_INVALID_ARGUMENT, "help");
+  ck_err(parse(&o, &err, "--version=", NULL), err, TD_INVALID_ARGUMENT, "version");
+  ck_err(parse(&o, &err, "--help=TRUE2", NULL), err, TD_INVALID_ARGUMENT, "TRUE2");
+}
+END_TEST
+
+START_TEST(unknown_flags) {
+  cfg_options o;
+  td_err err;
+  ck_err(parse(&o, &err, "--bogus=1", NULL), err, TD_INVALID_ARGUMENT, "--bogus");
+  ck_err(parse(&o, &err, "--por=1", NULL), err, TD_INVALID_ARGUMENT, "por");
+  ck_err(parse(&o, &err, "--portx=1", NULL), err, TD_INVALID_ARGUMENT, "portx");
+  ck_err(parse(&o, &err, "--PORT=1", NULL), err, TD_INVALID_ARGUMENT, "PORT");
+  ck_err(parse(&o, &err, "--", NULL), err, TD_INVALID_ARGUMENT, "--");
+  ck_err(parse(&o, &err, "---port=1", NULL), err, TD_INVALID_ARGUMENT, "---port");
+  ck_err(parse(&o, &err, "-", NULL), err, TD_INVALID_ARGUMENT, "-");
+  ck_err(parse(&o, &err, "positional", NULL), err, TD_INVALID_ARGUMENT, "positional");
+  ck_err(parse(&o, &err, "--port=1", "stray", NULL), err, TD_INVALID_ARGUMENT, "stray");
+}
+END_TEST
+
+START_TEST(missing_values) {
+  cfg_options o;
+  td_err err;
+  ck_err(parse(&o, &err, "--port", NULL), err, TD_INVALID_ARGUMENT, "port");
+  ck_err(parse(&o, &err, "--model_base_path", NULL), err, TD_INVALID_ARGUMENT, "model_base_path");
+  ck_err(parse(&o, &err, "--model_name=x", "--rest_api_port", NULL), err, TD_INVALID_ARGUMENT,
+         "rest_api_port");
+}
+END_TEST
+
+START_TEST(bad_integers) {
+  cfg_options o;
+  td_err err;
+  const char *bad[] = {"--port=",     "--port=abc",         "--port=12x",          "--port=1.5",
+                       "--port=0x10", "--port=99999999999", "--port=-99999999999", "--port= "};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    td_code rc = parse(&o, &err, bad[i], NULL);
+    ck_assert_msg(rc == TD_INVALID_ARGUMENT, "'%s': %s", bad[i], td_code_name(rc));
+    ck_assert_msg(strstr(err.msg, "port"), "'%s': message %s", bad[i], err.msg);
+  }
+  ck_err(parse(&o, &err, "--tensord_num_workers", "many", NULL), err, TD_INVALID_ARGUMENT, "many");
+}
+END_TEST
+
+START_TEST(validate) {
+  cfg_options o;
+  td_err err;
+  cfg_options_defaults(&o);
+  td_err_clear(&err);
+  ck_err(cfg_options_validate(&o, &err), err, TD_INVALID_ARGUMENT, "model_base_path");
+  o.model_base_path = NULL;
+  ck_err(cfg_options_validate(&o, &err), err, TD_INVALID_ARGUMENT, "model_base_path");
+
+  o.model_base_path = "/models/m";
+  td_err_clear(&err);
+  ck_assert_int_eq(cfg_options_validate(&o, &err), TD_OK);
+
+  o.model_name = "";
+  ck_err(cfg_options_validate(&o, &err), err, TD_INVALID_ARGUMENT, "model_name");
+  o.model_name = "m";
+
+  o.rest_api_port = 8500; /* equal to --port */
+  ck_err(cfg_options_validate(&o, &err), err, TD_INVALID_ARGUMENT, "rest_api_port");
+  o.rest_api_port = 8501;
+  ck_assert_int_eq(cfg_options_validate(&o, &err), TD_OK);
+  o.rest_api_port = 0; /* REST off: never equal */
+  o.port = 0;
+  ck_assert_int_eq(cfg_options_validate(&o, &err), TD_OK);
+  o.port = 8500;
+
+  const int bad_ports[] = {-1, 65536, 100000};
+  for (int i = 0; i < 3; i++) {
+    o.port = bad_ports[i];
+    ck_err(cfg_options_validate(&o, &err), err, TD_INVALID_ARGUMENT, "--port");
+    o.port = 8500;
+    o.rest_api_port = bad_ports[i];
+    ck_err(cfg_options_validate(&o, &err), err, TD_INVALID_ARGUMENT, "rest_api_port");
+    o.rest_api_port = 0;
+  }
+  o.port = 65535;
+  o.rest_api_port = 1;
+  ck_assert_int_eq(cfg_options_validate(&o, &err), TD_OK);
+
+  o.num_workers = -1;
+  ck_err(cfg_options_validate(&o, &err), err, TD_INVALID_ARGUMENT, "tensord_num_workers");
+  o.num_workers = 64;
+  ck_assert_int_eq(cfg_options_validate(&o, &err), TD_OK);
+}
+END_TEST
+
+START_TEST(parse_then_validate) {
+  cfg_options o;
+  td_err err;
+  ck_assert_int_eq(
+      parse(&o, &err, "--port=8500", "--rest_api_port=8500", "--model_base_path=/m", NULL), TD_OK);
+  ck_err(cfg_options_validate(&o, &err), err, TD_INVALID_ARGUMENT, "rest_api_port");
+}
+END_TEST
+
+START_TEST(usage_lists_flags) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  ck_assert_ptr_nonnull(f);
+  cfg_flags_usage(f, "tensord");
+  fclose(f);
+  const char *names[] = {"--port",
+                         "--rest_api_port",
+                         "--model_name",
+                         "--model_base_path",
+                         "--saved_model_tags",
+                         "--tensord_num_workers",
+                         "--help",
+                         "--version"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    ck_assert_msg(strstr(text, names[i]), "usage lacks %s", names[i]);
+  ck_assert(strstr(text, "tensord"));
+  free(text);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("cfg_flags");
+  TCase *tc = tcase_create("flags");
+  tcase_set_timeout(tc, 30);
+  tcase_add_test(tc, defaults);
+  tcase_add_test(tc, equals_and_space_forms);
+  tcase_add_test(tc, bool_forms);
+  tcase_add_test(tc, unknown_flags);
+  tcase_add_test(tc, missing_values);
+  tcase_add_test(tc, bad_integers);
+  tcase_add_test(tc, validate);
+  tcase_add_test(tc, parse_then_validate);
+  tcase_add_test(tc, usage_lists_flags);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
