@@ -254,3 +254,43 @@ td_code ldr_registry_status(ldr_registry *r, const char *name, int64_t version,
   uv_mutex_unlock(&r->mu);
   return rc;
 }
+
+static int cmp_name(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int ldr_registry_model_names(ldr_registry *r, char ***names) {
+  uv_mutex_lock(&r->mu);
+  int n = r->n_models;
+  char **out = n ? calloc((size_t)n, sizeof *out) : NULL;
+  int k = 0;
+  for (int i = 0; out && i < n; i++)
+    if ((out[k] = strdup(r->models[i].name))) k++;
+  uv_mutex_unlock(&r->mu);
+  if (out) qsort(out, (size_t)k, sizeof *out, cmp_name);
+  *names = out;
+  return k;
+}
+
+bool ldr_registry_ready(ldr_registry *r) {
+  uv_mutex_lock(&r->mu);
+  bool ready = true;
+  for (int i = 0; i < r->n_models && ready; i++) {
+    bool any = false;
+    for (int v = 0; v < r->models[i].n; v++)
+      any |= r->models[i].versions[v].state == LDR_STATE_AVAILABLE;
+    ready = any;
+  }
+  uv_mutex_unlock(&r->mu);
+  return ready;
+}
+
+td_code ldr_registry_resolve_label(ldr_registry *r, const char *name, const char *label,
+                                   int64_t *version, td_err *err) {
+  /* Version labels arrive with model config files; until then no model has
+   * any, which is TF Serving's answer for an unknown label. */
+  (void)r;
+  (void)name;
+  (void)version;
+  return td_err_set(err, TD_INVALID_ARGUMENT, "Unrecognized servable version label: %s", label);
+}

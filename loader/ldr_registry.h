@@ -14,6 +14,7 @@
 #ifndef LDR_REGISTRY_H
 #define LDR_REGISTRY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "ldr_servable.h"
@@ -59,6 +60,18 @@ td_code ldr_registry_acquire(ldr_registry *r, const char *name, int64_t version,
  * the caller frees *out. NOT_FOUND for an unknown model or version. */
 td_code ldr_registry_status(ldr_registry *r, const char *name, int64_t version,
                             ldr_version_status **out, int *n, td_err *err);
+
+/* Names of every configured model, sorted; the caller frees each name and
+ * the array. Returns the count (0 with *names NULL when none). */
+int ldr_registry_model_names(ldr_registry *r, char ***names);
+
+/* True when every configured model has an AVAILABLE version (readiness). */
+bool ldr_registry_ready(ldr_registry *r);
+
+/* Resolves a version label of a model. INVALID_ARGUMENT "Unrecognized
+ * servable version label: L" when the model has no such label. */
+td_code ldr_registry_resolve_label(ldr_registry *r, const char *name, const char *label,
+                                   int64_t *version, td_err *err);
 
 const char *ldr_state_name(ldr_state s);
 

@@ -13,11 +13,10 @@ td_code srv_call_begin(srv_call *c, srv_api *api, const srv_model_spec *spec, td
   c->api = api;
   if (!spec->name || !*spec->name)
     return td_err_set(err, TD_INVALID_ARGUMENT, "ModelSpec has no name specified.");
-  if (spec->label)
-    return td_err_set(err, TD_INVALID_ARGUMENT, "Unrecognized servable version label: %s",
-                      spec->label);
-  td_code rc = ldr_registry_acquire(api->registry, spec->name,
-                                    spec->has_version ? spec->version : -1, &c->servable, err);
+  int64_t version = spec->has_version ? spec->version : -1;
+  td_code rc = TD_OK;
+  if (spec->label) rc = ldr_registry_resolve_label(api->registry, spec->name, spec->label, &version, err);
+  if (!rc) rc = ldr_registry_acquire(api->registry, spec->name, version, &c->servable, err);
   if (rc) return rc;
   const char *key =
       spec->signature_name && *spec->signature_name ? spec->signature_name : SRV_DEFAULT_SIGNATURE;
