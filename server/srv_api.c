@@ -54,3 +54,11 @@ void srv_call_end(srv_call *c) {
   c->servable = NULL;
   c->sig = NULL;
 }
+
+td_code srv_api_reload_config(srv_api *api, const struct Tensorflow__Serving__ModelServerConfig *config,
+                              td_err *err) {
+  /* Model config files and reloads arrive with the lifecycle work. */
+  (void)api;
+  (void)config;
+  return td_err_set(err, TD_UNIMPLEMENTED, "HandleReloadConfigRequest is not implemented yet");
+}

@@ -59,4 +59,10 @@ td_code srv_call_begin(srv_call *c, srv_api *api, const srv_model_spec *spec, td
 td_code srv_call_submit(srv_call *c, td_err *err);
 void srv_call_end(srv_call *c);
 
+struct Tensorflow__Serving__ModelServerConfig;
+/* Replaces the served models with `config` (ReloadConfigRequest), returning
+ * once the new models are loaded. Only model_config_list is accepted. */
+td_code srv_api_reload_config(srv_api *api, const struct Tensorflow__Serving__ModelServerConfig *config,
+                              td_err *err);
+
 #endif

@@ -1,0 +1,37 @@
+/* cfg_pbtxt: protobuf text format, parsed into protobuf-c messages.
+ *
+ * protobuf-c has no text format, and tensord reads several text-format
+ * files TF Serving users already have: --model_config_file
+ * (ModelServerConfig), --batching_parameters_file, --ssl_config_file,
+ * --monitoring_config_file, and saved_model.pbtxt. This parser is driven by
+ * the message descriptor, so one implementation serves them all.
+ *
+ * Accepted: `field: value`, `field { ... }` / `field < ... >` (colon
+ * optional), repeated fields by repetition or `field: [a, b]`, maps as
+ * repeated `{ key: .. value: .. }` entries, oneofs (a second member is an
+ * error), enums by name or number, bools (true/false/t/f/1/0), integers
+ * (decimal, hex, octal, with sign), floats (incl. inf/nan), strings in
+ * single or double quotes with C escapes and adjacent-string concatenation,
+ * `#` comments, and `,` / `;` between fields. A non-repeated field given
+ * twice is an error, as in protobuf's own parser. Not supported: Any
+ * expansion (`[type.googleapis.com/...] { }`) and extensions.
+ *
+ * Errors are INVALID_ARGUMENT with "line L column C: <problem>" (prefixed
+ * with the path by cfg_pbtxt_parse_file). On success *out is a message
+ * allocated with the default allocator: free it with
+ * protobuf_c_message_free_unpacked(msg, NULL). On failure nothing leaks.
+ * Pure functions; thread-safe. */
+#ifndef CFG_PBTXT_H
+#define CFG_PBTXT_H
+
+#include <protobuf-c/protobuf-c.h>
+#include <stddef.h>
+
+#include "td_status.h"
+
+td_code cfg_pbtxt_parse(const char *text, size_t len, const ProtobufCMessageDescriptor *desc,
+                        ProtobufCMessage **out, td_err *err);
+td_code cfg_pbtxt_parse_file(const char *path, const ProtobufCMessageDescriptor *desc,
+                             ProtobufCMessage **out, td_err *err);
+
+#endif
