@@ -11,6 +11,7 @@
 
 #include "eng_model.h"
 #include "ldr_registry.h"
+#include "td_testfs.h"
 
 #define FX TD_FIXTURES "/models"
 
@@ -229,62 +230,10 @@ END_TEST
 static char root[256];
 
 static void setup(void) {
-  snprintf(root, sizeof root, "/tmp/td_registry_XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(root));
+  td_testfs_mkdtemp("td_registry", root, sizeof root);
 }
 
-static void remove_tree(const char *path) {
-  DIR *d = opendir(path);
-  if (!d) {
-    unlink(path);
-    return;
-  }
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    char p[1024];
-    snprintf(p, sizeof p, "%s/%s", path, e->d_name);
-    struct stat st;
-    if (!lstat(p, &st) && S_ISDIR(st.st_mode))
-      remove_tree(p);
-    else
-      unlink(p);
-  }
-  closedir(d);
-  rmdir(path);
-}
-
-static void teardown(void) { remove_tree(root); }
-
-static void copy_file(const char *from, const char *to) {
-  FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
-  ck_assert_msg(in && out, "copy %s -> %s", from, to);
-  char buf[8192];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, in))) ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
-  fclose(in);
-  fclose(out);
-}
-
-static void copy_tree(const char *from, const char *to) {
-  ck_assert_int_eq(mkdir(to, 0755), 0);
-  DIR *d = opendir(from);
-  ck_assert_ptr_nonnull(d);
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    char a[1024], b[1024];
-    snprintf(a, sizeof a, "%s/%s", from, e->d_name);
-    snprintf(b, sizeof b, "%s/%s", to, e->d_name);
-    struct stat st;
-    ck_assert_int_eq(stat(a, &st), 0);
-    if (S_ISDIR(st.st_mode))
-      copy_tree(a, b);
-    else
-      copy_file(a, b);
-  }
-  closedir(d);
-}
+static void teardown(void) { td_testfs_remove_tree(root); }
 
 static void corrupt_pb(const char *version_dir) {
   char pb[600];
@@ -296,7 +245,7 @@ START_TEST(failed_load_never_disturbs_serving) {
   char v2[512], v3[512];
   snprintf(v2, sizeof v2, "%s/2", root);
   snprintf(v3, sizeof v3, "%s/3", root);
-  copy_tree(FX "/half_plus_three_tf2/00000002", v2);
+  td_testfs_copy_tree(FX "/half_plus_three_tf2/00000002", v2);
   ldr_registry *r = registry();
   td_err err;
   ck_ok(ldr_registry_add_model(r, "m", root, &err), err);
@@ -314,7 +263,7 @@ START_TEST(failed_load_never_disturbs_serving) {
   ldr_servable_unref(sv);
 
   /* A newer version that fails to load ends in END; version 2 serves on. */
-  copy_tree(FX "/half_plus_three_tf2/00000001", v3);
+  td_testfs_copy_tree(FX "/half_plus_three_tf2/00000001", v3);
   corrupt_pb(v3);
   td_err_clear(&err);
   ck_err(ldr_registry_load_latest(r, "m", &err), err, TD_DATA_LOSS, "saved_model.pb");

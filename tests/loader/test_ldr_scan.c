@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "ldr_scan.h"
+#include "td_testfs.h"
 
 static char root[256];
 
@@ -27,33 +28,11 @@ static void make_file(const char *name) {
   fclose(f);
 }
 
-static void remove_tree(const char *path) {
-  DIR *d = opendir(path);
-  if (!d) {
-    unlink(path);
-    return;
-  }
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    char p[1024];
-    snprintf(p, sizeof p, "%s/%s", path, e->d_name);
-    struct stat st;
-    if (!lstat(p, &st) && S_ISDIR(st.st_mode))
-      remove_tree(p);
-    else
-      unlink(p);
-  }
-  closedir(d);
-  rmdir(path);
-}
-
 static void setup(void) {
-  snprintf(root, sizeof root, "/tmp/td_scan_XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(root));
+  td_testfs_mkdtemp("td_scan", root, sizeof root);
 }
 
-static void teardown(void) { remove_tree(root); }
+static void teardown(void) { td_testfs_remove_tree(root); }
 
 START_TEST(parse_version) {
   int64_t v = -5;

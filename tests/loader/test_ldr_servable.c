@@ -13,6 +13,7 @@
 
 #include "eng_model.h"
 #include "ldr_servable.h"
+#include "td_testfs.h"
 
 #define EX_TF2 TD_EXAMPLES "/half_plus_two/00000123"
 #define FX_TF1 TD_FIXTURES "/models/half_plus_two_tf1/00000123"
@@ -257,69 +258,17 @@ END_TEST
 
 static char tmp_root[256];
 
-static void copy_file(const char *from, const char *to) {
-  FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
-  ck_assert_msg(in && out, "copy %s -> %s", from, to);
-  char buf[8192];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, in))) ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
-  fclose(in);
-  fclose(out);
-}
-
-static void copy_tree(const char *from, const char *to) {
-  ck_assert_int_eq(mkdir(to, 0755), 0);
-  DIR *d = opendir(from);
-  ck_assert_ptr_nonnull(d);
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    char a[1024], b[1024];
-    snprintf(a, sizeof a, "%s/%s", from, e->d_name);
-    snprintf(b, sizeof b, "%s/%s", to, e->d_name);
-    struct stat st;
-    ck_assert_int_eq(stat(a, &st), 0);
-    if (S_ISDIR(st.st_mode))
-      copy_tree(a, b);
-    else
-      copy_file(a, b);
-  }
-  closedir(d);
-}
-
-static void remove_tree(const char *path) {
-  DIR *d = opendir(path);
-  if (!d) {
-    unlink(path);
-    return;
-  }
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    char p[1024];
-    snprintf(p, sizeof p, "%s/%s", path, e->d_name);
-    struct stat st;
-    if (!lstat(p, &st) && S_ISDIR(st.st_mode))
-      remove_tree(p);
-    else
-      unlink(p);
-  }
-  closedir(d);
-  rmdir(path);
-}
-
 static void setup_tmp(void) {
-  snprintf(tmp_root, sizeof tmp_root, "/tmp/td_servable_XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(tmp_root));
+  td_testfs_mkdtemp("td_servable", tmp_root, sizeof tmp_root);
 }
 
-static void teardown_tmp(void) { remove_tree(tmp_root); }
+static void teardown_tmp(void) { td_testfs_remove_tree(tmp_root); }
 
 /* A fresh copy of `src` under the temp root; returns its path. */
 static const char *copy_model(const char *src, const char *name) {
   static char path[512];
   snprintf(path, sizeof path, "%s/%s", tmp_root, name);
-  copy_tree(src, path);
+  td_testfs_copy_tree(src, path);
   return path;
 }
 
@@ -447,7 +396,7 @@ START_TEST(no_variables_dir) {
   char dir[512], vars[600];
   snprintf(dir, sizeof dir, "%s", copy_model(EX_TF2, "novars"));
   snprintf(vars, sizeof vars, "%s/variables", dir);
-  remove_tree(vars);
+  td_testfs_remove_tree(vars);
   ldr_servable *sv = load(dir, 1);
   const ldr_signature *sig = ldr_servable_signature(sv, "serving_default");
   ck_assert_ptr_nonnull(sig->plan);
