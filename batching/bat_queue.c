@@ -18,7 +18,9 @@ struct bat_queue {
 
 static void run_task(bat_task *t) {
   td_err_clear(&t->err);
-  if (!t->sig->plan)
+  if (t->run)
+    t->code = t->run(t);
+  else if (!t->sig->plan)
     t->code = td_err_set(&t->err, TD_FAILED_PRECONDITION, "signature '%s' cannot run: %s",
                          t->sig->key, t->sig->plan_error ? t->sig->plan_error : "no plan");
   else

@@ -29,6 +29,9 @@ struct bat_task {
   td_code code;        /* result, set before done() */
   td_err err;
   void (*done)(bat_task *t);
+  /* Optional: the worker calls run(t) instead of running sig's plan on
+   * inputs/outputs (the batcher runs a merged batch this way). */
+  td_code (*run)(bat_task *t);
   void *user;
   bat_task *next; /* queue link; owned by the queue while queued */
 };
