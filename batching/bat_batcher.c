@@ -1,0 +1,504 @@
+/* Design: one scheduler thread owns batch formation and dispatch; the
+ * merging, the model run and the splitting happen on the engine worker that
+ * runs the batch (bat_queue's run hook), so the scheduler never copies
+ * tensors. Submitters only append pieces under the mutex.
+ *
+ * A task becomes one or more pieces (row ranges); a piece lives in exactly
+ * one batch. A task completes when its last piece's batch is done, which is
+ * when its done() is called. */
+#include "bat_batcher.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <uv.h>
+
+#include "eng_model.h"
+
+typedef struct task_state {
+  bat_task *t;
+  uint64_t submitted_ns;
+  int64_t rows;
+  int pieces_left;
+  bool outputs_ready;
+  td_code code;
+  td_err err;
+} task_state;
+
+typedef struct piece {
+  task_state *ts;
+  int64_t off, len; /* rows of the task */
+} piece;
+
+typedef struct batch {
+  struct batch *next;
+  bat_batcher *owner;
+  const ldr_signature *sig;
+  int n, cap;
+  piece *pieces;
+  int64_t rows;
+  uint64_t opened_ns;
+  bat_task run;
+} batch;
+
+typedef struct sigq {
+  const ldr_signature *sig;
+  batch *head, *tail;
+  int n_batches;
+  struct sigq *next;
+} sigq;
+
+struct bat_batcher {
+  cfg_batching p;
+  bat_batcher_stats stats;
+  int64_t exec_size;
+  bat_queue *queue;
+  uv_mutex_t mu;
+  uv_cond_t cv;
+  sigq *queues;
+  int in_flight;
+  bool stopping;
+  uv_thread_t thread;
+};
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* --- shapes and copies --------------------------------------------------- */
+
+static bool batchable_dtype(eng_dtype dt) { return eng_dtype_size(dt) > 0; }
+
+/* Can task t join a batch whose first task is ref? */
+static bool compatible(const bat_batcher *b, const bat_task *ref, const bat_task *t) {
+  for (int i = 0; i < t->sig->n_inputs; i++) {
+    const eng_shape *a = &ref->inputs[i].shape, *c = &t->inputs[i].shape;
+    if (a->rank != c->rank || ref->inputs[i].dtype != t->inputs[i].dtype) return false;
+    if (b->p.pad_variable_length_inputs) continue;
+    for (int d = 1; d < a->rank; d++)
+      if (a->dim[d] != c->dim[d]) return false;
+  }
+  return true;
+}
+
+/* Copies one row (dims 1..rank-1 of src) into one row of dst, whose dims
+ * may be larger; cells outside src get `fill` (elem bytes). */
+static void copy_row(char *dst, const eng_shape *ds, const char *src, const eng_shape *ss, int dim,
+                     size_t elem, const char *fill) {
+  int64_t dn = ds->dim[dim], sn = ss->dim[dim];
+  size_t dstride = elem, sstride = elem;
+  for (int d = dim + 1; d < ds->rank; d++) {
+    dstride *= (size_t)ds->dim[d];
+    sstride *= (size_t)ss->dim[d];
+  }
+  if (dim == ds->rank - 1) {
+    memcpy(dst, src, (size_t)sn * elem);
+    for (int64_t k = sn; k < dn; k++) memcpy(dst + (size_t)k * elem, fill, elem);
+    return;
+  }
+  for (int64_t k = 0; k < dn; k++) {
+    if (k < sn) {
+      copy_row(dst + (size_t)k * dstride, ds, src + (size_t)k * sstride, ss, dim + 1, elem, fill);
+    } else {
+      for (size_t c = 0; c < dstride / elem; c++) memcpy(dst + (size_t)k * dstride + c * elem, fill, elem);
+    }
+  }
+}
+
+static size_t row_bytes(const eng_shape *s, size_t elem) {
+  size_t n = elem;
+  for (int d = 1; d < s->rank; d++) n *= (size_t)s->dim[d];
+  return n;
+}
+
+/* Writes rows [off, off+len) of task input `src` at row `at` of `dst`. */
+static void put_rows(eng_tensor *dst, int64_t at, const eng_tensor *src, int64_t off, int64_t len) {
+  size_t elem = eng_dtype_size(src->dtype);
+  size_t drow = row_bytes(&dst->shape, elem), srow = row_bytes(&src->shape, elem);
+  char *d = (char *)eng_tensor_data(dst) + (size_t)at * drow;
+  const char *s = (const char *)eng_tensor_data(src) + (size_t)off * srow;
+  if (drow == srow) {
+    memcpy(d, s, (size_t)len * srow);
+    return;
+  }
+  const char *fill = (const char *)eng_tensor_data(src); /* its own first element */
+  for (int64_t r = 0; r < len; r++)
+    if (dst->shape.rank > 1)
+      copy_row(d + (size_t)r * drow, &dst->shape, s + (size_t)r * srow, &src->shape, 1, elem, fill);
+}
+
+/* --- running a batch (engine worker) ------------------------------------ */
+
+static td_code merge_inputs(batch *bt, int64_t total, eng_tensor *in, td_err *err) {
+  const ldr_signature *sig = bt->sig;
+  for (int i = 0; i < sig->n_inputs; i++) {
+    const eng_tensor *first = &bt->pieces[0].ts->t->inputs[i];
+    eng_shape s = first->shape;
+    s.dim[0] = total;
+    for (int k = 1; k < bt->n; k++)
+      for (int d = 1; d < s.rank; d++) {
+        int64_t v = bt->pieces[k].ts->t->inputs[i].shape.dim[d];
+        if (v > s.dim[d]) s.dim[d] = v;
+      }
+    td_code rc = eng_tensor_alloc(&in[i], first->dtype, &s, err);
+    if (rc) return rc;
+    int64_t at = 0;
+    for (int k = 0; k < bt->n; k++) {
+      const piece *pc = &bt->pieces[k];
+      put_rows(&in[i], at, &pc->ts->t->inputs[i], pc->off, pc->len);
+      at += pc->len;
+    }
+    /* Padding to an allowed size: the first row of the last task. */
+    const bat_task *last = bt->pieces[bt->n - 1].ts->t;
+    for (; at < total; at++) put_rows(&in[i], at, &last->inputs[i], 0, 1);
+  }
+  return TD_OK;
+}
+
+static td_code split_outputs(batch *bt, int64_t total, eng_tensor *out, td_err *err) {
+  bat_batcher *b = bt->owner;
+  const ldr_signature *sig = bt->sig;
+  for (int o = 0; o < sig->n_outputs; o++) {
+    if (out[o].shape.rank < 1 || out[o].shape.dim[0] != total || !batchable_dtype(out[o].dtype))
+      return td_err_set(err, TD_FAILED_PRECONDITION,
+                        "Batched output tensor's 0th dimension does not equal the sum of the 0th "
+                        "dimension sizes of the input tensors (output '%s')",
+                        sig->outputs[o].alias);
+  }
+  int64_t at = 0;
+  for (int k = 0; k < bt->n; k++) {
+    piece *pc = &bt->pieces[k];
+    task_state *ts = pc->ts;
+    td_code rc = TD_OK;
+    uv_mutex_lock(&b->mu);
+    if (!ts->outputs_ready) {
+      for (int o = 0; o < sig->n_outputs && !rc; o++) {
+        eng_shape s = out[o].shape;
+        s.dim[0] = ts->rows;
+        rc = eng_tensor_alloc(&ts->t->outputs[o], out[o].dtype, &s, err);
+      }
+      ts->outputs_ready = !rc;
+    }
+    for (int o = 0; o < sig->n_outputs && !rc; o++) {
+      const eng_tensor *to = &ts->t->outputs[o];
+      bool same = to->dtype == out[o].dtype && to->shape.rank == out[o].shape.rank;
+      for (int d = 1; same && d < to->shape.rank; d++) same = to->shape.dim[d] == out[o].shape.dim[d];
+      if (!same)
+        rc = td_err_set(err, TD_FAILED_PRECONDITION,
+                        "pieces of one split request produced outputs of different shapes");
+    }
+    uv_mutex_unlock(&b->mu);
+    if (rc) return rc;
+    for (int o = 0; o < sig->n_outputs; o++) {
+      size_t row = row_bytes(&out[o].shape, eng_dtype_size(out[o].dtype));
+      memcpy((char *)eng_tensor_data(&ts->t->outputs[o]) + (size_t)pc->off * row,
+             (const char *)eng_tensor_data(&out[o]) + (size_t)at * row, (size_t)pc->len * row);
+    }
+    at += pc->len;
+  }
+  return TD_OK;
+}
+
+static int64_t padded_size(const bat_batcher *b, int64_t rows) {
+  for (int i = 0; i < b->p.n_allowed_batch_sizes; i++)
+    if (b->p.allowed_batch_sizes[i] >= rows) return b->p.allowed_batch_sizes[i];
+  return rows;
+}
+
+static td_code run_batch(bat_task *rt) {
+  batch *bt = rt->user;
+  const ldr_signature *sig = bt->sig;
+  if (!sig->plan)
+    return td_err_set(&rt->err, TD_FAILED_PRECONDITION, "signature '%s' cannot run: %s", sig->key,
+                      sig->plan_error ? sig->plan_error : "no plan");
+  int64_t total = padded_size(bt->owner, bt->rows);
+  eng_tensor *in = calloc((size_t)sig->n_inputs + 1, sizeof *in);
+  eng_tensor *out = calloc((size_t)sig->n_outputs + 1, sizeof *out);
+  td_code rc = in && out ? TD_OK : td_err_set(&rt->err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  if (!rc) rc = merge_inputs(bt, total, in, &rt->err);
+  if (!rc) rc = eng_plan_run(sig->plan, in, out, &rt->err);
+  if (!rc) rc = split_outputs(bt, total, out, &rt->err);
+  for (int i = 0; in && i < sig->n_inputs; i++) eng_tensor_release(&in[i]);
+  for (int i = 0; out && i < sig->n_outputs; i++) eng_tensor_release(&out[i]);
+  free(in);
+  free(out);
+  return rc;
+}
+
+/* Completes the batch's pieces and the tasks whose last piece this was. */
+static void finish_batch(batch *bt, td_code code, const td_err *err) {
+  bat_batcher *b = bt->owner;
+  for (int k = 0; k < bt->n; k++) {
+    task_state *ts = bt->pieces[k].ts;
+    uv_mutex_lock(&b->mu);
+    if (code && !ts->code) {
+      ts->code = code;
+      ts->err = *err;
+    }
+    bool last = --ts->pieces_left == 0;
+    uv_mutex_unlock(&b->mu);
+    if (!last) continue;
+    bat_task *t = ts->t;
+    t->code = ts->code;
+    t->err = ts->err;
+    if (t->code)
+      for (int o = 0; o < t->sig->n_outputs; o++) eng_tensor_release(&t->outputs[o]);
+    free(ts);
+    t->done(t);
+  }
+  uv_mutex_lock(&b->mu);
+  b->in_flight--;
+  uv_cond_signal(&b->cv);
+  uv_mutex_unlock(&b->mu);
+  free(bt->pieces);
+  free(bt);
+}
+
+static void batch_done(bat_task *rt) { finish_batch(rt->user, rt->code, &rt->err); }
+
+/* Counts a batch as it leaves for the engine (mutex held). */
+static void count_batch(bat_batcher *b, const batch *bt, uint64_t now) {
+  int64_t padded = padded_size(b, bt->rows);
+  b->stats.batches++;
+  b->stats.rows += bt->rows;
+  b->stats.padding_rows += padded - bt->rows;
+  if (padded > b->stats.max_batch_rows) b->stats.max_batch_rows = padded;
+  for (int k = 0; k < bt->n; k++) {
+    uint64_t wait = now - bt->pieces[k].ts->submitted_ns;
+    b->stats.queue_delay_ns += wait;
+    if (wait > b->stats.max_queue_delay_ns) b->stats.max_queue_delay_ns = wait;
+  }
+}
+
+static void dispatch(bat_batcher *b, batch *bt) {
+  bt->run = (bat_task){.sig = bt->sig, .run = run_batch, .done = batch_done, .user = bt};
+  td_err err;
+  if (bat_queue_submit(b->queue, &bt->run, &err)) finish_batch(bt, err.code, &err);
+}
+
+/* --- scheduler ---------------------------------------------------------- */
+
+static void scheduler(void *arg) {
+  bat_batcher *b = arg;
+  uint64_t timeout = (uint64_t)b->p.batch_timeout_micros * 1000u;
+  uv_mutex_lock(&b->mu);
+  for (;;) {
+    uint64_t now = now_ns(), wake = UINT64_MAX;
+    batch *ready = NULL;
+    for (sigq **qp = &b->queues; *qp; qp = &(*qp)->next) {
+      sigq *q = *qp;
+      batch *h = q->head;
+      bool is_ready = b->stopping || h != q->tail || h->rows >= b->exec_size ||
+                      now - h->opened_ns >= timeout;
+      if (!is_ready) {
+        if (h->opened_ns + timeout < wake) wake = h->opened_ns + timeout;
+        continue;
+      }
+      if (b->in_flight >= b->p.num_batch_threads && !b->stopping) continue;
+      ready = h;
+      q->head = h->next;
+      q->n_batches--;
+      if (!q->head) {
+        q->tail = NULL;
+        *qp = q->next;
+        free(q);
+      } else {
+        /* Round robin: move this queue to the end. */
+        *qp = q->next;
+        q->next = NULL;
+        sigq **end = &b->queues;
+        while (*end) end = &(*end)->next;
+        *end = q;
+      }
+      break;
+    }
+    if (ready) {
+      b->in_flight++;
+      count_batch(b, ready, now);
+      uv_mutex_unlock(&b->mu);
+      dispatch(b, ready);
+      uv_mutex_lock(&b->mu);
+      continue;
+    }
+    if (b->stopping && !b->queues && !b->in_flight) break;
+    if (wake != UINT64_MAX && b->in_flight < b->p.num_batch_threads)
+      uv_cond_timedwait(&b->cv, &b->mu, wake > now ? wake - now : 0);
+    else
+      uv_cond_wait(&b->cv, &b->mu);
+  }
+  uv_mutex_unlock(&b->mu);
+}
+
+/* --- submission ---------------------------------------------------------- */
+
+static batch *new_batch(bat_batcher *b, const ldr_signature *sig) {
+  batch *bt = calloc(1, sizeof *bt);
+  if (!bt) return NULL;
+  bt->owner = b;
+  bt->sig = sig;
+  bt->opened_ns = now_ns();
+  return bt;
+}
+
+static bool add_piece(batch *bt, task_state *ts, int64_t off, int64_t len) {
+  if (bt->n == bt->cap) {
+    int cap = bt->cap ? bt->cap * 2 : 8;
+    piece *p = realloc(bt->pieces, sizeof *p * (size_t)cap);
+    if (!p) return false;
+    bt->pieces = p;
+    bt->cap = cap;
+  }
+  bt->pieces[bt->n++] = (piece){ts, off, len};
+  bt->rows += len;
+  ts->pieces_left++;
+  return true;
+}
+
+td_code bat_batcher_submit(bat_batcher *b, bat_task *t, td_err *err) {
+  const ldr_signature *sig = t->sig;
+  bool direct = sig->n_inputs == 0;
+  int64_t rows = -1;
+  for (int i = 0; i < sig->n_inputs; i++) {
+    const eng_tensor *x = &t->inputs[i];
+    if (!batchable_dtype(x->dtype) || x->shape.rank > 6) direct = true;
+    if (x->shape.rank < 1)
+      return td_err_set(err, TD_INVALID_ARGUMENT,
+                        "Batching Run() input tensors must have at least one dimension");
+    if (rows >= 0 && x->shape.dim[0] != rows)
+      return td_err_set(err, TD_INVALID_ARGUMENT,
+                        "Batching Run() input tensors must have equal 0th-dimension size");
+    rows = x->shape.dim[0];
+  }
+  if (direct || rows == 0) return bat_queue_submit(b->queue, t, err);
+  if (rows > b->p.max_batch_size)
+    return td_err_set(err, TD_INVALID_ARGUMENT, "Task size %lld is larger than maximum input batch size %lld",
+                      (long long)rows, (long long)b->p.max_batch_size);
+
+  task_state *ts = calloc(1, sizeof *ts);
+  if (!ts) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  ts->t = t;
+  ts->rows = rows;
+  ts->submitted_ns = now_ns();
+  for (int o = 0; o < sig->n_outputs; o++) t->outputs[o] = (eng_tensor){0};
+
+  td_code rc = TD_OK;
+  uv_mutex_lock(&b->mu);
+  if (b->stopping) {
+    rc = td_err_set(err, TD_UNAVAILABLE, "server is shutting down");
+    goto out;
+  }
+  sigq *q = b->queues;
+  while (q && q->sig != sig) q = q->next;
+  batch *open = q ? q->tail : NULL;
+  int64_t room = 0;
+  if (open && compatible(b, open->pieces[0].ts->t, t)) room = b->exec_size - open->rows;
+  if (room < 0) room = 0;
+  int64_t first = rows < room ? rows : room;
+  int64_t rest = rows - first;
+  int64_t fresh = (rest + b->exec_size - 1) / b->exec_size;
+  if ((q ? q->n_batches : 0) + fresh > b->p.max_enqueued_batches) {
+    rc = td_err_set(err, TD_RESOURCE_EXHAUSTED,
+                    "The batch scheduling queue to which this task was submitted is full");
+    goto out;
+  }
+  if (!q) {
+    q = calloc(1, sizeof *q);
+    if (!q) {
+      rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+      goto out;
+    }
+    q->sig = sig;
+    sigq **end = &b->queues;
+    while (*end) end = &(*end)->next;
+    *end = q;
+  }
+  /* Allocate every new batch first, so nothing half-applies on failure. */
+  batch **fresh_b = calloc((size_t)fresh + 1, sizeof *fresh_b);
+  bool ok = fresh_b != NULL;
+  for (int64_t k = 0; ok && k < fresh; k++) ok = (fresh_b[k] = new_batch(b, sig)) != NULL;
+  if (ok && first) ok = add_piece(open, ts, 0, first);
+  for (int64_t k = 0, off = first; ok && k < fresh; k++) {
+    int64_t len = rows - off < b->exec_size ? rows - off : b->exec_size;
+    ok = add_piece(fresh_b[k], ts, off, len);
+    off += len;
+  }
+  if (!ok) {
+    /* Only reachable when out of memory: undo. */
+    if (first && open->n && open->pieces[open->n - 1].ts == ts) {
+      open->n--;
+      open->rows -= first;
+    }
+    for (int64_t k = 0; fresh_b && k < fresh; k++)
+      if (fresh_b[k]) {
+        free(fresh_b[k]->pieces);
+        free(fresh_b[k]);
+      }
+    free(fresh_b);
+    if (!q->head) {
+      sigq **qp = &b->queues;
+      while (*qp != q) qp = &(*qp)->next;
+      *qp = q->next;
+      free(q);
+    }
+    rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    goto out;
+  }
+  for (int64_t k = 0; k < fresh; k++) {
+    if (q->tail)
+      q->tail->next = fresh_b[k];
+    else
+      q->head = fresh_b[k];
+    q->tail = fresh_b[k];
+    q->n_batches++;
+  }
+  free(fresh_b);
+  uv_cond_signal(&b->cv);
+  ts = NULL; /* owned by the batches now */
+out:
+  uv_mutex_unlock(&b->mu);
+  free(ts);
+  return rc;
+}
+
+td_code bat_batcher_create(const cfg_batching *params, bat_queue *queue, bat_batcher **out,
+                           td_err *err) {
+  td_code rc = cfg_batching_validate(params, err);
+  if (rc) return rc;
+  bat_batcher *b = calloc(1, sizeof *b);
+  if (!b) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  b->p = *params;
+  b->exec_size = cfg_batching_exec_size(params);
+  b->queue = queue;
+  if (uv_mutex_init(&b->mu) || uv_cond_init(&b->cv)) {
+    free(b);
+    return td_err_set(err, TD_INTERNAL, "cannot create batcher primitives");
+  }
+  if (uv_thread_create(&b->thread, scheduler, b)) {
+    uv_cond_destroy(&b->cv);
+    uv_mutex_destroy(&b->mu);
+    free(b);
+    return td_err_set(err, TD_INTERNAL, "cannot start the batch scheduler");
+  }
+  *out = b;
+  return TD_OK;
+}
+
+void bat_batcher_get_stats(bat_batcher *b, bat_batcher_stats *out) {
+  uv_mutex_lock(&b->mu);
+  *out = b->stats;
+  uv_mutex_unlock(&b->mu);
+}
+
+void bat_batcher_destroy(bat_batcher *b) {
+  if (!b) return;
+  uv_mutex_lock(&b->mu);
+  b->stopping = true;
+  uv_cond_signal(&b->cv);
+  uv_mutex_unlock(&b->mu);
+  uv_thread_join(&b->thread);
+  uv_cond_destroy(&b->cv);
+  uv_mutex_destroy(&b->mu);
+  free(b);
+}

@@ -1,0 +1,54 @@
+/* bat_batcher: dynamic batching in front of the engine queue.
+ *
+ * Tasks for the same signature of the same loaded version (the signature
+ * pointer is the key, so versions never mix) are merged along dimension 0
+ * into one batch, run once on an engine worker through bat_queue, and the
+ * outputs are split back to each task. This follows TF Serving's
+ * BatchingSession with its parameters (cfg_batching):
+ *  - a batch closes when it reaches the execution batch size, or when a
+ *    batch thread is free and the batch has waited batch_timeout_micros
+ *    (0: run as soon as a thread is free; tasks that arrive while every
+ *    thread is busy accumulate);
+ *  - at most num_batch_threads batches run at once; at most
+ *    max_enqueued_batches wait per signature, beyond which submission fails
+ *    at once with RESOURCE_EXHAUSTED;
+ *  - a batch is padded up to the next allowed_batch_sizes entry by
+ *    repeating the first row of its last task, and the padding is dropped
+ *    from the outputs;
+ *  - a task larger than max_batch_size is rejected with TF Serving's
+ *    message, or, with enable_large_batch_splitting, split across batches of
+ *    max_execution_batch_size rows and reassembled;
+ *  - tasks whose non-batch dimensions differ go to separate batches, or,
+ *    with pad_variable_length_inputs, are padded to the batch's maximum with
+ *    each tensor's own first element.
+ * String inputs are not merged: such tasks run unbatched.
+ *
+ * Contract for tasks: as bat_queue_submit (done() exactly once for every
+ * accepted task, called on an engine worker). Thread-safe; create/destroy
+ * from one thread. destroy runs what is pending, then waits for it. */
+#ifndef BAT_BATCHER_H
+#define BAT_BATCHER_H
+
+#include "bat_queue.h"
+#include "cfg_batching.h"
+
+typedef struct bat_batcher bat_batcher;
+
+/* Counters for the metrics exporter and tests (monotonic since create). */
+typedef struct bat_batcher_stats {
+  uint64_t batches;            /* batches sent to the engine */
+  uint64_t rows;               /* request rows in them */
+  uint64_t padding_rows;       /* rows added to reach an allowed size */
+  int64_t max_batch_rows;      /* largest batch run, padding included */
+  uint64_t queue_delay_ns;     /* sum over pieces of submit-to-dispatch time */
+  uint64_t max_queue_delay_ns; /* the longest such wait */
+} bat_batcher_stats;
+
+/* The queue must outlive the batcher. */
+td_code bat_batcher_create(const cfg_batching *params, bat_queue *queue, bat_batcher **out,
+                           td_err *err);
+td_code bat_batcher_submit(bat_batcher *b, bat_task *t, td_err *err);
+void bat_batcher_get_stats(bat_batcher *b, bat_batcher_stats *out);
+void bat_batcher_destroy(bat_batcher *b);
+
+#endif

@@ -1,0 +1,486 @@
+/* Dynamic batching: merged runs give every task exactly its own answer
+ * (y = 2x + 1 row by row), across concurrency, padding to allowed sizes,
+ * splitting, variable-length padding, separate signatures, overflow and
+ * shutdown. The model is a small graph built with the engine's IR. */
+#include <check.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "bat_batcher.h"
+#include "eng_model.h"
+
+typedef struct fixture {
+  eng_model *model;
+  ldr_tensor_info in_info, out_info;
+  ldr_signature sig;
+} fixture;
+
+static void add_const(eng_graph *g, const char *name, float v) {
+  int id = eng_graph_add_node(g, name, "Const", NULL);
+  eng_graph_node(g, id)->n_out = 1;
+  eng_attr *a = eng_graph_add_attr(g, id, "value");
+  eng_shape sc = eng_shape_scalar();
+  ck_assert_int_eq(eng_tensor_alloc(&a->tensor, ENG_DT_FLOAT, &sc, NULL), TD_OK);
+  *(float *)eng_tensor_data(&a->tensor) = v;
+  a->kind = ENG_ATTR_TENSOR;
+}
+
+/* y = x * mul + add, fed at x:0, fetched at y:0. */
+static void fixture_init(fixture *f, float mul, float add) {
+  eng_graph *g = eng_graph_create();
+  int x = eng_graph_add_node(g, "x", "Placeholder", NULL);
+  eng_graph_node(g, x)->n_out = 1;
+  eng_attr *dt = eng_graph_add_attr(g, x, "dtype");
+  dt->kind = ENG_ATTR_TYPE;
+  dt->type = ENG_DT_FLOAT;
+  add_const(g, "mul", mul);
+  add_const(g, "add", add);
+  int m = eng_graph_add_node(g, "m", "Mul", NULL);
+  eng_graph_node(g, m)->n_out = 1;
+  eng_graph_add_input(g, m, (eng_edge){x, 0}, NULL);
+  eng_graph_add_input(g, m, (eng_edge){eng_graph_find(g, "mul", 3), 0}, NULL);
+  int y = eng_graph_add_node(g, "y", "AddV2", NULL);
+  eng_graph_node(g, y)->n_out = 1;
+  eng_graph_add_input(g, y, (eng_edge){m, 0}, NULL);
+  eng_graph_add_input(g, y, (eng_edge){eng_graph_find(g, "add", 3), 0}, NULL);
+  ck_assert_int_eq(eng_model_create(g, NULL, NULL, &f->model, NULL), TD_OK);
+  f->in_info = (ldr_tensor_info){.alias = "x", .name = "x:0", .dtype = ENG_DT_FLOAT,
+                                 .shape = eng_shape_unknown()};
+  f->out_info = (ldr_tensor_info){.alias = "y", .name = "y:0", .dtype = ENG_DT_FLOAT,
+                                  .shape = eng_shape_unknown()};
+  f->sig = (ldr_signature){.key = "serving_default", .n_inputs = 1, .inputs = &f->in_info,
+                           .n_outputs = 1, .outputs = &f->out_info};
+  const char *in[] = {"x:0"}, *out[] = {"y:0"};
+  td_err err;
+  ck_assert_int_eq(eng_plan_create(f->model, 1, in, 1, out, 0, NULL, &f->sig.plan, &err), TD_OK);
+}
+
+static void fixture_free(fixture *f) {
+  eng_plan_destroy(f->sig.plan);
+  eng_model_destroy(f->model);
+}
+
+/* --- tasks -------------------------------------------------------------- */
+
+typedef struct req {
+  bat_task t;
+  eng_tensor in, out;
+  float mul, add;
+  atomic_int done;
+} req;
+
+static uv_mutex_t done_mu;
+static uv_cond_t done_cv;
+static atomic_int n_done;
+
+static void on_done(bat_task *t) {
+  req *r = t->user;
+  atomic_store(&r->done, 1);
+  uv_mutex_lock(&done_mu);
+  atomic_fetch_add(&n_done, 1);
+  uv_cond_broadcast(&done_cv);
+  uv_mutex_unlock(&done_mu);
+}
+
+static void wait_done(int n) {
+  uv_mutex_lock(&done_mu);
+  while (atomic_load(&n_done) < n) ck_assert_int_eq(uv_cond_timedwait(&done_cv, &done_mu, 20000000000ull), 0);
+  uv_mutex_unlock(&done_mu);
+}
+
+/* A task of `rows` x `cols` distinct values seeded by id. */
+static void req_init(req *r, fixture *f, int id, int64_t rows, int64_t cols, float mul, float add) {
+  memset(r, 0, sizeof *r);
+  eng_shape s = {.rank = 2, .dim = {rows, cols}};
+  ck_assert_int_eq(eng_tensor_alloc(&r->in, ENG_DT_FLOAT, &s, NULL), TD_OK);
+  float *x = eng_tensor_data(&r->in);
+  for (int64_t i = 0; i < rows * cols; i++) x[i] = (float)(id * 1000 + i) * 0.5f;
+  r->mul = mul;
+  r->add = add;
+  r->t = (bat_task){.sig = &f->sig, .inputs = &r->in, .outputs = &r->out, .done = on_done, .user = r};
+}
+
+/* Checks the answer equals the unbatched one for this task's own input
+ * (over the first `cols` columns when padding widened it). */
+static void req_check(req *r) {
+  ck_assert_msg(r->t.code == TD_OK, "task failed: %s", r->t.err.msg);
+  ck_assert_int_eq(r->out.shape.dim[0], r->in.shape.dim[0]);
+  int64_t rows = r->in.shape.dim[0], cols = r->in.shape.dim[1], ocols = r->out.shape.dim[1];
+  ck_assert_int_ge(ocols, cols);
+  const float *x = eng_tensor_data(&r->in), *y = eng_tensor_data(&r->out);
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < cols; j++)
+      ck_assert_msg(y[i * ocols + j] == x[i * cols + j] * r->mul + r->add, "row %lld col %lld", (long long)i,
+                    (long long)j);
+}
+
+static void req_free(req *r) {
+  eng_tensor_release(&r->in);
+  eng_tensor_release(&r->out);
+}
+
+static void setup(void) {
+  uv_mutex_init(&done_mu);
+  uv_cond_init(&done_cv);
+  atomic_store(&n_done, 0);
+}
+
+static void teardown(void) {
+  uv_cond_destroy(&done_cv);
+  uv_mutex_destroy(&done_mu);
+}
+
+static cfg_batching params(int64_t max, int64_t timeout_us, int64_t threads) {
+  cfg_batching p;
+  cfg_batching_defaults(&p, 2);
+  p.max_batch_size = p.max_execution_batch_size = max;
+  p.batch_timeout_micros = timeout_us;
+  p.num_batch_threads = threads;
+  return p;
+}
+
+/* --- concurrency: no cross-talk ------------------------------------------- */
+
+#define N_SUBMITTERS 8
+#define PER_SUBMITTER 60
+
+typedef struct submitter {
+  bat_batcher *b;
+  fixture *f;
+  req *reqs;
+  int base;
+  atomic_int failed;
+} submitter;
+
+static void submit_many(void *arg) {
+  submitter *s = arg;
+  for (int i = 0; i < PER_SUBMITTER; i++) {
+    req *r = &s->reqs[i];
+    req_init(r, s->f, s->base + i, 1 + (s->base + i) % 3, 4, 2.0f, 1.0f);
+    /* No Check assertions off the test's thread: count failures instead. */
+    if (bat_batcher_submit(s->b, &r->t, NULL) != TD_OK) atomic_fetch_add(&s->failed, 1);
+  }
+}
+
+START_TEST(test_concurrent_clients_get_their_own_answers) {
+  fixture f;
+  fixture_init(&f, 2.0f, 1.0f);
+  bat_queue *q;
+  ck_assert_int_eq(bat_queue_create(2, 4096, &q, NULL), TD_OK);
+  cfg_batching p = params(32, 2000, 2);
+  p.max_enqueued_batches = 1000;
+  bat_batcher *b;
+  ck_assert_int_eq(bat_batcher_create(&p, q, &b, NULL), TD_OK);
+  static req reqs[N_SUBMITTERS][PER_SUBMITTER];
+  submitter subs[N_SUBMITTERS];
+  uv_thread_t th[N_SUBMITTERS];
+  for (int i = 0; i < N_SUBMITTERS; i++) {
+    subs[i] = (submitter){.b = b, .f = &f, .reqs = reqs[i], .base = i * PER_SUBMITTER};
+    uv_thread_create(&th[i], submit_many, &subs[i]);
+  }
+  for (int i = 0; i < N_SUBMITTERS; i++) {
+    uv_thread_join(&th[i]);
+    ck_assert_int_eq(atomic_load(&subs[i].failed), 0);
+  }
+  wait_done(N_SUBMITTERS * PER_SUBMITTER);
+  bat_batcher_stats st;
+  bat_batcher_get_stats(b, &st);
+  bat_batcher_destroy(b);
+  bat_queue_destroy(q);
+  uint64_t rows = 0;
+  for (int i = 0; i < N_SUBMITTERS; i++)
+    for (int k = 0; k < PER_SUBMITTER; k++) {
+      req_check(&reqs[i][k]);
+      rows += (uint64_t)reqs[i][k].in.shape.dim[0];
+      req_free(&reqs[i][k]);
+    }
+  ck_assert_uint_eq(st.rows, rows);
+  ck_assert_int_le(st.max_batch_rows, 32);
+  /* Requests were merged: far fewer runs than requests. */
+  ck_assert_msg(st.batches < N_SUBMITTERS * PER_SUBMITTER / 2, "%llu batches", (unsigned long long)st.batches);
+  fixture_free(&f);
+}
+END_TEST
+
+/* --- a gate to hold the engine busy ----------------------------------------- */
+
+typedef struct gate {
+  bat_task t;
+  uv_sem_t open;
+  atomic_int running;
+} gate;
+
+static td_code gate_run(bat_task *t) {
+  gate *g = t->user;
+  atomic_store(&g->running, 1);
+  uv_sem_wait(&g->open);
+  return TD_OK;
+}
+
+static void gate_done(bat_task *t) { (void)t; }
+
+/* Occupies the queue's only worker until gate_release. */
+static void gate_hold(gate *g, bat_queue *q, fixture *f) {
+  memset(g, 0, sizeof *g);
+  uv_sem_init(&g->open, 0);
+  g->t = (bat_task){.sig = &f->sig, .run = gate_run, .done = gate_done, .user = g};
+  ck_assert_int_eq(bat_queue_submit(q, &g->t, NULL), TD_OK);
+  while (!atomic_load(&g->running)) uv_sleep(1);
+}
+
+static void gate_release(gate *g) { uv_sem_post(&g->open); }
+
+START_TEST(test_padding_to_allowed_sizes) {
+  fixture f;
+  fixture_init(&f, 2.0f, 1.0f);
+  bat_queue *q;
+  ck_assert_int_eq(bat_queue_create(1, 64, &q, NULL), TD_OK);
+  cfg_batching p = params(8, 0, 1);
+  p.n_allowed_batch_sizes = 3;
+  p.allowed_batch_sizes[0] = 2;
+  p.allowed_batch_sizes[1] = 4;
+  p.allowed_batch_sizes[2] = 8;
+  bat_batcher *b;
+  ck_assert_int_eq(bat_batcher_create(&p, q, &b, NULL), TD_OK);
+  /* First task runs alone (a thread is free); the engine is then held so
+   * the next three accumulate into one batch of 3, padded to 4. */
+  gate g;
+  gate_hold(&g, q, &f);
+  req r[4];
+  req_init(&r[0], &f, 0, 1, 3, 2.0f, 1.0f);
+  ck_assert_int_eq(bat_batcher_submit(b, &r[0].t, NULL), TD_OK);
+  uv_sleep(50); /* r[0]'s batch is now waiting in the engine queue */
+  for (int i = 1; i < 4; i++) {
+    req_init(&r[i], &f, i, 1, 3, 2.0f, 1.0f);
+    ck_assert_int_eq(bat_batcher_submit(b, &r[i].t, NULL), TD_OK);
+  }
+  gate_release(&g);
+  wait_done(4);
+  bat_batcher_stats st;
+  bat_batcher_get_stats(b, &st);
+  ck_assert_uint_eq(st.batches, 2);
+  ck_assert_uint_eq(st.rows, 4);
+  ck_assert_uint_eq(st.padding_rows, 1 + 1); /* 1 -> 2, 3 -> 4 */
+  ck_assert_int_eq(st.max_batch_rows, 4);
+  for (int i = 0; i < 4; i++) {
+    req_check(&r[i]);
+    ck_assert_int_eq(r[i].out.shape.dim[0], 1); /* padding dropped */
+    req_free(&r[i]);
+  }
+  bat_batcher_destroy(b);
+  bat_queue_destroy(q);
+  uv_sem_destroy(&g.open);
+  fixture_free(&f);
+}
+END_TEST
+
+START_TEST(test_large_requests_split_or_rejected) {
+  fixture f;
+  fixture_init(&f, 3.0f, -1.0f);
+  bat_queue *q;
+  ck_assert_int_eq(bat_queue_create(2, 64, &q, NULL), TD_OK);
+  cfg_batching p = params(10, 0, 2);
+  bat_batcher *b;
+  ck_assert_int_eq(bat_batcher_create(&p, q, &b, NULL), TD_OK);
+  req big;
+  req_init(&big, &f, 1, 11, 2, 3.0f, -1.0f);
+  td_err err;
+  ck_assert_int_eq(bat_batcher_submit(b, &big.t, &err), TD_INVALID_ARGUMENT);
+  ck_assert_str_eq(err.msg, "Task size 11 is larger than maximum input batch size 10");
+  req_free(&big);
+  bat_batcher_destroy(b);
+
+  p.enable_large_batch_splitting = true;
+  p.max_execution_batch_size = 4;
+  ck_assert_int_eq(bat_batcher_create(&p, q, &b, NULL), TD_OK);
+  req_init(&big, &f, 2, 10, 3, 3.0f, -1.0f);
+  ck_assert_int_eq(bat_batcher_submit(b, &big.t, NULL), TD_OK);
+  wait_done(1);
+  req_check(&big); /* reassembled from 4 + 4 + 2 rows */
+  bat_batcher_stats st;
+  bat_batcher_get_stats(b, &st);
+  ck_assert_uint_eq(st.batches, 3);
+  ck_assert_int_eq(st.max_batch_rows, 4);
+  req_free(&big);
+  bat_batcher_destroy(b);
+  bat_queue_destroy(q);
+  fixture_free(&f);
+}
+END_TEST
+
+START_TEST(test_shapes_and_signatures_never_mix) {
+  fixture f1, f2;
+  fixture_init(&f1, 2.0f, 1.0f);
+  fixture_init(&f2, -4.0f, 0.5f); /* another version / signature */
+  bat_queue *q;
+  ck_assert_int_eq(bat_queue_create(1, 64, &q, NULL), TD_OK);
+  cfg_batching p = params(16, 0, 1);
+  bat_batcher *b;
+  ck_assert_int_eq(bat_batcher_create(&p, q, &b, NULL), TD_OK);
+  gate g;
+  gate_hold(&g, q, &f1);
+  req r[6];
+  req_init(&r[0], &f1, 0, 2, 3, 2.0f, 1.0f);
+  req_init(&r[1], &f2, 1, 1, 3, -4.0f, 0.5f);
+  req_init(&r[2], &f1, 2, 1, 5, 2.0f, 1.0f); /* other non-batch dim */
+  req_init(&r[3], &f2, 3, 3, 3, -4.0f, 0.5f);
+  req_init(&r[4], &f1, 4, 1, 3, 2.0f, 1.0f);
+  req_init(&r[5], &f1, 5, 2, 5, 2.0f, 1.0f);
+  for (int i = 0; i < 6; i++) ck_assert_int_eq(bat_batcher_submit(b, &r[i].t, NULL), TD_OK);
+  gate_release(&g);
+  wait_done(6);
+  for (int i = 0; i < 6; i++) {
+    req_check(&r[i]);
+    ck_assert_int_eq(r[i].out.shape.dim[1], r[i].in.shape.dim[1]); /* no padding */
+    req_free(&r[i]);
+  }
+  bat_batcher_destroy(b);
+
+  /* With pad_variable_length_inputs the widths merge; columns beyond a
+   * task's own width are padding. */
+  p.pad_variable_length_inputs = true;
+  ck_assert_int_eq(bat_batcher_create(&p, q, &b, NULL), TD_OK);
+  atomic_store(&n_done, 0);
+  gate_hold(&g, q, &f1);
+  /* The batch thread's one slot goes to r[2], which then waits behind the
+   * gate, so r[0] and r[1] gather into one batch. */
+  req_init(&r[2], &f1, 2, 1, 4, 2.0f, 1.0f);
+  ck_assert_int_eq(bat_batcher_submit(b, &r[2].t, NULL), TD_OK);
+  uv_sleep(50);
+  req_init(&r[0], &f1, 0, 1, 3, 2.0f, 1.0f);
+  req_init(&r[1], &f1, 1, 2, 5, 2.0f, 1.0f);
+  for (int i = 0; i < 2; i++) ck_assert_int_eq(bat_batcher_submit(b, &r[i].t, NULL), TD_OK);
+  gate_release(&g);
+  wait_done(3);
+  bat_batcher_stats st;
+  bat_batcher_get_stats(b, &st);
+  ck_assert_uint_eq(st.batches, 2);
+  req_check(&r[2]);
+  req_free(&r[2]);
+  req_check(&r[0]);
+  req_check(&r[1]);
+  ck_assert_int_eq(r[0].out.shape.dim[1], 5);
+  /* The padded cells hold the task's own first element, transformed. */
+  const float *x0 = eng_tensor_data(&r[0].in), *y0 = eng_tensor_data(&r[0].out);
+  ck_assert(y0[4] == x0[0] * 2.0f + 1.0f);
+  for (int i = 0; i < 2; i++) req_free(&r[i]);
+  bat_batcher_destroy(b);
+  bat_queue_destroy(q);
+  uv_sem_destroy(&g.open);
+  fixture_free(&f1);
+  fixture_free(&f2);
+}
+END_TEST
+
+START_TEST(test_full_queue_is_rejected_at_once) {
+  fixture f;
+  fixture_init(&f, 2.0f, 1.0f);
+  bat_queue *q;
+  ck_assert_int_eq(bat_queue_create(1, 64, &q, NULL), TD_OK);
+  cfg_batching p = params(2, 0, 1);
+  p.max_enqueued_batches = 1;
+  bat_batcher *b;
+  ck_assert_int_eq(bat_batcher_create(&p, q, &b, NULL), TD_OK);
+  gate g;
+  gate_hold(&g, q, &f);
+  req r[4];
+  for (int i = 0; i < 4; i++) req_init(&r[i], &f, i, 1, 2, 2.0f, 1.0f);
+  /* r0 is dispatched (the batch thread is free) and waits behind the gate;
+   * r1 and r2 fill the one allowed waiting batch; r3 finds the queue full. */
+  ck_assert_int_eq(bat_batcher_submit(b, &r[0].t, NULL), TD_OK);
+  uv_sleep(50);
+  ck_assert_int_eq(bat_batcher_submit(b, &r[1].t, NULL), TD_OK);
+  ck_assert_int_eq(bat_batcher_submit(b, &r[2].t, NULL), TD_OK);
+  td_err err;
+  ck_assert_int_eq(bat_batcher_submit(b, &r[3].t, &err), TD_RESOURCE_EXHAUSTED);
+  ck_assert_str_eq(err.msg, "The batch scheduling queue to which this task was submitted is full");
+  gate_release(&g);
+  wait_done(3);
+  for (int i = 0; i < 3; i++) req_check(&r[i]);
+  for (int i = 0; i < 4; i++) req_free(&r[i]);
+  bat_batcher_destroy(b);
+  bat_queue_destroy(q);
+  uv_sem_destroy(&g.open);
+  fixture_free(&f);
+}
+END_TEST
+
+START_TEST(test_timeout_gathers_and_destroy_flushes) {
+  fixture f;
+  fixture_init(&f, 2.0f, 1.0f);
+  bat_queue *q;
+  ck_assert_int_eq(bat_queue_create(2, 64, &q, NULL), TD_OK);
+  /* A long timeout: the batch waits to fill; destroy must still run it. */
+  cfg_batching p = params(64, 10 * 1000 * 1000, 2);
+  bat_batcher *b;
+  ck_assert_int_eq(bat_batcher_create(&p, q, &b, NULL), TD_OK);
+  req r[5];
+  for (int i = 0; i < 5; i++) {
+    req_init(&r[i], &f, i, 1, 2, 2.0f, 1.0f);
+    ck_assert_int_eq(bat_batcher_submit(b, &r[i].t, NULL), TD_OK);
+  }
+  uv_sleep(30);
+  ck_assert_int_eq(atomic_load(&n_done), 0); /* still gathering */
+  bat_batcher_destroy(b);
+  wait_done(5);
+  for (int i = 0; i < 5; i++) {
+    req_check(&r[i]);
+    req_free(&r[i]);
+  }
+  bat_queue_destroy(q);
+  fixture_free(&f);
+}
+END_TEST
+
+START_TEST(test_invalid_tasks_and_params) {
+  fixture f;
+  fixture_init(&f, 2.0f, 1.0f);
+  bat_queue *q;
+  ck_assert_int_eq(bat_queue_create(1, 64, &q, NULL), TD_OK);
+  cfg_batching p = params(8, 0, 1);
+  bat_batcher *b;
+  ck_assert_int_eq(bat_batcher_create(&p, q, &b, NULL), TD_OK);
+  req r;
+  memset(&r, 0, sizeof r);
+  eng_shape sc = eng_shape_scalar();
+  ck_assert_int_eq(eng_tensor_alloc(&r.in, ENG_DT_FLOAT, &sc, NULL), TD_OK);
+  r.t = (bat_task){.sig = &f.sig, .inputs = &r.in, .outputs = &r.out, .done = on_done, .user = &r};
+  td_err err;
+  ck_assert_int_eq(bat_batcher_submit(b, &r.t, &err), TD_INVALID_ARGUMENT);
+  ck_assert_str_eq(err.msg, "Batching Run() input tensors must have at least one dimension");
+  req_free(&r);
+  bat_batcher_destroy(b);
+  bat_queue_destroy(q);
+  p.n_allowed_batch_sizes = 2;
+  p.allowed_batch_sizes[0] = 4;
+  p.allowed_batch_sizes[1] = 6;
+  ck_assert_int_eq(bat_batcher_create(&p, q, &b, &err), TD_INVALID_ARGUMENT);
+  ck_assert_str_eq(err.msg,
+                   "Last entry in allowed_batch_sizes must match max_batch_size; last entry was 6; expected 8");
+  p.allowed_batch_sizes[1] = 3;
+  ck_assert_int_eq(bat_batcher_create(&p, q, &b, &err), TD_INVALID_ARGUMENT);
+  fixture_free(&f);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("bat_batcher");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 60);
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, test_concurrent_clients_get_their_own_answers);
+  tcase_add_test(tc, test_padding_to_allowed_sizes);
+  tcase_add_test(tc, test_large_requests_split_or_rejected);
+  tcase_add_test(tc, test_shapes_and_signatures_never_mix);
+  tcase_add_test(tc, test_full_queue_is_rejected_at_once);
+  tcase_add_test(tc, test_timeout_gathers_and_destroy_flushes);
+  tcase_add_test(tc, test_invalid_tasks_and_params);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
