@@ -37,4 +37,120 @@ td_code eng_k_maximum(eng_kctx *c);
 td_code eng_k_minimum(eng_kctx *c);
 td_code eng_s_binary(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
 
+/* --- helpers shared by the kernel files (eng_kargs.c) -------------------- */
+/* Fails with `code` and "node 'N' (Op): <message>". */
+td_code eng_kfail(eng_kctx *c, td_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Reads int32/int64 input i (any shape) into out[max]; *n gets the count.
+ * INVALID_ARGUMENT naming the input when it is not an integer tensor or holds
+ * more than max values. */
+td_code eng_karg_ints(eng_kctx *c, int i, int64_t *out, int max, int *n);
+/* Reads a scalar (or one-element) int32/int64 input. */
+td_code eng_karg_int(eng_kctx *c, int i, int64_t *out);
+/* Allocates output i; errors carry the node. */
+td_code eng_kout(eng_kctx *c, int i, eng_dtype dt, const eng_shape *s);
+/* Requires input i to have dtype dt (or any float/int class, see below). */
+td_code eng_kwant(eng_kctx *c, int i, eng_dtype dt);
+/* A node's list(int) attr, into out[max]; *n gets the count (0 if absent). */
+int eng_attr_ints(const eng_node *n, const char *name, int64_t *out, int max);
+/* A node's string attr (NUL-terminated), or dflt. */
+const char *eng_attr_str(const eng_node *n, const char *name, const char *dflt);
+float eng_attr_float(const eng_node *n, const char *name, float dflt);
+/* Normalises axis against rank (negative counts from the end). */
+td_code eng_kaxis(eng_kctx *c, int64_t axis, int rank, int *out);
+
+/* n-dimensional copy of dims[] elements of size es, with element strides on
+ * both sides (negative source strides allowed); eng_kernels_array.c. */
+void eng_copy_nd(int rank, const int64_t *dims, size_t es, const char *src, const int64_t *sst,
+                 char *dst, const int64_t *dstst);
+/* Row-major element strides of a concrete shape. */
+void eng_contig_strides(const eng_shape *s, int64_t *st);
+
+/* Broadcast iteration over up to three inputs: st[k][d] is input k's stride
+ * along output dim d (0 where broadcast); off[k] follows the odometer. */
+typedef struct eng_bcast {
+  int rank, n;
+  int64_t dim[ENG_MAX_RANK], idx[ENG_MAX_RANK];
+  int64_t st[3][ENG_MAX_RANK];
+  int64_t off[3];
+} eng_bcast;
+void eng_bcast_init(eng_bcast *it, const eng_shape *out, int n, const eng_shape *const *in);
+static inline void eng_bcast_next(eng_bcast *it) {
+  for (int d = it->rank - 1; d >= 0; d--) {
+    if (++it->idx[d] < it->dim[d]) {
+      for (int k = 0; k < it->n; k++) it->off[k] += it->st[k][d];
+      return;
+    }
+    for (int k = 0; k < it->n; k++) it->off[k] -= it->st[k][d] * (it->idx[d] - 1);
+    it->idx[d] = 0;
+  }
+}
+
+/* eng_kernels_unary.c: elementwise math, activations, Cast, *Like. */
+td_code eng_k_unary(eng_kctx *c);
+td_code eng_k_leaky_relu(eng_kctx *c);
+td_code eng_k_cast(eng_kctx *c);
+td_code eng_k_zeros_like(eng_kctx *c);
+td_code eng_k_ones_like(eng_kctx *c);
+td_code eng_k_logical_not(eng_kctx *c);
+td_code eng_s_unary(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+
+/* eng_kernels_compare.c: comparisons, logic, Select, Pow, SquaredDifference,
+ * AddN, BiasAdd. */
+td_code eng_k_compare(eng_kctx *c);
+td_code eng_k_logical(eng_kctx *c);
+td_code eng_k_select_v2(eng_kctx *c);
+td_code eng_k_select(eng_kctx *c);
+td_code eng_k_pow(eng_kctx *c);
+td_code eng_k_squared_difference(eng_kctx *c);
+td_code eng_k_add_n(eng_kctx *c);
+td_code eng_k_bias_add(eng_kctx *c);
+td_code eng_s_select(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+td_code eng_s_add_n(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+
+/* eng_kernels_shape.c: ops that only restate a shape. */
+td_code eng_k_reshape(eng_kctx *c);
+td_code eng_k_shape(eng_kctx *c);
+td_code eng_k_squeeze(eng_kctx *c);
+td_code eng_k_expand_dims(eng_kctx *c);
+td_code eng_k_fill(eng_kctx *c);
+td_code eng_k_range(eng_kctx *c);
+td_code eng_k_broadcast_to(eng_kctx *c);
+td_code eng_s_shape(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+td_code eng_s_squeeze(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+td_code eng_s_unknown(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+
+/* eng_kernels_array.c: ops that move elements. */
+td_code eng_k_strided_slice(eng_kctx *c);
+td_code eng_k_slice(eng_kctx *c);
+td_code eng_k_pack(eng_kctx *c);
+td_code eng_k_unpack(eng_kctx *c);
+td_code eng_k_concat_v2(eng_kctx *c);
+td_code eng_k_gather_v2(eng_kctx *c);
+td_code eng_k_transpose(eng_kctx *c);
+td_code eng_k_pad(eng_kctx *c);
+td_code eng_k_tile(eng_kctx *c);
+td_code eng_s_pack(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+td_code eng_s_unpack(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+
+/* eng_kernels_reduce.c: Sum, Mean, Max, Min, Prod, All, Any. */
+td_code eng_k_reduce(eng_kctx *c);
+
+/* eng_kernels_matmul.c: MatMul, BatchMatMul, Einsum (OpenBLAS). */
+td_code eng_k_matmul(eng_kctx *c);
+td_code eng_k_batch_matmul(eng_kctx *c);
+td_code eng_k_einsum(eng_kctx *c);
+td_code eng_s_matmul(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+td_code eng_s_batch_matmul(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+
+/* eng_kernels_nn.c: convolutions, pools, batch norm, softmax. */
+td_code eng_k_conv2d(eng_kctx *c);
+td_code eng_k_depthwise_conv2d(eng_kctx *c);
+td_code eng_k_max_pool(eng_kctx *c);
+td_code eng_k_avg_pool(eng_kctx *c);
+td_code eng_k_fused_batch_norm(eng_kctx *c);
+td_code eng_k_softmax(eng_kctx *c);
+td_code eng_s_conv2d(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+td_code eng_s_pool(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+
 #endif

@@ -1,0 +1,294 @@
+/* Broadcasting ops beyond plain arithmetic: comparisons and logic (bool
+ * results), Select/SelectV2, Pow, SquaredDifference, plus AddN and BiasAdd.
+ * They walk the output with eng_bcast (per-input strides, 0 where an input
+ * is broadcast); the element loops are macros instantiated per dtype. */
+#include <math.h>
+#include <string.h>
+
+#include "eng_kernels.h"
+
+typedef enum { C_LT, C_LE, C_GT, C_GE, C_EQ, C_NE } cmpop;
+
+static td_code bshape(eng_kctx *c, int n, eng_shape *out) {
+  *out = c->in[0].shape;
+  for (int k = 1; k < n; k++) {
+    eng_shape s = *out;
+    td_code rc = eng_broadcast_shape(&s, &c->in[k].shape, out, c->err);
+    if (rc) return td_err_prefix(c->err, "node '%s' (%s)", c->node->name, c->node->op);
+  }
+  return TD_OK;
+}
+
+static void bcast2(eng_bcast *it, const eng_shape *o, const eng_tensor *a, const eng_tensor *b) {
+  const eng_shape *in[2] = {&a->shape, &b->shape};
+  eng_bcast_init(it, o, 2, in);
+}
+
+#define CMP_LOOP(T, NAME)                                                            \
+  static void NAME(cmpop op, const eng_tensor *a, const eng_tensor *b, eng_tensor *o) { \
+    const T *x = eng_tensor_data(a), *y = eng_tensor_data(b);                        \
+    uint8_t *z = eng_tensor_data(o);                                                 \
+    int64_t n = eng_tensor_numel(o);                                                 \
+    eng_bcast it;                                                                    \
+    bcast2(&it, &o->shape, a, b);                                                    \
+    for (int64_t i = 0; i < n; i++, eng_bcast_next(&it)) {                           \
+      T u = x[it.off[0]], v = y[it.off[1]];                                          \
+      switch (op) {                                                                  \
+        case C_LT: z[i] = u < v; break;                                              \
+        case C_LE: z[i] = u <= v; break;                                             \
+        case C_GT: z[i] = u > v; break;                                              \
+        case C_GE: z[i] = u >= v; break;                                             \
+        case C_EQ: z[i] = u == v; break;                                             \
+        default: z[i] = u != v; break;                                               \
+      }                                                                              \
+    }                                                                                \
+  }
+
+CMP_LOOP(float, cmp_f32)
+CMP_LOOP(double, cmp_f64)
+CMP_LOOP(int32_t, cmp_i32)
+CMP_LOOP(int64_t, cmp_i64)
+CMP_LOOP(uint8_t, cmp_u8)
+
+td_code eng_k_compare(eng_kctx *c) {
+  const char *name = c->node->op;
+  cmpop op = !strcmp(name, "Less")           ? C_LT
+             : !strcmp(name, "LessEqual")    ? C_LE
+             : !strcmp(name, "Greater")      ? C_GT
+             : !strcmp(name, "GreaterEqual") ? C_GE
+             : !strcmp(name, "Equal")        ? C_EQ
+                                             : C_NE;
+  const eng_tensor *a = &c->in[0], *b = &c->in[1];
+  if (a->dtype != b->dtype)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "operands are %s and %s", eng_dtype_name(a->dtype),
+                     eng_dtype_name(b->dtype));
+  eng_shape s;
+  td_code rc = bshape(c, 2, &s);
+  if (rc) return rc;
+  bool eq = op == C_EQ || op == C_NE;
+  switch (a->dtype) {
+    case ENG_DT_FLOAT: case ENG_DT_DOUBLE: case ENG_DT_INT32: case ENG_DT_INT64: break;
+    case ENG_DT_BOOL: case ENG_DT_UINT8:
+      if (eq || a->dtype == ENG_DT_UINT8) break;
+      /* fall through */
+    default:
+      return eng_kfail(c, TD_UNIMPLEMENTED, "%s operands are not supported",
+                       eng_dtype_name(a->dtype));
+  }
+  rc = eng_kout(c, 0, ENG_DT_BOOL, &s);
+  if (rc) return rc;
+  switch (a->dtype) {
+    case ENG_DT_FLOAT: cmp_f32(op, a, b, &c->out[0]); break;
+    case ENG_DT_DOUBLE: cmp_f64(op, a, b, &c->out[0]); break;
+    case ENG_DT_INT32: cmp_i32(op, a, b, &c->out[0]); break;
+    case ENG_DT_INT64: cmp_i64(op, a, b, &c->out[0]); break;
+    default: cmp_u8(op, a, b, &c->out[0]); break;
+  }
+  return TD_OK;
+}
+
+td_code eng_k_logical(eng_kctx *c) {
+  bool is_and = !strcmp(c->node->op, "LogicalAnd");
+  td_code rc = eng_kwant(c, 0, ENG_DT_BOOL);
+  if (!rc) rc = eng_kwant(c, 1, ENG_DT_BOOL);
+  eng_shape s;
+  if (!rc) rc = bshape(c, 2, &s);
+  if (!rc) rc = eng_kout(c, 0, ENG_DT_BOOL, &s);
+  if (rc) return rc;
+  const uint8_t *x = eng_tensor_data(&c->in[0]), *y = eng_tensor_data(&c->in[1]);
+  uint8_t *z = eng_tensor_data(&c->out[0]);
+  int64_t n = eng_tensor_numel(&c->out[0]);
+  eng_bcast it;
+  bcast2(&it, &s, &c->in[0], &c->in[1]);
+  for (int64_t i = 0; i < n; i++, eng_bcast_next(&it)) {
+    bool u = x[it.off[0]], v = y[it.off[1]];
+    z[i] = is_and ? (u && v) : (u || v);
+  }
+  return TD_OK;
+}
+
+/* out[i] = cond ? t : e, element size es, with general strides. */
+static void select_loop(const eng_bcast *it0, int64_t n, size_t es, const uint8_t *cond,
+                        const char *t, const char *e, char *out) {
+  eng_bcast it = *it0;
+  for (int64_t i = 0; i < n; i++, eng_bcast_next(&it))
+    memcpy(out + (size_t)i * es,
+           cond[it.off[0]] ? t + (size_t)it.off[1] * es : e + (size_t)it.off[2] * es, es);
+}
+
+td_code eng_s_select(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err) {
+  eng_shape s;
+  td_code rc = eng_broadcast_shape(&in[1], &in[2], &s, err);
+  if (rc) return rc;
+  if (!strcmp(n->op, "Select")) {
+    out[0] = s;
+    return TD_OK;
+  }
+  return eng_broadcast_shape(&in[0], &s, &out[0], err);
+}
+
+static td_code select_common(eng_kctx *c, const eng_shape *cond_shape) {
+  const eng_tensor *t = &c->in[1], *e = &c->in[2];
+  td_code rc = eng_kwant(c, 0, ENG_DT_BOOL);
+  if (rc) return rc;
+  if (t->dtype != e->dtype)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "then/else are %s and %s", eng_dtype_name(t->dtype),
+                     eng_dtype_name(e->dtype));
+  size_t es = eng_dtype_size(t->dtype);
+  if (!es) return eng_kfail(c, TD_UNIMPLEMENTED, "%s values", eng_dtype_name(t->dtype));
+  eng_shape s, te;
+  rc = eng_broadcast_shape(&t->shape, &e->shape, &te, c->err);
+  if (!rc) rc = eng_broadcast_shape(cond_shape, &te, &s, c->err);
+  if (rc) return td_err_prefix(c->err, "node '%s' (%s)", c->node->name, c->node->op);
+  rc = eng_kout(c, 0, t->dtype, &s);
+  if (rc) return rc;
+  const eng_shape *in[3] = {cond_shape, &t->shape, &e->shape};
+  eng_bcast it;
+  eng_bcast_init(&it, &s, 3, in);
+  select_loop(&it, eng_tensor_numel(&c->out[0]), es, eng_tensor_data(&c->in[0]),
+              eng_tensor_data(t), eng_tensor_data(e), eng_tensor_data(&c->out[0]));
+  return TD_OK;
+}
+
+td_code eng_k_select_v2(eng_kctx *c) { return select_common(c, &c->in[0].shape); }
+
+/* TF1 Select: then and else have one shape; cond is that shape, a scalar,
+ * or a vector over dimension 0. */
+td_code eng_k_select(eng_kctx *c) {
+  const eng_shape *cs = &c->in[0].shape, *ts = &c->in[1].shape;
+  if (!eng_shape_equal(ts, &c->in[2].shape))
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "then and else must have the same shape");
+  if (cs->rank == 0 || eng_shape_equal(cs, ts)) return select_common(c, cs);
+  if (cs->rank == 1 && ts->rank >= 1 && cs->dim[0] == ts->dim[0]) {
+    eng_shape col = *ts; /* [n,1,1,...] broadcasts over the rest */
+    for (int d = 1; d < col.rank; d++) col.dim[d] = 1;
+    return select_common(c, &col);
+  }
+  return eng_kfail(c, TD_INVALID_ARGUMENT, "condition must be a scalar, a vector over dim 0, or "
+                                           "the shape of then/else");
+}
+
+#define BIN_LOOP(T, NAME, EXPR)                                                       \
+  static void NAME(const eng_tensor *a, const eng_tensor *b, eng_tensor *o) {         \
+    const T *x = eng_tensor_data(a), *y = eng_tensor_data(b);                         \
+    T *z = eng_tensor_data(o);                                                        \
+    int64_t n = eng_tensor_numel(o);                                                  \
+    eng_bcast it;                                                                     \
+    bcast2(&it, &o->shape, a, b);                                                     \
+    for (int64_t i = 0; i < n; i++, eng_bcast_next(&it)) {                            \
+      T u = x[it.off[0]], v = y[it.off[1]];                                           \
+      z[i] = (EXPR);                                                                  \
+    }                                                                                 \
+  }
+
+static int64_t ipow(int64_t b, int64_t e) {
+  int64_t r = 1;
+  if (e < 0) return b == 1 ? 1 : b == -1 ? (e & 1 ? -1 : 1) : 0;
+  while (e) {
+    if (e & 1) r = (int64_t)((uint64_t)r * (uint64_t)b);
+    b = (int64_t)((uint64_t)b * (uint64_t)b);
+    e >>= 1;
+  }
+  return r;
+}
+
+BIN_LOOP(float, pow_f32, powf(u, v))
+BIN_LOOP(double, pow_f64, pow(u, v))
+BIN_LOOP(int32_t, pow_i32, (int32_t)ipow(u, v))
+BIN_LOOP(int64_t, pow_i64, ipow(u, v))
+BIN_LOOP(float, sqd_f32, (u - v) * (u - v))
+BIN_LOOP(double, sqd_f64, (u - v) * (u - v))
+BIN_LOOP(int32_t, sqd_i32, (int32_t)((uint32_t)(u - v) * (uint32_t)(u - v)))
+BIN_LOOP(int64_t, sqd_i64, (int64_t)((uint64_t)(u - v) * (uint64_t)(u - v)))
+
+static td_code binary(eng_kctx *c, bool is_pow) {
+  const eng_tensor *a = &c->in[0], *b = &c->in[1];
+  if (a->dtype != b->dtype)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "operands are %s and %s", eng_dtype_name(a->dtype),
+                     eng_dtype_name(b->dtype));
+  eng_shape s;
+  td_code rc = bshape(c, 2, &s);
+  if (rc) return rc;
+  if (a->dtype != ENG_DT_FLOAT && a->dtype != ENG_DT_DOUBLE && a->dtype != ENG_DT_INT32 &&
+      a->dtype != ENG_DT_INT64)
+    return eng_kfail(c, TD_UNIMPLEMENTED, "%s operands are not supported",
+                     eng_dtype_name(a->dtype));
+  rc = eng_kout(c, 0, a->dtype, &s);
+  if (rc) return rc;
+  eng_tensor *o = &c->out[0];
+  switch (a->dtype) {
+    case ENG_DT_FLOAT: is_pow ? pow_f32(a, b, o) : sqd_f32(a, b, o); break;
+    case ENG_DT_DOUBLE: is_pow ? pow_f64(a, b, o) : sqd_f64(a, b, o); break;
+    case ENG_DT_INT32: is_pow ? pow_i32(a, b, o) : sqd_i32(a, b, o); break;
+    default: is_pow ? pow_i64(a, b, o) : sqd_i64(a, b, o); break;
+  }
+  return TD_OK;
+}
+
+td_code eng_k_pow(eng_kctx *c) { return binary(c, true); }
+td_code eng_k_squared_difference(eng_kctx *c) { return binary(c, false); }
+
+/* --- AddN ------------------------------------------------------------------ */
+
+td_code eng_s_add_n(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err) {
+  out[0] = n->n_in ? in[0] : eng_shape_unknown();
+  return TD_OK;
+}
+
+td_code eng_k_add_n(eng_kctx *c) {
+  if (c->n_in < 1) return eng_kfail(c, TD_INVALID_ARGUMENT, "needs at least one input");
+  const eng_tensor *a = &c->in[0];
+  for (int k = 1; k < c->n_in; k++)
+    if (c->in[k].dtype != a->dtype || !eng_shape_equal(&c->in[k].shape, &a->shape))
+      return eng_kfail(c, TD_INVALID_ARGUMENT, "input %d differs in dtype or shape from input 0",
+                       k);
+  if (a->dtype != ENG_DT_FLOAT && a->dtype != ENG_DT_INT32 && a->dtype != ENG_DT_INT64 &&
+      a->dtype != ENG_DT_DOUBLE)
+    return eng_kfail(c, TD_UNIMPLEMENTED, "%s inputs are not supported", eng_dtype_name(a->dtype));
+  td_code rc = eng_tensor_copy(&c->out[0], a, c->err);
+  if (rc) return rc;
+  int64_t n = eng_tensor_numel(a);
+  void *z = eng_tensor_data(&c->out[0]);
+  for (int k = 1; k < c->n_in; k++) {
+    const void *x = eng_tensor_data(&c->in[k]);
+    switch (a->dtype) {
+      case ENG_DT_FLOAT: for (int64_t i = 0; i < n; i++) ((float *)z)[i] += ((const float *)x)[i]; break;
+      case ENG_DT_DOUBLE: for (int64_t i = 0; i < n; i++) ((double *)z)[i] += ((const double *)x)[i]; break;
+      case ENG_DT_INT32: for (int64_t i = 0; i < n; i++) ((int32_t *)z)[i] += ((const int32_t *)x)[i]; break;
+      default: for (int64_t i = 0; i < n; i++) ((int64_t *)z)[i] += ((const int64_t *)x)[i]; break;
+    }
+  }
+  return TD_OK;
+}
+
+/* --- BiasAdd ----------------------------------------------------------------- */
+
+td_code eng_k_bias_add(eng_kctx *c) {
+  const eng_tensor *x = &c->in[0], *b = &c->in[1];
+  td_code rc = eng_kwant(c, 0, ENG_DT_FLOAT);
+  if (!rc) rc = eng_kwant(c, 1, ENG_DT_FLOAT);
+  if (rc) return rc;
+  bool nchw = !strcmp(eng_attr_str(c->node, "data_format", "NHWC"), "NCHW");
+  if (x->shape.rank < 2 || b->shape.rank != 1)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "input must be at least rank 2 and bias rank 1");
+  int cdim = nchw ? 1 : x->shape.rank - 1;
+  int64_t ch = x->shape.dim[cdim];
+  if (b->shape.dim[0] != ch)
+    return eng_kfail(c, TD_INVALID_ARGUMENT,
+                     "bias has %lld elements but the input's channel dimension is %lld",
+                     (long long)b->shape.dim[0], (long long)ch);
+  rc = eng_kout(c, 0, ENG_DT_FLOAT, &x->shape);
+  if (rc) return rc;
+  int64_t inner = 1, n = eng_tensor_numel(x);
+  for (int d = cdim + 1; d < x->shape.rank; d++) inner *= x->shape.dim[d];
+  const float *xs = eng_tensor_data(x), *bs = eng_tensor_data(b);
+  float *y = eng_tensor_data(&c->out[0]);
+  if (ch == 0 || inner == 0) return TD_OK;
+  for (int64_t i = 0; i < n;) {
+    for (int64_t k = 0; k < ch; k++) {
+      float v = bs[k];
+      for (int64_t j = 0; j < inner; j++, i++) y[i] = xs[i] + v;
+    }
+  }
+  return TD_OK;
+}

@@ -1,0 +1,315 @@
+/* Matrix products on OpenBLAS: MatMul (transpose_a/b), BatchMatMulV2/V3
+ * (adj_x/adj_y, broadcasting batch dims) and two-operand Einsum.
+ *
+ * A single-row product goes to sgemv: OpenBLAS's sgemm is several times
+ * slower there (perf.md §6.1), and batch-1 dense layers are that case.
+ * Einsum is lowered to one batched product: each label is a batch label (in
+ * both operands and the output), a contracted label (in both, not in the
+ * output) or a free label of one operand; the operands are permuted to
+ * [batch, free, contracted] / [batch, contracted, free], multiplied, and the
+ * result permuted to the output's order. Equations outside that form
+ * (ellipses, repeated labels, one operand, labels summed away) fail with
+ * UNIMPLEMENTED naming the equation. */
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eng_kernels.h"
+
+/* C[m,n] = op(A) op(B), row-major; lda/ldb are the stored row lengths. */
+static void gemm_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+                     const float *b, float *c) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    memset(c, 0, sizeof *c * (size_t)(m * n));
+    return;
+  }
+  int64_t lda = ta ? m : k, ldb = tb ? k : n;
+  if (m == 1) {
+    /* c = op(B)^T a: B stored [k,n] -> y = B^T x; stored [n,k] -> y = B x. */
+    cblas_sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, tb ? (int)n : (int)k,
+                tb ? (int)k : (int)n, 1.0f, b, (int)ldb, a, ta ? (int)lda : 1, 0.0f, c, 1);
+    return;
+  }
+  if (n == 1 && !tb) {
+    cblas_sgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, ta ? (int)k : (int)m,
+                ta ? (int)m : (int)k, 1.0f, a, (int)lda, b, (int)ldb, 0.0f, c, 1);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b, (int)ldb, 0.0f, c, (int)n);
+}
+
+static void gemm_f64(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double *a,
+                     const double *b, double *c) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    memset(c, 0, sizeof *c * (size_t)(m * n));
+    return;
+  }
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              (int)m, (int)n, (int)k, 1.0, a, (int)(ta ? m : k), b, (int)(tb ? k : n), 0.0, c,
+              (int)n);
+}
+
+#define MAX_GEMM_DIM ((int64_t)1 << 30) /* BLAS takes int dims */
+
+static td_code check_dims(eng_kctx *c, int64_t m, int64_t n, int64_t k) {
+  if (m > MAX_GEMM_DIM || n > MAX_GEMM_DIM || k > MAX_GEMM_DIM)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "matrix dimension too large");
+  return TD_OK;
+}
+
+td_code eng_s_matmul(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err) {
+  if (in[0].rank != 2 || in[1].rank != 2) {
+    if ((in[0].rank >= 0 && in[0].rank != 2) || (in[1].rank >= 0 && in[1].rank != 2))
+      return td_err_set(err, TD_INVALID_ARGUMENT, "node '%s' (MatMul): inputs must be matrices",
+                        n->name);
+    out[0] = eng_shape_unknown();
+    return TD_OK;
+  }
+  bool ta = eng_node_attr_bool(n, "transpose_a", false), tb = eng_node_attr_bool(n, "transpose_b", false);
+  int64_t ka = in[0].dim[ta ? 0 : 1], kb = in[1].dim[tb ? 1 : 0];
+  if (ka >= 0 && kb >= 0 && ka != kb)
+    return td_err_set(err, TD_INVALID_ARGUMENT,
+                      "node '%s' (MatMul): Matrix size-incompatible: In[0] inner %lld, In[1] %lld",
+                      n->name, (long long)ka, (long long)kb);
+  int64_t d[2] = {in[0].dim[ta ? 1 : 0], in[1].dim[tb ? 0 : 1]};
+  out[0] = eng_shape_make(2, d);
+  return TD_OK;
+}
+
+td_code eng_k_matmul(eng_kctx *c) {
+  const eng_tensor *a = &c->in[0], *b = &c->in[1];
+  if (a->dtype != b->dtype || (a->dtype != ENG_DT_FLOAT && a->dtype != ENG_DT_DOUBLE))
+    return eng_kfail(c, TD_UNIMPLEMENTED, "%s x %s products are not supported",
+                     eng_dtype_name(a->dtype), eng_dtype_name(b->dtype));
+  if (a->shape.rank != 2 || b->shape.rank != 2)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "In[0] and In[1] must be matrices, got rank %d and %d",
+                     a->shape.rank, b->shape.rank);
+  bool ta = eng_node_attr_bool(c->node, "transpose_a", false);
+  bool tb = eng_node_attr_bool(c->node, "transpose_b", false);
+  int64_t m = a->shape.dim[ta ? 1 : 0], k = a->shape.dim[ta ? 0 : 1];
+  int64_t kb = b->shape.dim[tb ? 1 : 0], n = b->shape.dim[tb ? 0 : 1];
+  if (k != kb) {
+    char sa[64], sb[64];
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "Matrix size-incompatible: In[0]: %s, In[1]: %s",
+                     eng_shape_str(&a->shape, sa, sizeof sa), eng_shape_str(&b->shape, sb, sizeof sb));
+  }
+  td_code rc = check_dims(c, m, n, k);
+  int64_t d[2] = {m, n};
+  eng_shape s = eng_shape_make(2, d);
+  if (!rc) rc = eng_kout(c, 0, a->dtype, &s);
+  if (rc) return rc;
+  if (a->dtype == ENG_DT_FLOAT)
+    gemm_f32(ta, tb, m, n, k, eng_tensor_data(a), eng_tensor_data(b), eng_tensor_data(&c->out[0]));
+  else
+    gemm_f64(ta, tb, m, n, k, eng_tensor_data(a), eng_tensor_data(b), eng_tensor_data(&c->out[0]));
+  return TD_OK;
+}
+
+/* --- BatchMatMul ---------------------------------------------------------- */
+
+td_code eng_s_batch_matmul(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err) {
+  if (in[0].rank < 0 || in[1].rank < 0) {
+    out[0] = eng_shape_unknown();
+    return TD_OK;
+  }
+  if (in[0].rank < 2 || in[1].rank < 2)
+    return td_err_set(err, TD_INVALID_ARGUMENT, "node '%s' (%s): inputs must be rank >= 2",
+                      n->name, n->op);
+  eng_shape ba = in[0], bb = in[1];
+  ba.rank -= 2;
+  bb.rank -= 2;
+  td_code rc = eng_broadcast_shape(&ba, &bb, &out[0], err);
+  if (rc) return rc;
+  bool ax = eng_node_attr_bool(n, "adj_x", false), ay = eng_node_attr_bool(n, "adj_y", false);
+  if (out[0].rank + 2 > ENG_MAX_RANK) return td_err_set(err, TD_UNIMPLEMENTED, "rank too large");
+  out[0].dim[out[0].rank++] = in[0].dim[in[0].rank - (ax ? 1 : 2)];
+  out[0].dim[out[0].rank++] = in[1].dim[in[1].rank - (ay ? 2 : 1)];
+  return TD_OK;
+}
+
+static td_code batch_matmul(eng_kctx *c, const eng_tensor *a, const eng_tensor *b, bool ax,
+                            bool ay, eng_tensor *out) {
+  if (a->dtype != b->dtype || (a->dtype != ENG_DT_FLOAT && a->dtype != ENG_DT_DOUBLE))
+    return eng_kfail(c, TD_UNIMPLEMENTED, "%s x %s products are not supported",
+                     eng_dtype_name(a->dtype), eng_dtype_name(b->dtype));
+  int ra = a->shape.rank, rb = b->shape.rank;
+  if (ra < 2 || rb < 2)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "In[0] and In[1] must be at least rank 2, got %d and %d",
+                     ra, rb);
+  int64_t m = a->shape.dim[ra - (ax ? 1 : 2)], k = a->shape.dim[ra - (ax ? 2 : 1)];
+  int64_t kb = b->shape.dim[rb - (ay ? 1 : 2)], n = b->shape.dim[rb - (ay ? 2 : 1)];
+  if (k != kb) {
+    char sa[128], sb[128];
+    return eng_kfail(c, TD_INVALID_ARGUMENT,
+                     "Matrix size-incompatible: In[0]: %s, In[1]: %s",
+                     eng_shape_str(&a->shape, sa, sizeof sa), eng_shape_str(&b->shape, sb, sizeof sb));
+  }
+  eng_shape ba = a->shape, bb = b->shape, bo;
+  ba.rank -= 2;
+  bb.rank -= 2;
+  td_code rc = eng_broadcast_shape(&ba, &bb, &bo, c->err);
+  if (rc) return td_err_prefix(c->err, "node '%s' (%s): batch dims", c->node->name, c->node->op);
+  if ((rc = check_dims(c, m, n, k))) return rc;
+  eng_shape s = bo;
+  s.dim[s.rank++] = m;
+  s.dim[s.rank++] = n;
+  rc = eng_tensor_alloc(out, a->dtype, &s, c->err);
+  if (rc) return td_err_prefix(c->err, "node '%s' (%s)", c->node->name, c->node->op);
+  int64_t nb = eng_shape_numel(&bo);
+  const eng_shape *in[2] = {&ba, &bb};
+  eng_bcast it;
+  eng_bcast_init(&it, &bo, 2, in);
+  size_t es = eng_dtype_size(a->dtype);
+  const char *ad = eng_tensor_data(a), *bd = eng_tensor_data(b);
+  char *od = eng_tensor_data(out);
+  for (int64_t i = 0; i < nb; i++, eng_bcast_next(&it)) {
+    const char *pa = ad + (size_t)(it.off[0] * m * k) * es;
+    const char *pb = bd + (size_t)(it.off[1] * k * n) * es;
+    char *po = od + (size_t)(i * m * n) * es;
+    if (es == 4)
+      gemm_f32(ax, ay, m, n, k, (const float *)pa, (const float *)pb, (float *)po);
+    else
+      gemm_f64(ax, ay, m, n, k, (const double *)pa, (const double *)pb, (double *)po);
+  }
+  return TD_OK;
+}
+
+td_code eng_k_batch_matmul(eng_kctx *c) {
+  return batch_matmul(c, &c->in[0], &c->in[1], eng_node_attr_bool(c->node, "adj_x", false),
+                      eng_node_attr_bool(c->node, "adj_y", false), &c->out[0]);
+}
+
+/* --- Einsum ------------------------------------------------------------------- */
+
+/* Permutes x so that its dims come in the order perm (perm[d] = source dim). */
+static td_code permute(eng_kctx *c, const eng_tensor *x, const int *perm, eng_tensor *out) {
+  int r = x->shape.rank;
+  bool ident = true;
+  for (int d = 0; d < r; d++) ident &= perm[d] == d;
+  if (ident) {
+    *out = eng_tensor_share(x);
+    return TD_OK;
+  }
+  int64_t st[ENG_MAX_RANK], sst[ENG_MAX_RANK], dst[ENG_MAX_RANK];
+  eng_shape s = {.rank = r};
+  eng_contig_strides(&x->shape, st);
+  for (int d = 0; d < r; d++) {
+    s.dim[d] = x->shape.dim[perm[d]];
+    sst[d] = st[perm[d]];
+  }
+  td_code rc = eng_tensor_alloc(out, x->dtype, &s, c->err);
+  if (rc) return td_err_prefix(c->err, "node '%s' (%s)", c->node->name, c->node->op);
+  eng_contig_strides(&s, dst);
+  eng_copy_nd(r, s.dim, eng_dtype_size(x->dtype), eng_tensor_data(x), sst, eng_tensor_data(out),
+              dst);
+  return TD_OK;
+}
+
+static int find_label(const char *s, int n, char l) {
+  for (int i = 0; i < n; i++)
+    if (s[i] == l) return i;
+  return -1;
+}
+
+td_code eng_k_einsum(eng_kctx *c) {
+  const char *eq = eng_attr_str(c->node, "equation", "");
+  char in0[ENG_MAX_RANK + 1], in1[ENG_MAX_RANK + 1], outl[ENG_MAX_RANK + 1];
+  int n0 = 0, n1 = 0, no = 0, part = 0;
+  bool ok = c->n_in == 2;
+  for (const char *p = eq; *p && ok; p++) {
+    if (*p == ' ') continue;
+    if (*p == ',' && part == 0) {
+      part = 1;
+    } else if (*p == '-' && p[1] == '>' && part == 1) {
+      part = 2;
+      p++;
+    } else if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')) {
+      char *dst = part == 0 ? in0 : part == 1 ? in1 : outl;
+      int *cnt = part == 0 ? &n0 : part == 1 ? &n1 : &no;
+      if (*cnt >= ENG_MAX_RANK || find_label(dst, *cnt, *p) >= 0) ok = false;
+      else dst[(*cnt)++] = *p;
+    } else {
+      ok = false;
+    }
+  }
+  ok = ok && part == 2;
+  /* Classify labels. */
+  char batch[ENG_MAX_RANK], fa[ENG_MAX_RANK], fb[ENG_MAX_RANK], ct[ENG_MAX_RANK];
+  int nb = 0, nfa = 0, nfb = 0, nct = 0;
+  for (int i = 0; ok && i < n0; i++) {
+    bool inb = find_label(in1, n1, in0[i]) >= 0, ino = find_label(outl, no, in0[i]) >= 0;
+    if (inb && ino) batch[nb++] = in0[i];
+    else if (inb) ct[nct++] = in0[i];
+    else if (ino) fa[nfa++] = in0[i];
+    else ok = false; /* summed away */
+  }
+  for (int i = 0; ok && i < n1; i++) {
+    bool ina = find_label(in0, n0, in1[i]) >= 0, ino = find_label(outl, no, in1[i]) >= 0;
+    if (!ina && ino) fb[nfb++] = in1[i];
+    else if (!ina) ok = false;
+  }
+  for (int i = 0; ok && i < no; i++)
+    ok = find_label(in0, n0, outl[i]) >= 0 || find_label(in1, n1, outl[i]) >= 0;
+  if (!ok || nb + 2 > ENG_MAX_RANK)
+    return eng_kfail(c, TD_UNIMPLEMENTED, "Einsum equation '%s' is not supported", eq);
+  const eng_tensor *a = &c->in[0], *b = &c->in[1];
+  if (a->shape.rank != n0 || b->shape.rank != n1)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "equation '%s' expects ranks %d and %d, got %d and %d",
+                     eq, n0, n1, a->shape.rank, b->shape.rank);
+  int pa[ENG_MAX_RANK], pb[ENG_MAX_RANK], k = 0;
+  int64_t dim_of[128] = {0};
+  for (int i = 0; i < n0; i++) dim_of[(int)in0[i]] = a->shape.dim[i];
+  for (int i = 0; i < n1; i++) {
+    int64_t d = b->shape.dim[i];
+    int j = find_label(in0, n0, in1[i]);
+    if (j >= 0 && a->shape.dim[j] != d)
+      return eng_kfail(c, TD_INVALID_ARGUMENT, "label '%c' has size %lld in input 0 but %lld in "
+                       "input 1 (equation '%s')", in1[i], (long long)a->shape.dim[j], (long long)d, eq);
+    dim_of[(int)in1[i]] = d;
+  }
+  int64_t m = 1, n = 1, kk = 1;
+  for (int i = 0; i < nfa; i++) m *= dim_of[(int)fa[i]];
+  for (int i = 0; i < nfb; i++) n *= dim_of[(int)fb[i]];
+  for (int i = 0; i < nct; i++) kk *= dim_of[(int)ct[i]];
+  k = 0;
+  for (int i = 0; i < nb; i++) pa[k++] = find_label(in0, n0, batch[i]);
+  for (int i = 0; i < nfa; i++) pa[k++] = find_label(in0, n0, fa[i]);
+  for (int i = 0; i < nct; i++) pa[k++] = find_label(in0, n0, ct[i]);
+  k = 0;
+  for (int i = 0; i < nb; i++) pb[k++] = find_label(in1, n1, batch[i]);
+  for (int i = 0; i < nct; i++) pb[k++] = find_label(in1, n1, ct[i]);
+  for (int i = 0; i < nfb; i++) pb[k++] = find_label(in1, n1, fb[i]);
+  eng_tensor ta = {0}, tb = {0}, prod = {0};
+  td_code rc = permute(c, a, pa, &ta);
+  if (!rc) rc = permute(c, b, pb, &tb);
+  if (!rc) {
+    /* View as [batch..., m, k] x [batch..., k, n]. */
+    ta.shape.rank = nb + 2;
+    tb.shape.rank = nb + 2;
+    for (int i = 0; i < nb; i++) ta.shape.dim[i] = tb.shape.dim[i] = dim_of[(int)batch[i]];
+    ta.shape.dim[nb] = m;
+    ta.shape.dim[nb + 1] = kk;
+    tb.shape.dim[nb] = kk;
+    tb.shape.dim[nb + 1] = n;
+    rc = batch_matmul(c, &ta, &tb, false, false, &prod);
+  }
+  if (!rc) {
+    /* prod is [batch..., fa..., fb...]; permute to the output's order. */
+    char order[ENG_MAX_RANK * 3];
+    int nord = 0, po[ENG_MAX_RANK];
+    for (int i = 0; i < nb; i++) order[nord++] = batch[i];
+    for (int i = 0; i < nfa; i++) order[nord++] = fa[i];
+    for (int i = 0; i < nfb; i++) order[nord++] = fb[i];
+    prod.shape.rank = nord;
+    for (int i = 0; i < nord; i++) prod.shape.dim[i] = dim_of[(int)order[i]];
+    for (int i = 0; i < no; i++) po[i] = find_label(order, nord, outl[i]);
+    rc = permute(c, &prod, po, &c->out[0]);
+  }
+  eng_tensor_release(&ta);
+  eng_tensor_release(&tb);
+  eng_tensor_release(&prod);
+  return rc;
+}

@@ -1,0 +1,353 @@
+/* Neural-network ops on NHWC float32: Conv2D (im2col + sgemm; 1x1 stride-1
+ * convolutions skip the im2col), DepthwiseConv2dNative (direct loop over
+ * channels), MaxPool and AvgPool (SAME averages over the valid cells only),
+ * FusedBatchNorm{,V2,V3} and Softmax/LogSoftmax over the last axis.
+ *
+ * Window geometry follows TensorFlow (kernels/ops_util, conv_ops): VALID
+ * gives (in - eff + stride) / stride outputs, SAME gives ceil(in / stride)
+ * with the odd padding cell at the end, EXPLICIT takes explicit_paddings;
+ * eff = (k - 1) * dilation + 1. */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eng_kernels.h"
+
+typedef struct geom {
+  int64_t n, h, w, c;    /* input */
+  int64_t kh, kw;        /* window */
+  int64_t sh, sw, dh, dw;
+  int64_t oh, ow;        /* output */
+  int64_t pt, pl;        /* padding before (top, left) */
+} geom;
+
+static td_code window_1d(eng_kctx *c, const char *pad, int64_t in, int64_t k, int64_t s, int64_t d,
+                         const int64_t *explicit_pad, int64_t *out, int64_t *before) {
+  if (s <= 0 || d <= 0 || k <= 0)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "window, stride and dilation must be positive");
+  int64_t eff = (k - 1) * d + 1;
+  if (!strcmp(pad, "VALID")) {
+    *out = (in - eff + s) / s;
+    *before = 0;
+  } else if (!strcmp(pad, "SAME")) {
+    *out = (in + s - 1) / s;
+    int64_t total = (*out - 1) * s + eff - in;
+    if (total < 0) total = 0;
+    *before = total / 2;
+  } else if (!strcmp(pad, "EXPLICIT") && explicit_pad) {
+    if (explicit_pad[0] < 0 || explicit_pad[1] < 0)
+      return eng_kfail(c, TD_INVALID_ARGUMENT, "explicit paddings must be non-negative");
+    *out = (in + explicit_pad[0] + explicit_pad[1] - eff + s) / s;
+    *before = explicit_pad[0];
+  } else {
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "padding '%s' is not supported", pad);
+  }
+  if (*out < 0)
+    return eng_kfail(c, TD_INVALID_ARGUMENT,
+                     "Computed output size would be negative: %lld [input: %lld, window: %lld, "
+                     "stride: %lld]",
+                     (long long)*out, (long long)in, (long long)eff, (long long)s);
+  return TD_OK;
+}
+
+/* Reads strides/dilations/padding of a conv or pool over x (NHWC). */
+static td_code get_geom(eng_kctx *c, const eng_tensor *x, int64_t kh, int64_t kw, geom *g) {
+  const char *fmt = eng_attr_str(c->node, "data_format", "NHWC");
+  if (strcmp(fmt, "NHWC"))
+    return eng_kfail(c, TD_UNIMPLEMENTED, "data_format %s is not supported on CPU (NHWC only)", fmt);
+  if (x->shape.rank != 4)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "input must be 4-dimensional, got rank %d",
+                     x->shape.rank);
+  int64_t st[4] = {1, 1, 1, 1}, dl[4] = {1, 1, 1, 1}, ep[8] = {0};
+  int nst = eng_attr_ints(c->node, "strides", st, 4);
+  int ndl = eng_attr_ints(c->node, "dilations", dl, 4);
+  int nep = eng_attr_ints(c->node, "explicit_paddings", ep, 8);
+  if (nst != 4 || (ndl && ndl != 4))
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "strides and dilations must have 4 elements");
+  if (st[0] != 1 || st[3] != 1 || dl[0] != 1 || dl[3] != 1)
+    return eng_kfail(c, TD_UNIMPLEMENTED, "strides or dilations in the batch or depth dimension");
+  const char *pad = eng_attr_str(c->node, "padding", "VALID");
+  if (!strcmp(pad, "EXPLICIT") && nep != 8)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "explicit_paddings must have 8 elements");
+  *g = (geom){.n = x->shape.dim[0], .h = x->shape.dim[1], .w = x->shape.dim[2],
+              .c = x->shape.dim[3], .kh = kh, .kw = kw, .sh = st[1], .sw = st[2],
+              .dh = dl[1], .dw = dl[2]};
+  td_code rc = window_1d(c, pad, g->h, kh, g->sh, g->dh, ep + 2, &g->oh, &g->pt);
+  if (!rc) rc = window_1d(c, pad, g->w, kw, g->sw, g->dw, ep + 4, &g->ow, &g->pl);
+  return rc;
+}
+
+static td_code out_nhwc(eng_kctx *c, const geom *g, int64_t ch) {
+  int64_t d[4] = {g->n, g->oh, g->ow, ch};
+  eng_shape s = eng_shape_make(4, d);
+  return eng_kout(c, 0, ENG_DT_FLOAT, &s);
+}
+
+td_code eng_s_conv2d(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err) {
+  out[0] = eng_shape_unknown();
+  if (in[0].rank >= 0 && in[0].rank != 4)
+    return td_err_set(err, TD_INVALID_ARGUMENT, "node '%s' (%s): input must be 4-dimensional",
+                      n->name, n->op);
+  return TD_OK;
+}
+
+td_code eng_s_pool(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err) {
+  return eng_s_conv2d(n, in, out, err);
+}
+
+/* --- Conv2D ------------------------------------------------------------------- */
+
+#define IM2COL_MAX_FLOATS ((int64_t)4 << 20)
+
+static void im2col_rows(const geom *g, const float *x, int64_t row0, int64_t rows, float *col) {
+  int64_t kdim = g->kh * g->kw * g->c;
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t p = row0 + r, ow = p % g->ow, oh = (p / g->ow) % g->oh, n = p / (g->ow * g->oh);
+    float *dst = col + r * kdim;
+    for (int64_t i = 0; i < g->kh; i++) {
+      int64_t ih = oh * g->sh - g->pt + i * g->dh;
+      for (int64_t j = 0; j < g->kw; j++, dst += g->c) {
+        int64_t iw = ow * g->sw - g->pl + j * g->dw;
+        if (ih < 0 || ih >= g->h || iw < 0 || iw >= g->w)
+          memset(dst, 0, sizeof *dst * (size_t)g->c);
+        else
+          memcpy(dst, x + ((n * g->h + ih) * g->w + iw) * g->c, sizeof *dst * (size_t)g->c);
+      }
+    }
+  }
+}
+
+
+td_code eng_k_conv2d(eng_kctx *c) {
+  const eng_tensor *x = &c->in[0], *f = &c->in[1];
+  td_code rc = eng_kwant(c, 0, ENG_DT_FLOAT);
+  if (!rc) rc = eng_kwant(c, 1, ENG_DT_FLOAT);
+  if (rc) return rc;
+  if (f->shape.rank != 4)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "filter must be 4-dimensional, got rank %d",
+                     f->shape.rank);
+  geom g;
+  if ((rc = get_geom(c, x, f->shape.dim[0], f->shape.dim[1], &g))) return rc;
+  int64_t cout = f->shape.dim[3];
+  if (f->shape.dim[2] != g.c)
+    return eng_kfail(c, f->shape.dim[2] && g.c % f->shape.dim[2] == 0 ? TD_UNIMPLEMENTED
+                                                                      : TD_INVALID_ARGUMENT,
+                     "input depth %lld does not match the filter's %lld (grouped convolution)",
+                     (long long)g.c, (long long)f->shape.dim[2]);
+  if ((rc = out_nhwc(c, &g, cout))) return rc;
+  const float *xd = eng_tensor_data(x), *fd = eng_tensor_data(f);
+  float *y = eng_tensor_data(&c->out[0]);
+  int64_t rows = g.n * g.oh * g.ow, kdim = g.kh * g.kw * g.c;
+  if (!rows || !cout) return TD_OK;
+  if (!kdim) return TD_OK; /* zero-filled */
+  if (rows > INT32_MAX || kdim > INT32_MAX || cout > INT32_MAX)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "convolution too large");
+  if (g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 &&
+      g.oh == g.h && g.ow == g.w) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)cout, (int)kdim, 1.0f,
+                xd, (int)kdim, fd, (int)cout, 0.0f, y, (int)cout);
+    return TD_OK;
+  }
+  int64_t chunk = IM2COL_MAX_FLOATS / kdim;
+  if (chunk < 1) chunk = 1;
+  if (chunk > rows) chunk = rows;
+  float *col = malloc(sizeof *col * (size_t)(chunk * kdim));
+  if (!col) return eng_kfail(c, TD_RESOURCE_EXHAUSTED, "out of memory for im2col");
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+    int64_t nr = rows - r0 < chunk ? rows - r0 : chunk;
+    im2col_rows(&g, xd, r0, nr, col);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nr, (int)cout, (int)kdim, 1.0f,
+                col, (int)kdim, fd, (int)cout, 0.0f, y + r0 * cout, (int)cout);
+  }
+  free(col);
+  return TD_OK;
+}
+
+/* --- DepthwiseConv2dNative --------------------------------------------------- */
+
+td_code eng_k_depthwise_conv2d(eng_kctx *c) {
+  const eng_tensor *x = &c->in[0], *f = &c->in[1];
+  td_code rc = eng_kwant(c, 0, ENG_DT_FLOAT);
+  if (!rc) rc = eng_kwant(c, 1, ENG_DT_FLOAT);
+  if (rc) return rc;
+  if (f->shape.rank != 4)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "filter must be 4-dimensional, got rank %d",
+                     f->shape.rank);
+  geom g;
+  if ((rc = get_geom(c, x, f->shape.dim[0], f->shape.dim[1], &g))) return rc;
+  int64_t mult = f->shape.dim[3];
+  if (f->shape.dim[2] != g.c)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "input depth %lld does not match the filter's %lld",
+                     (long long)g.c, (long long)f->shape.dim[2]);
+  if ((rc = out_nhwc(c, &g, g.c * mult))) return rc;
+  const float *xd = eng_tensor_data(x), *fd = eng_tensor_data(f);
+  float *y = eng_tensor_data(&c->out[0]);
+  int64_t oc = g.c * mult;
+  for (int64_t n = 0; n < g.n; n++)
+    for (int64_t oh = 0; oh < g.oh; oh++)
+      for (int64_t ow = 0; ow < g.ow; ow++) {
+        float *o = y + ((n * g.oh + oh) * g.ow + ow) * oc;
+        for (int64_t i = 0; i < g.kh; i++) {
+          int64_t ih = oh * g.sh - g.pt + i * g.dh;
+          if (ih < 0 || ih >= g.h) continue;
+          for (int64_t j = 0; j < g.kw; j++) {
+            int64_t iw = ow * g.sw - g.pl + j * g.dw;
+            if (iw < 0 || iw >= g.w) continue;
+            const float *ip = xd + ((n * g.h + ih) * g.w + iw) * g.c;
+            const float *fp = fd + (i * g.kw + j) * oc;
+            if (mult == 1) {
+              for (int64_t ch = 0; ch < g.c; ch++) o[ch] += ip[ch] * fp[ch];
+            } else {
+              for (int64_t ch = 0; ch < g.c; ch++)
+                for (int64_t m = 0; m < mult; m++) o[ch * mult + m] += ip[ch] * fp[ch * mult + m];
+            }
+          }
+        }
+      }
+  return TD_OK;
+}
+
+/* --- pools ------------------------------------------------------------------- */
+
+static td_code pool(eng_kctx *c, bool is_max) {
+  const eng_tensor *x = &c->in[0];
+  td_code rc = eng_kwant(c, 0, ENG_DT_FLOAT);
+  if (rc) return rc;
+  int64_t k[4] = {1, 1, 1, 1};
+  if (eng_attr_ints(c->node, "ksize", k, 4) != 4)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "ksize must have 4 elements");
+  if (k[0] != 1 || k[3] != 1)
+    return eng_kfail(c, TD_UNIMPLEMENTED, "pooling across the batch or depth dimension");
+  geom g;
+  if ((rc = get_geom(c, x, k[1], k[2], &g))) return rc;
+  if ((rc = out_nhwc(c, &g, g.c))) return rc;
+  const float *xd = eng_tensor_data(x);
+  float *y = eng_tensor_data(&c->out[0]);
+  for (int64_t n = 0; n < g.n; n++)
+    for (int64_t oh = 0; oh < g.oh; oh++)
+      for (int64_t ow = 0; ow < g.ow; ow++) {
+        float *o = y + ((n * g.oh + oh) * g.ow + ow) * g.c;
+        int64_t cnt = 0;
+        if (is_max)
+          for (int64_t ch = 0; ch < g.c; ch++) o[ch] = -INFINITY;
+        for (int64_t i = 0; i < g.kh; i++) {
+          int64_t ih = oh * g.sh - g.pt + i;
+          if (ih < 0 || ih >= g.h) continue;
+          for (int64_t j = 0; j < g.kw; j++) {
+            int64_t iw = ow * g.sw - g.pl + j;
+            if (iw < 0 || iw >= g.w) continue;
+            const float *ip = xd + ((n * g.h + ih) * g.w + iw) * g.c;
+            cnt++;
+            if (is_max)
+              for (int64_t ch = 0; ch < g.c; ch++) o[ch] = ip[ch] > o[ch] ? ip[ch] : o[ch];
+            else
+              for (int64_t ch = 0; ch < g.c; ch++) o[ch] += ip[ch];
+          }
+        }
+        if (!is_max && cnt)
+          for (int64_t ch = 0; ch < g.c; ch++) o[ch] /= (float)cnt;
+      }
+  return TD_OK;
+}
+
+td_code eng_k_max_pool(eng_kctx *c) { return pool(c, true); }
+td_code eng_k_avg_pool(eng_kctx *c) { return pool(c, false); }
+
+/* --- FusedBatchNorm ------------------------------------------------------------ */
+
+td_code eng_k_fused_batch_norm(eng_kctx *c) {
+  const eng_tensor *x = &c->in[0];
+  td_code rc = TD_OK;
+  for (int i = 0; i < 5 && !rc; i++) rc = eng_kwant(c, i, ENG_DT_FLOAT);
+  if (rc) return rc;
+  const char *fmt = eng_attr_str(c->node, "data_format", "NHWC");
+  if (strcmp(fmt, "NHWC"))
+    return eng_kfail(c, TD_UNIMPLEMENTED, "data_format %s is not supported (NHWC only)", fmt);
+  if (x->shape.rank != 4)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "input must be 4-dimensional, got rank %d",
+                     x->shape.rank);
+  int64_t ch = x->shape.dim[3], n = eng_tensor_numel(x), rows = ch ? n / ch : 0;
+  bool training = eng_node_attr_bool(c->node, "is_training", true);
+  for (int i = 1; i < 5; i++) {
+    if (i >= 3 && training) break;
+    if (c->in[i].shape.rank != 1 || c->in[i].shape.dim[0] != ch)
+      return eng_kfail(c, TD_INVALID_ARGUMENT, "input %d must be a vector of %lld channels", i,
+                       (long long)ch);
+  }
+  float eps = eng_attr_float(c->node, "epsilon", 1e-4f);
+  int64_t vs = ch;
+  eng_shape vshape = eng_shape_make(1, &vs);
+  for (int o = 0; o < c->n_out && !rc; o++) {
+    eng_shape s = o == 0 ? x->shape : vshape;
+    rc = eng_kout(c, o, ENG_DT_FLOAT, &s);
+  }
+  if (rc) return rc;
+  const float *xd = eng_tensor_data(x), *scale = eng_tensor_data(&c->in[1]),
+              *offset = eng_tensor_data(&c->in[2]);
+  float *mean = c->n_out > 1 ? eng_tensor_data(&c->out[1]) : NULL;
+  float *var = c->n_out > 2 ? eng_tensor_data(&c->out[2]) : NULL;
+  float *tmp = calloc((size_t)(2 * ch + 1), sizeof *tmp);
+  if (!tmp) return eng_kfail(c, TD_RESOURCE_EXHAUSTED, "out of memory");
+  float *m = tmp, *v = tmp + ch;
+  if (training) {
+    /* Batch statistics, as TF does when is_training is true. */
+    for (int64_t r = 0; r < rows; r++)
+      for (int64_t k = 0; k < ch; k++) m[k] += xd[r * ch + k];
+    for (int64_t k = 0; k < ch; k++) m[k] = rows ? m[k] / (float)rows : 0;
+    for (int64_t r = 0; r < rows; r++)
+      for (int64_t k = 0; k < ch; k++) {
+        float d = xd[r * ch + k] - m[k];
+        v[k] += d * d;
+      }
+    for (int64_t k = 0; k < ch; k++) v[k] = rows ? v[k] / (float)rows : 0;
+  } else {
+    memcpy(m, eng_tensor_data(&c->in[3]), sizeof *m * (size_t)ch);
+    memcpy(v, eng_tensor_data(&c->in[4]), sizeof *v * (size_t)ch);
+  }
+  float *y = eng_tensor_data(&c->out[0]);
+  for (int64_t k = 0; k < ch; k++) {
+    float s = scale[k] / sqrtf(v[k] + eps);
+    for (int64_t r = 0; r < rows; r++) y[r * ch + k] = (xd[r * ch + k] - m[k]) * s + offset[k];
+  }
+  if (mean) memcpy(mean, m, sizeof *m * (size_t)ch);
+  if (var) memcpy(var, v, sizeof *v * (size_t)ch);
+  for (int o = 3; o < c->n_out && o < 5; o++)
+    memcpy(eng_tensor_data(&c->out[o]), o == 3 ? m : v, sizeof *m * (size_t)ch);
+  free(tmp);
+  return TD_OK;
+}
+
+/* --- Softmax / LogSoftmax -------------------------------------------------------- */
+
+td_code eng_k_softmax(eng_kctx *c) {
+  const eng_tensor *x = &c->in[0];
+  td_code rc = eng_kwant(c, 0, ENG_DT_FLOAT);
+  if (rc) return rc;
+  if (x->shape.rank < 1)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "logits must have at least one dimension");
+  bool logsm = !strcmp(c->node->op, "LogSoftmax");
+  if ((rc = eng_kout(c, 0, ENG_DT_FLOAT, &x->shape))) return rc;
+  int64_t d = x->shape.dim[x->shape.rank - 1], n = eng_tensor_numel(x);
+  if (!d) return TD_OK;
+  const float *xd = eng_tensor_data(x);
+  float *y = eng_tensor_data(&c->out[0]);
+  for (int64_t r = 0; r < n / d; r++) {
+    const float *xs = xd + r * d;
+    float *ys = y + r * d;
+    float mx = xs[0];
+    for (int64_t k = 1; k < d; k++) mx = xs[k] > mx ? xs[k] : mx;
+    float sum = 0;
+    for (int64_t k = 0; k < d; k++) {
+      ys[k] = expf(xs[k] - mx);
+      sum += ys[k];
+    }
+    if (logsm) {
+      float ls = logf(sum);
+      for (int64_t k = 0; k < d; k++) ys[k] = xs[k] - mx - ls;
+    } else {
+      for (int64_t k = 0; k < d; k++) ys[k] /= sum;
+    }
+  }
+  return TD_OK;
+}

@@ -1,0 +1,171 @@
+/* Reductions: Sum, Mean, Prod, Max, Min (float, double, int32, int64) and
+ * All, Any (bool), over the axes in input 1 (scalar or vector, negative
+ * allowed, repeats ignored), with keep_dims.
+ *
+ * Adjacent dims that are both reduced or both kept are merged first, so the
+ * common cases (LayerNorm's last axis, global pooling's middle axes) become a
+ * [outer, reduce, inner] walk. The walk visits the input once in order and
+ * accumulates into the output through per-dim output strides (0 on reduced
+ * dims). Float sums accumulate in the output's own type, as TF's CPU kernels
+ * do. */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "eng_kernels.h"
+
+typedef enum { R_SUM, R_MEAN, R_PROD, R_MAX, R_MIN, R_ALL, R_ANY } redop;
+
+#define RED_LOOP(T, NAME, LOWEST, HIGHEST)                                               \
+  static void NAME(redop op, const T *x, T *y, int g, const int64_t *dims,               \
+                   const int64_t *ost, int64_t nout, int64_t count) {                    \
+    T init = op == R_PROD ? (T)1 : op == R_MAX ? (LOWEST) : op == R_MIN ? (HIGHEST) : (T)0; \
+    for (int64_t i = 0; i < nout; i++) y[i] = init;                                      \
+    int64_t total = 1;                                                                   \
+    for (int d = 0; d < g; d++) total *= dims[d];                                        \
+    if (!total) goto finish;                                                             \
+    int64_t idx[ENG_MAX_RANK] = {0}, oo = 0, inner = dims[g - 1], is = ost[g - 1];       \
+    for (int64_t done = 0; done < total; done += inner) {                                \
+      const T *xs = x + done;                                                            \
+      if (is == 0) {                                                                     \
+        T acc = y[oo];                                                                   \
+        switch (op) {                                                                    \
+          case R_SUM: case R_MEAN: for (int64_t k = 0; k < inner; k++) acc += xs[k]; break; \
+          case R_PROD: for (int64_t k = 0; k < inner; k++) acc *= xs[k]; break;          \
+          case R_MAX: for (int64_t k = 0; k < inner; k++) acc = xs[k] > acc ? xs[k] : acc; break; \
+          default: for (int64_t k = 0; k < inner; k++) acc = xs[k] < acc ? xs[k] : acc; break; \
+        }                                                                                \
+        y[oo] = acc;                                                                     \
+      } else {                                                                           \
+        T *ys = y + oo;                                                                  \
+        switch (op) {                                                                    \
+          case R_SUM: case R_MEAN: for (int64_t k = 0; k < inner; k++) ys[k] += xs[k]; break; \
+          case R_PROD: for (int64_t k = 0; k < inner; k++) ys[k] *= xs[k]; break;        \
+          case R_MAX: for (int64_t k = 0; k < inner; k++) ys[k] = xs[k] > ys[k] ? xs[k] : ys[k]; break; \
+          default: for (int64_t k = 0; k < inner; k++) ys[k] = xs[k] < ys[k] ? xs[k] : ys[k]; break; \
+        }                                                                                \
+      }                                                                                  \
+      for (int d = g - 2; d >= 0; d--) {                                                 \
+        if (++idx[d] < dims[d]) {                                                        \
+          oo += ost[d];                                                                  \
+          break;                                                                         \
+        }                                                                                \
+        oo -= ost[d] * (idx[d] - 1);                                                     \
+        idx[d] = 0;                                                                      \
+      }                                                                                  \
+    }                                                                                    \
+  finish:                                                                                \
+    if (op == R_MEAN)                                                                    \
+      for (int64_t i = 0; i < nout; i++) y[i] = (T)(y[i] / (T)count);                     \
+  }
+
+RED_LOOP(float, red_f32, -INFINITY, INFINITY)
+RED_LOOP(double, red_f64, -INFINITY, INFINITY)
+RED_LOOP(int32_t, red_i32, INT32_MIN, INT32_MAX)
+RED_LOOP(int64_t, red_i64, INT64_MIN, INT64_MAX)
+
+td_code eng_k_reduce(eng_kctx *c) {
+  const char *name = c->node->op;
+  redop op = !strcmp(name, "Sum")    ? R_SUM
+             : !strcmp(name, "Mean") ? R_MEAN
+             : !strcmp(name, "Prod") ? R_PROD
+             : !strcmp(name, "Max")  ? R_MAX
+             : !strcmp(name, "Min")  ? R_MIN
+             : !strcmp(name, "All")  ? R_ALL
+                                     : R_ANY;
+  const eng_tensor *x = &c->in[0];
+  bool logical = op == R_ALL || op == R_ANY;
+  if (logical ? x->dtype != ENG_DT_BOOL
+              : (x->dtype != ENG_DT_FLOAT && x->dtype != ENG_DT_DOUBLE &&
+                 x->dtype != ENG_DT_INT32 && x->dtype != ENG_DT_INT64))
+    return eng_kfail(c, TD_UNIMPLEMENTED, "%s input is not supported", eng_dtype_name(x->dtype));
+  int64_t axes[64];
+  int na;
+  td_code rc = eng_karg_ints(c, 1, axes, 64, &na);
+  if (rc) return rc;
+  int r = x->shape.rank;
+  bool red[ENG_MAX_RANK] = {0};
+  for (int k = 0; k < na; k++) {
+    if (axes[k] < -r || axes[k] >= r)
+      return eng_kfail(c, TD_INVALID_ARGUMENT,
+                       "Invalid reduction dimension (%lld for input with %d dimension(s))",
+                       (long long)axes[k], r);
+    red[axes[k] < 0 ? axes[k] + r : axes[k]] = true;
+  }
+  bool keep = eng_node_attr_bool(c->node, "keep_dims", false);
+  eng_shape s = {.rank = 0};
+  int64_t count = 1;
+  for (int d = 0; d < r; d++) {
+    if (red[d]) {
+      count *= x->shape.dim[d];
+      if (keep) s.dim[s.rank++] = 1;
+    } else {
+      s.dim[s.rank++] = x->shape.dim[d];
+    }
+  }
+  eng_dtype odt = x->dtype;
+  rc = eng_kout(c, 0, odt, &s);
+  if (rc) return rc;
+  int64_t nout = eng_tensor_numel(&c->out[0]);
+  /* Merge runs of dims with the same kind; size-1 dims merge with anything. */
+  int64_t dims[ENG_MAX_RANK + 1], ost[ENG_MAX_RANK + 1];
+  bool gred[ENG_MAX_RANK + 1];
+  int g = 0;
+  for (int d = 0; d < r; d++) {
+    if (x->shape.dim[d] == 1 && r > 1) continue;
+    if (g && gred[g - 1] == red[d]) {
+      dims[g - 1] *= x->shape.dim[d];
+    } else {
+      dims[g] = x->shape.dim[d];
+      gred[g++] = red[d];
+    }
+  }
+  if (!g) {
+    dims[0] = 1;
+    gred[0] = false;
+    g = 1;
+  }
+  int64_t st = 1;
+  for (int d = g - 1; d >= 0; d--) {
+    ost[d] = gred[d] ? 0 : st;
+    if (!gred[d]) st *= dims[d];
+  }
+  const void *xd = eng_tensor_data(x);
+  void *yd = eng_tensor_data(&c->out[0]);
+  if (logical) {
+    /* bool: reuse the int32-free path with bytes. */
+    uint8_t *y = yd;
+    const uint8_t *xs = xd;
+    uint8_t init = op == R_ALL;
+    for (int64_t i = 0; i < nout; i++) y[i] = init;
+    int64_t total = eng_tensor_numel(x), idx[ENG_MAX_RANK + 1] = {0}, oo = 0;
+    for (int64_t i = 0; i < total; i++) {
+      if (op == R_ALL)
+        y[oo] = y[oo] && xs[i];
+      else
+        y[oo] = y[oo] || xs[i];
+      for (int d = g - 1; d >= 0; d--) {
+        if (++idx[d] < dims[d]) {
+          oo += ost[d];
+          break;
+        }
+        oo -= ost[d] * (idx[d] - 1);
+        idx[d] = 0;
+      }
+    }
+    return TD_OK;
+  }
+  switch (odt) {
+    case ENG_DT_FLOAT: red_f32(op, xd, yd, g, dims, ost, nout, count); break;
+    case ENG_DT_DOUBLE: red_f64(op, xd, yd, g, dims, ost, nout, count); break;
+    case ENG_DT_INT32:
+      if (op == R_MEAN && !count) return eng_kfail(c, TD_INVALID_ARGUMENT, "mean of nothing");
+      red_i32(op, xd, yd, g, dims, ost, nout, count);
+      break;
+    default:
+      if (op == R_MEAN && !count) return eng_kfail(c, TD_INVALID_ARGUMENT, "mean of nothing");
+      red_i64(op, xd, yd, g, dims, ost, nout, count);
+      break;
+  }
+  return TD_OK;
+}

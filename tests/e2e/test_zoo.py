@@ -1,0 +1,100 @@
+"""The model zoo served over REST: each Keras / TF2 model from
+tests/fixtures/models/zoo, fed the fixture script's deterministic inputs
+through the columnar "inputs" object form (every input by name), compared
+with TensorFlow's outputs in tests/fixtures/zoo.json. Bound: relative error
+1e-4 with a 1e-2 floor on the denominator, as in tests/loader/test_ldr_zoo.c."""
+import json
+import os
+import struct
+
+import pytest
+
+from conftest import FIXTURES, ROOT
+
+with open(os.path.join(FIXTURES, "zoo.json")) as f:
+    ZOO = json.load(f)["models"]
+
+
+def f32(v):
+    return struct.unpack("f", struct.pack("f", v))[0]
+
+
+def zoo_input(spec, batch):
+    """scripts/make_fixtures.py zoo_input(), in plain Python: the double
+    division and subtraction round to the same float32 (double rounding is
+    innocuous for one basic operation at 53 >= 2*24+2 bits)."""
+    shape = [batch] + spec["shape"]
+    n = 1
+    for d in shape:
+        n *= d
+    last = shape[-1]
+    if spec["gen"] == "float":
+        flat = [f32(f32(((i * 7919 + spec["seed"]) % 2001) / 1000.0) - 1.0) for i in range(n)]
+    elif spec["gen"] == "int":
+        flat = [(i * 31 + spec["seed"]) % spec["mod"] for i in range(n)]
+    else:
+        flat = [int(i % last < last - 3 * ((i // last) % 4)) for i in range(n)]
+
+    def nest(vals, dims):
+        if len(dims) == 1:
+            return vals
+        step = len(vals) // dims[0]
+        return [nest(vals[k * step:(k + 1) * step], dims[1:]) for k in range(dims[0])]
+    return nest(flat, shape)
+
+
+def flat(x):
+    if isinstance(x, list):
+        return [v for item in x for v in flat(item)]
+    return [x]
+
+
+def check(name, got, want):
+    vals = want["values"]
+    got = flat(got)
+    assert len(got) == len(vals)
+    worst = max(abs(g - w) / max(abs(w), 1e-2) for g, w in zip(got, vals))
+    assert worst <= 1e-4, (name, worst)
+
+
+CASES = [(m, b) for m in sorted(ZOO) for b in (1, 8) if not (m == "mobilenet_v2" and b == 8)]
+
+
+@pytest.mark.parametrize("model,batch", CASES)
+def test_zoo_predict_matches_tensorflow(serve, model, batch):
+    entry = ZOO[model]
+    s = serve(model, os.path.dirname(os.path.join(ROOT, entry["dir"])))
+    inputs = {alias: zoo_input(spec, batch) for alias, spec in entry["inputs"].items()}
+    status, out = s.json("POST", f"/v1/models/{model}:predict", json.dumps({"inputs": inputs}))
+    assert status == 200, out
+    outs = out["outputs"]
+    if len(entry["outputs"]) == 1:
+        (alias, ref), = entry["outputs"].items()
+        check(alias, outs, ref["batch%d" % batch])
+    else:
+        assert sorted(outs) == sorted(entry["outputs"])
+        for alias, ref in entry["outputs"].items():
+            check(alias, outs[alias], ref["batch%d" % batch])
+
+
+def test_zoo_row_form_single_input(serve):
+    # The row ("instances") form of a one-input model: a list of rows.
+    entry = ZOO["mlp"]
+    s = serve("mlp", os.path.dirname(os.path.join(ROOT, entry["dir"])))
+    rows = zoo_input(entry["inputs"]["x"], 8)
+    status, out = s.json("POST", "/v1/models/mlp:predict", json.dumps({"instances": rows}))
+    assert status == 200, out
+    check("output_0", out["predictions"], entry["outputs"]["output_0"]["batch8"])
+
+
+def test_zoo_bad_shape_is_invalid_argument(serve):
+    # A feature count the first MatMul cannot take: 400 naming the op, no crash.
+    entry = ZOO["two_io"]
+    s = serve("m", os.path.dirname(os.path.join(ROOT, entry["dir"])))
+    body = {"inputs": {"features": [[1.0] * 8], "category": [[7]]}}
+    status, out = s.json("POST", "/v1/models/m:predict", json.dumps(body))
+    assert status == 400, out
+    assert "GatherV2" in out["error"] or "indices" in out["error"], out
+    status, out = s.json("POST", "/v1/models/m:predict", json.dumps(
+        {"inputs": {"features": [[1.0] * 5], "category": [[1]]}}))
+    assert status == 400, out

@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""Writes tests/engine/op_cases.inc: small test vectors for every computing op
+of the engine's table, with the expected outputs computed by TensorFlow
+itself (tf.raw_ops, CPU). Run by hand after adding a case:
+    python3 tests/engine/make_op_cases.py
+test_eng_op.c includes the file and runs each case through the op table."""
+import os
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+import numpy as np
+import tensorflow as tf
+
+R = tf.raw_ops
+f32, i32, i64, b8 = np.float32, np.int32, np.int64, np.bool_
+DT = {np.dtype(f32): "ENG_DT_FLOAT", np.dtype(i32): "ENG_DT_INT32",
+      np.dtype(i64): "ENG_DT_INT64", np.dtype(b8): "ENG_DT_BOOL",
+      np.dtype(np.float64): "ENG_DT_DOUBLE"}
+TFDT = {"float32": 1, "int32": 3, "int64": 9, "bool": 10, "float64": 2}
+cases = []
+
+
+def a(*v, dt=f32):
+    return np.array(v, dtype=dt)
+
+
+def sc(v, dt=f32):
+    return np.array(v, dtype=dt)
+
+
+def r(shape, seed, dt=f32, lo=-2, hi=2):
+    g = np.random.default_rng(seed)
+    if dt == f32:
+        return np.round(g.uniform(lo, hi, shape), 2).astype(f32)
+    return g.integers(lo, hi, shape).astype(dt)
+
+
+def attr_str(attrs):
+    out = []
+    for k, v in attrs.items():
+        if isinstance(v, bool):
+            out.append("%s=b:%d" % (k, v))
+        elif isinstance(v, int):
+            out.append("%s=i:%d" % (k, v))
+        elif isinstance(v, float):
+            out.append("%s=f:%r" % (k, v))
+        elif isinstance(v, str):
+            out.append("%s=s:%s" % (k, v))
+        elif isinstance(v, list):
+            out.append("%s=li:%s" % (k, ",".join(str(x) for x in v)))
+        elif isinstance(v, tf.DType):
+            out.append("%s=t:%d" % (k, TFDT[v.name]))
+    return ";".join(out)
+
+
+def case(op, inputs, attrs=None, n_out=1, call=None, tf_attrs=None, note=""):
+    """inputs: list of np arrays; attrs: the node attrs the engine reads;
+    call: how to run it in TF (defaults to tf.raw_ops.<op>(positional names))."""
+    attrs = attrs or {}
+    res = call(*[tf.constant(x) for x in inputs])
+    if not isinstance(res, (list, tuple)):
+        res = [res]
+    res = [np.asarray(t) for t in res][:n_out]
+    cases.append((op, attr_str(attrs), inputs, res, note))
+
+
+def tensor_lit(x):
+    x = np.asarray(x)
+    dims = ",".join(str(d) for d in x.shape) or "0"
+    vals = ",".join("%.9g" % float(v) if x.dtype.kind == "f" else str(int(v))
+                    for v in x.reshape(-1))
+    return "{%s, %d, {%s}, %d, (const double[]){%s}}" % (
+        DT[x.dtype], x.ndim, dims, x.size, vals or "0")
+
+
+X4 = a(-2.5, -0.5, 0.0, 1.5)
+XP = a(0.25, 1.0, 2.0, 9.0)
+for op in ["Abs", "Ceil", "Cos", "Elu", "Erf", "Erfc", "Exp", "Expm1", "Floor", "Neg",
+           "Relu", "Relu6", "Round", "Selu", "Sigmoid", "Sign", "Sin", "Softplus", "Softsign",
+           "Square", "Tanh"]:
+    case(op, [a(-7.5, -2.5, -0.5, 0.0, 0.5, 1.5, 2.5, 7.0)], call=lambda x, op=op: getattr(R, op)(x=x) if op not in ("Softplus", "Softsign", "Relu", "Relu6", "Elu", "Selu") else getattr(R, op)(features=x))
+for op in ["Log", "Log1p", "Reciprocal", "Rsqrt", "Sqrt"]:
+    case(op, [XP], call=lambda x, op=op: getattr(R, op)(x=x))
+case("Neg", [a(3, -4, 0, dt=i32)], call=lambda x: R.Neg(x=x))
+case("Abs", [a(3, -4, 0, dt=i64)], call=lambda x: R.Abs(x=x))
+case("Square", [a(3, -4, 0, dt=i32)], call=lambda x: R.Square(x=x))
+case("LeakyRelu", [X4], {"alpha": 0.1}, call=lambda x: R.LeakyRelu(features=x, alpha=0.1))
+case("LogicalNot", [a(True, False, dt=b8)], call=lambda x: R.LogicalNot(x=x))
+case("Cast", [a(-1.7, 0.0, 2.9)], {"DstT": tf.int32}, call=lambda x: R.Cast(x=x, DstT=tf.int32))
+case("Cast", [a(1, 0, 5, dt=i32)], {"DstT": tf.bool}, call=lambda x: R.Cast(x=x, DstT=tf.bool))
+case("Cast", [a(True, False, dt=b8)], {"DstT": tf.float32}, call=lambda x: R.Cast(x=x, DstT=tf.float32))
+case("Cast", [a(7, -3, dt=i64)], {"DstT": tf.float32}, call=lambda x: R.Cast(x=x, DstT=tf.float32))
+case("ZerosLike", [r([2, 2], 1)], call=lambda x: R.ZerosLike(x=x))
+case("OnesLike", [a(4, 5, dt=i32)], call=lambda x: R.OnesLike(x=x))
+for op in ["CheckNumerics", "EnsureShape", "PreventGradient"]:
+    pass  # identities: checked in C directly
+
+# --- broadcasting binaries, comparisons, logic, select
+A23, B3 = r([2, 3], 2), r([3], 3)
+for op in ["Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual"]:
+    case(op, [A23, a(B3[0], A23[0, 1], B3[2])], call=lambda x, y, op=op: getattr(R, op)(x=x, y=y))
+case("Less", [a(1, 5, dt=i32), a(3, dt=i32)], call=lambda x, y: R.Less(x=x, y=y))
+case("Equal", [a(True, False, dt=b8), a(True, True, dt=b8)], call=lambda x, y: R.Equal(x=x, y=y))
+case("LogicalAnd", [a([True], [False], dt=b8), a(True, False, True, dt=b8)], call=lambda x, y: R.LogicalAnd(x=x, y=y))
+case("LogicalOr", [a([True], [False], dt=b8), a(True, False, True, dt=b8)], call=lambda x, y: R.LogicalOr(x=x, y=y))
+case("SelectV2", [a([True], [False], dt=b8), A23, sc(9.0)], call=lambda c, t, e: R.SelectV2(condition=c, t=t, e=e))
+case("Select", [a(False, True, dt=b8), A23, r([2, 3], 4)], call=lambda c, t, e: R.Select(condition=c, x=t, y=e))
+case("Pow", [XP, a(0.5, 2.0, -1.0, 3.0)], call=lambda x, y: R.Pow(x=x, y=y))
+case("Pow", [a(2, 3, dt=i32), a(3, dt=i32)], call=lambda x, y: R.Pow(x=x, y=y))
+case("SquaredDifference", [A23, B3], call=lambda x, y: R.SquaredDifference(x=x, y=y))
+case("AddN", [A23, A23 * 2, r([2, 3], 5)], call=lambda *x: R.AddN(inputs=list(x)))
+case("BiasAdd", [r([2, 2, 3], 6), B3], call=lambda x, b: R.BiasAdd(value=x, bias=b))
+case("BiasAdd", [r([1, 3, 2, 2], 7), B3], {"data_format": "NCHW"}, call=lambda x, b: R.BiasAdd(value=x, bias=b, data_format="NCHW"))
+case("Add", [A23, B3], call=lambda x, y: R.Add(x=x, y=y))
+case("AddV2", [a(1, 2, dt=i64), a(5, dt=i64)], call=lambda x, y: R.AddV2(x=x, y=y))
+case("Sub", [A23, B3], call=lambda x, y: R.Sub(x=x, y=y))
+case("Mul", [A23, B3], call=lambda x, y: R.Mul(x=x, y=y))
+case("RealDiv", [A23, B3 + 3], call=lambda x, y: R.RealDiv(x=x, y=y))
+case("Maximum", [A23, B3], call=lambda x, y: R.Maximum(x=x, y=y))
+case("Minimum", [A23, B3], call=lambda x, y: R.Minimum(x=x, y=y))
+
+# --- shape ops
+X234 = r([2, 3, 4], 8)
+case("Reshape", [X234, a(4, -1, dt=i32)], call=lambda x, s: R.Reshape(tensor=x, shape=s))
+case("Shape", [X234], {"out_type": tf.int64}, call=lambda x: R.Shape(input=x, out_type=tf.int64))
+case("Squeeze", [r([1, 3, 1], 9)], {"squeeze_dims": [-1]}, call=lambda x: R.Squeeze(input=x, axis=[-1]))
+case("Squeeze", [r([1, 3, 1], 9)], call=lambda x: R.Squeeze(input=x))
+case("ExpandDims", [A23, sc(-1, i32)], call=lambda x, d: R.ExpandDims(input=x, axis=d))
+case("Fill", [a(2, 3, dt=i32), sc(1.5)], call=lambda d, v: R.Fill(dims=d, value=v))
+case("Range", [sc(3, i32), sc(-4, i32), sc(-2, i32)], call=lambda s, l, d: R.Range(start=s, limit=l, delta=d))
+case("Range", [sc(0.5), sc(2.0), sc(0.4)], call=lambda s, l, d: R.Range(start=s, limit=l, delta=d))
+case("BroadcastTo", [B3, a(2, 3, dt=i32)], call=lambda x, s: R.BroadcastTo(input=x, shape=s))
+
+# --- array ops
+def ss(x, b, e, s, **m):
+    case("StridedSlice", [x, a(*b, dt=i32), a(*e, dt=i32), a(*s, dt=i32)], m,
+         call=lambda x, b, e, s: R.StridedSlice(input=x, begin=b, end=e, strides=s, **m))
+ss(X234, [0, 1], [2, 3], [1, 1])
+ss(X234, [1, -1, 0], [2, -4, 4], [1, -1, 2], shrink_axis_mask=1)
+ss(X234, [0, 0], [0, 2], [1, 1], begin_mask=1, end_mask=1, new_axis_mask=2)
+ss(X234, [0, 1], [0, 2], [1, 1], ellipsis_mask=1, shrink_axis_mask=2)
+ss(a(4, 5, 6, dt=i32), [1], [2], [1], shrink_axis_mask=1)
+ss(X234, [0, 10], [0, -10], [1, -1], begin_mask=1, end_mask=1)
+case("Slice", [X234, a(1, 0, 1, dt=i32), a(1, -1, 2, dt=i32)], call=lambda x, b, s: R.Slice(input=x, begin=b, size=s))
+case("Pack", [B3, B3 * 2], {"axis": 1}, call=lambda *x: R.Pack(values=list(x), axis=1))
+case("Pack", [a(1, dt=i32), a(2, dt=i32)], call=lambda *x: R.Pack(values=list(x)))
+case("Unpack", [A23], {"num": 3, "axis": -1}, n_out=3, call=lambda x: R.Unpack(value=x, num=3, axis=-1))
+case("ConcatV2", [A23, r([2, 1], 10), sc(-1, i32)], call=lambda x, y, ax: R.ConcatV2(values=[x, y], axis=ax))
+case("GatherV2", [r([4, 2], 11), a([3, 0], [1, 1], dt=i32), sc(0, i32)], call=lambda p, i, ax: R.GatherV2(params=p, indices=i, axis=ax))
+case("GatherV2", [X234, a(2, 0, dt=i64), sc(-1, i32)], call=lambda p, i, ax: R.GatherV2(params=p, indices=i, axis=ax))
+case("GatherV2", [A23, a([2], [0], dt=i32), sc(1, i32)], {"batch_dims": 1}, call=lambda p, i, ax: R.GatherV2(params=p, indices=i, axis=ax, batch_dims=1))
+case("Transpose", [X234, a(2, 0, 1, dt=i32)], call=lambda x, p: R.Transpose(x=x, perm=p))
+case("Pad", [A23, a([1, 0], [0, 2], dt=i32)], call=lambda x, p: R.Pad(input=x, paddings=p))
+case("PadV2", [A23, a([0, 1], [2, 0], dt=i32), sc(-1.0)], call=lambda x, p, v: R.PadV2(input=x, paddings=p, constant_values=v))
+case("Tile", [A23, a(2, 2, dt=i32)], call=lambda x, m: R.Tile(input=x, multiples=m))
+
+# --- reductions
+for op in ["Sum", "Mean", "Max", "Min", "Prod"]:
+    case(op, [X234, a(0, -1, dt=i32)], call=lambda x, ax, op=op: getattr(R, op)(input=x, axis=ax))
+    case(op, [X234, a(1, dt=i32)], {"keep_dims": True}, call=lambda x, ax, op=op: getattr(R, op)(input=x, axis=ax, keep_dims=True))
+case("Sum", [a([1, 2], [3, 4], dt=i32), a(0, dt=i32)], call=lambda x, ax: R.Sum(input=x, axis=ax))
+case("All", [a([True, False], [True, True], dt=b8), a(1, dt=i32)], call=lambda x, ax: R.All(input=x, axis=ax))
+case("Any", [a([True, False], [False, False], dt=b8), a(1, dt=i32)], call=lambda x, ax: R.Any(input=x, axis=ax))
+
+# --- matmul family
+case("MatMul", [A23, r([3, 2], 12)], call=lambda x, y: R.MatMul(a=x, b=y))
+case("MatMul", [r([3, 2], 13), r([4, 3], 14)], {"transpose_a": True, "transpose_b": True},
+     call=lambda x, y: R.MatMul(a=x, b=y, transpose_a=True, transpose_b=True))
+case("MatMul", [r([1, 3], 15), r([2, 3], 16)], {"transpose_b": True}, call=lambda x, y: R.MatMul(a=x, b=y, transpose_b=True))
+case("MatMul", [r([1, 3], 15), r([3, 2], 16)], call=lambda x, y: R.MatMul(a=x, b=y))
+case("BatchMatMulV2", [r([2, 1, 2, 3], 17), r([3, 3, 2], 18)], call=lambda x, y: R.BatchMatMulV2(x=x, y=y))
+case("BatchMatMulV3", [r([2, 3, 2], 19), r([2, 4, 3], 20)], {"adj_x": True, "adj_y": True},
+     call=lambda x, y: R.BatchMatMulV3(x=x, y=y, Tout=tf.float32, adj_x=True, adj_y=True))
+case("BatchMatMul", [r([2, 2, 3], 21), r([2, 3, 2], 22)], call=lambda x, y: R.BatchMatMul(x=x, y=y))
+case("Einsum", [r([2, 3, 2, 2], 23), r([2, 4, 2, 2], 24)], {"equation": "BTNH,BSNH->BNTS"},
+     call=lambda x, y: R.Einsum(inputs=[x, y], equation="BTNH,BSNH->BNTS"))
+case("Einsum", [r([2, 2, 3, 4], 25), r([2, 4, 2, 2], 26)], {"equation": "BNTS,BSNH->BTNH"},
+     call=lambda x, y: R.Einsum(inputs=[x, y], equation="BNTS,BSNH->BTNH"))
+case("Einsum", [r([2, 3, 4], 27), r([4, 2, 2], 28)], {"equation": "abc,cde->abde"},
+     call=lambda x, y: R.Einsum(inputs=[x, y], equation="abc,cde->abde"))
+
+# --- nn
+IMG = r([2, 5, 5, 3], 30)
+def conv(op, x, f, **at):
+    at.setdefault("strides", [1, 1, 1, 1])
+    case(op, [x, f], at, call=lambda x, f: getattr(R, op)(input=x, filter=f, **at))
+conv("Conv2D", IMG, r([3, 3, 3, 2], 31), padding="SAME")
+conv("Conv2D", IMG, r([2, 3, 3, 4], 32), padding="VALID", strides=[1, 2, 1, 1])
+conv("Conv2D", IMG, r([3, 2, 3, 2], 33), padding="SAME", strides=[1, 2, 2, 1], dilations=[1, 1, 2, 1])
+conv("Conv2D", IMG, r([1, 1, 3, 2], 34), padding="VALID")
+conv("Conv2D", IMG, r([2, 2, 3, 2], 35), padding="EXPLICIT", explicit_paddings=[0, 0, 1, 0, 0, 2, 0, 0])
+conv("DepthwiseConv2dNative", IMG, r([3, 3, 3, 1], 36), padding="SAME", strides=[1, 2, 2, 1])
+conv("DepthwiseConv2dNative", IMG, r([2, 2, 3, 2], 37), padding="VALID")
+for op in ["MaxPool", "AvgPool"]:
+    for pad, k, s in [("SAME", 3, 2), ("VALID", 2, 2), ("SAME", 2, 1)]:
+        at = {"ksize": [1, k, k, 1], "strides": [1, s, s, 1], "padding": pad}
+        case(op, [IMG], at, call=lambda x, op=op, at=at: getattr(R, op)(value=x, **at) if op == "AvgPool" else getattr(R, op)(input=x, **at))
+X4D = r([2, 2, 2, 3], 38)
+sc, of, mu, va = a(1.0, 0.5, 2.0), a(0.1, -0.2, 0.0), a(0.3, -0.1, 0.2), a(0.5, 1.5, 2.0)
+case("FusedBatchNormV3", [X4D, sc, of, mu, va], {"is_training": False, "epsilon": 0.001},
+     call=lambda x, s, o, m, v: R.FusedBatchNormV3(x=x, scale=s, offset=o, mean=m, variance=v, epsilon=0.001, is_training=False)[0])
+case("FusedBatchNormV3", [X4D, sc, of, a(0.0, 0.0, 0.0), a(1.0, 1.0, 1.0)], {"epsilon": 0.001},
+     call=lambda x, s, o, m, v: R.FusedBatchNormV3(x=x, scale=s, offset=o, mean=m, variance=v, epsilon=0.001, is_training=True)[0],
+     note="training")
+case("Softmax", [A23], call=lambda x: R.Softmax(logits=x))
+case("LogSoftmax", [A23], call=lambda x: R.LogSoftmax(logits=x))
+
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "op_cases.inc"), "w") as f:
+    f.write("/* Generated by tests/engine/make_op_cases.py from TensorFlow %s: do not edit. */\n"
+            % tf.__version__)
+    for op, at, ins, outs, note in cases:
+        f.write("{\"%s\", \"%s\", %d, {%s}, %d, {%s}},\n" % (
+            op, at, len(ins), ", ".join(tensor_lit(x) for x in ins), len(outs),
+            ", ".join(tensor_lit(x) for x in outs)))
+print(len(cases), "cases")
