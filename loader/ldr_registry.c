@@ -14,16 +14,24 @@ typedef struct version_entry {
   ldr_servable *servable; /* set while AVAILABLE */
 } version_entry;
 
+typedef struct label_entry {
+  char *label;
+  int64_t version;
+} label_entry;
+
 typedef struct model_entry {
   char *name;
   char *base_path;
   int n, cap;
   version_entry *versions; /* sorted by version */
+  int n_labels;
+  label_entry *labels;
 } model_entry;
 
 struct ldr_registry {
   uv_mutex_t mu;
   char *tags;
+  bool closed;
   int n_models;
   model_entry *models;
 };
@@ -50,15 +58,24 @@ td_code ldr_registry_create(const char *tags, ldr_registry **out, td_err *err) {
   return TD_OK;
 }
 
+static void free_labels(model_entry *m) {
+  for (int i = 0; i < m->n_labels; i++) free(m->labels[i].label);
+  free(m->labels);
+  m->labels = NULL;
+  m->n_labels = 0;
+}
+
+static void free_model(model_entry *m) {
+  for (int v = 0; v < m->n; v++) ldr_servable_unref(m->versions[v].servable);
+  free(m->versions);
+  free(m->name);
+  free(m->base_path);
+  free_labels(m);
+}
+
 void ldr_registry_destroy(ldr_registry *r) {
   if (!r) return;
-  for (int i = 0; i < r->n_models; i++) {
-    model_entry *m = &r->models[i];
-    for (int v = 0; v < m->n; v++) ldr_servable_unref(m->versions[v].servable);
-    free(m->versions);
-    free(m->name);
-    free(m->base_path);
-  }
+  for (int i = 0; i < r->n_models; i++) free_model(&r->models[i]);
   free(r->models);
   free(r->tags);
   uv_mutex_destroy(&r->mu);
@@ -195,6 +212,10 @@ td_code ldr_registry_acquire(ldr_registry *r, const char *name, int64_t version,
                              ldr_servable **out, td_err *err) {
   td_code rc = TD_OK;
   uv_mutex_lock(&r->mu);
+  if (r->closed) {
+    uv_mutex_unlock(&r->mu);
+    return td_err_set(err, TD_UNAVAILABLE, "Server is shutting down");
+  }
   model_entry *m = find_model(r, name);
   const version_entry *hit = NULL;
   if (m)
@@ -287,10 +308,172 @@ bool ldr_registry_ready(ldr_registry *r) {
 
 td_code ldr_registry_resolve_label(ldr_registry *r, const char *name, const char *label,
                                    int64_t *version, td_err *err) {
-  /* Version labels arrive with model config files; until then no model has
-   * any, which is TF Serving's answer for an unknown label. */
-  (void)r;
-  (void)name;
-  (void)version;
-  return td_err_set(err, TD_INVALID_ARGUMENT, "Unrecognized servable version label: %s", label);
+  td_code rc = TD_OK;
+  uv_mutex_lock(&r->mu);
+  model_entry *m = find_model(r, name);
+  const label_entry *hit = NULL;
+  for (int i = 0; m && i < m->n_labels && !hit; i++)
+    if (!strcmp(m->labels[i].label, label)) hit = &m->labels[i];
+  if (hit)
+    *version = hit->version;
+  else
+    rc = td_err_set(err, TD_INVALID_ARGUMENT, "Unrecognized servable version label: %s", label);
+  uv_mutex_unlock(&r->mu);
+  return rc;
+}
+
+/* --- lifecycle ----------------------------------------------------------- */
+
+static td_code no_model(const char *name, td_err *err) {
+  return td_err_set(err, TD_NOT_FOUND, "model '%s' is not configured", name);
+}
+
+td_code ldr_registry_set_state(ldr_registry *r, const char *name, int64_t version,
+                               ldr_state state, const td_err *status, td_err *err) {
+  td_code rc = TD_OK;
+  uv_mutex_lock(&r->mu);
+  model_entry *m = find_model(r, name);
+  version_entry *e = m ? version_slot(m, version) : NULL;
+  if (!m) {
+    rc = no_model(name, err);
+  } else if (!e) {
+    rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  } else if (e->servable && e->state == LDR_STATE_AVAILABLE) {
+    rc = td_err_set(err, TD_FAILED_PRECONDITION, "version %lld of %s is serving; retire it first",
+                    (long long)version, name);
+  } else {
+    e->state = state;
+    if (status)
+      e->status = *status;
+    else
+      td_err_clear(&e->status);
+  }
+  uv_mutex_unlock(&r->mu);
+  return rc;
+}
+
+td_code ldr_registry_publish(ldr_registry *r, const char *name, ldr_servable *sv, td_err *err) {
+  td_code rc = TD_OK;
+  ldr_servable *drop = sv;
+  uv_mutex_lock(&r->mu);
+  model_entry *m = find_model(r, name);
+  version_entry *e = m ? version_slot(m, ldr_servable_version(sv)) : NULL;
+  if (!m) {
+    rc = no_model(name, err);
+  } else if (!e) {
+    rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  } else {
+    drop = e->servable;
+    e->servable = sv;
+    e->state = LDR_STATE_AVAILABLE;
+    td_err_clear(&e->status);
+  }
+  uv_mutex_unlock(&r->mu);
+  ldr_servable_unref(drop);
+  return rc;
+}
+
+ldr_servable *ldr_registry_retire(ldr_registry *r, const char *name, int64_t version) {
+  ldr_servable *sv = NULL;
+  uv_mutex_lock(&r->mu);
+  model_entry *m = find_model(r, name);
+  for (int i = 0; m && i < m->n; i++) {
+    version_entry *e = &m->versions[i];
+    if (e->version != version || !e->servable) continue;
+    sv = e->servable;
+    e->servable = NULL;
+    e->state = LDR_STATE_UNLOADING;
+    td_err_clear(&e->status);
+  }
+  uv_mutex_unlock(&r->mu);
+  return sv;
+}
+
+void ldr_registry_forget(ldr_registry *r, const char *name, int64_t version) {
+  ldr_servable *sv = NULL;
+  uv_mutex_lock(&r->mu);
+  model_entry *m = find_model(r, name);
+  for (int i = 0; m && i < m->n; i++) {
+    if (m->versions[i].version != version) continue;
+    sv = m->versions[i].servable;
+    memmove(&m->versions[i], &m->versions[i + 1], sizeof *m->versions * (size_t)(m->n - i - 1));
+    m->n--;
+    break;
+  }
+  uv_mutex_unlock(&r->mu);
+  ldr_servable_unref(sv);
+}
+
+td_code ldr_registry_remove_model(ldr_registry *r, const char *name, td_err *err) {
+  model_entry gone = {0};
+  bool found = false;
+  uv_mutex_lock(&r->mu);
+  for (int i = 0; i < r->n_models && !found; i++) {
+    if (strcmp(r->models[i].name, name)) continue;
+    gone = r->models[i];
+    memmove(&r->models[i], &r->models[i + 1], sizeof *r->models * (size_t)(r->n_models - i - 1));
+    r->n_models--;
+    found = true;
+  }
+  uv_mutex_unlock(&r->mu);
+  if (!found) return no_model(name, err);
+  free_model(&gone); /* outside the lock: a last unref frees a whole model */
+  return TD_OK;
+}
+
+td_code ldr_registry_check_label(ldr_registry *r, const char *name, const char *label,
+                                 int64_t version, bool allow_unavailable, td_err *err) {
+  td_code rc = TD_OK;
+  uv_mutex_lock(&r->mu);
+  model_entry *m = find_model(r, name);
+  bool available = false, moves = false;
+  for (int i = 0; m && i < m->n; i++)
+    if (m->versions[i].version == version)
+      available = m->versions[i].state == LDR_STATE_AVAILABLE;
+  for (int i = 0; m && i < m->n_labels; i++)
+    if (!strcmp(m->labels[i].label, label)) moves = m->labels[i].version != version;
+  if (!available && (!allow_unavailable || moves))
+    rc = td_err_set(err, TD_FAILED_PRECONDITION,
+                    "Request to assign label to version %lld of model %s, which is not currently "
+                    "available for inference",
+                    (long long)version, name);
+  uv_mutex_unlock(&r->mu);
+  return rc;
+}
+
+td_code ldr_registry_set_labels(ldr_registry *r, const char *name, const ldr_label *labels, int n,
+                                td_err *err) {
+  label_entry *fresh = n > 0 ? calloc((size_t)n, sizeof *fresh) : NULL;
+  if (n > 0 && !fresh) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  for (int i = 0; i < n; i++) {
+    fresh[i].version = labels[i].version;
+    if (!(fresh[i].label = strdup(labels[i].label))) {
+      for (int j = 0; j < i; j++) free(fresh[j].label);
+      free(fresh);
+      return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    }
+  }
+  model_entry old = {0};
+  td_code rc = TD_OK;
+  uv_mutex_lock(&r->mu);
+  model_entry *m = find_model(r, name);
+  if (m) {
+    old.labels = m->labels;
+    old.n_labels = m->n_labels;
+    m->labels = fresh;
+    m->n_labels = n;
+  } else {
+    old.labels = fresh;
+    old.n_labels = n;
+    rc = no_model(name, err);
+  }
+  uv_mutex_unlock(&r->mu);
+  free_labels(&old);
+  return rc;
+}
+
+void ldr_registry_close(ldr_registry *r) {
+  uv_mutex_lock(&r->mu);
+  r->closed = true;
+  uv_mutex_unlock(&r->mu);
 }

@@ -9,6 +9,12 @@
  * until they are done, so an unload never pulls a model from under a
  * running request.
  *
+ * The registry is the serving map only: which versions exist in which
+ * state, which servable each AVAILABLE version runs on, and each model's
+ * labels. Deciding what to load and unload (version policies, retries,
+ * config reloads) is ldr_manager's job, through the "lifecycle" calls
+ * below; ldr_registry_load_latest is a one-shot shortcut that bypasses it.
+ *
  * Thread-safe: one mutex guards the tables; loads run outside it, so
  * requests keep being served while a version loads. */
 #ifndef LDR_REGISTRY_H
@@ -74,5 +80,48 @@ td_code ldr_registry_resolve_label(ldr_registry *r, const char *name, const char
                                    int64_t *version, td_err *err);
 
 const char *ldr_state_name(ldr_state s);
+
+/* --- lifecycle (called by ldr_manager) -------------------------------------
+ * A version entry is created by the first call that names it. */
+
+/* Records a version's state and status (status NULL: OK). Never used for
+ * AVAILABLE (see publish); a version holding a servable keeps it. */
+td_code ldr_registry_set_state(ldr_registry *r, const char *name, int64_t version,
+                               ldr_state state, const td_err *status, td_err *err);
+/* Makes `sv` the AVAILABLE servable of its version (ldr_servable_version),
+ * taking over the caller's reference, also on failure (then it is dropped).
+ * From now on acquire may return it. */
+td_code ldr_registry_publish(ldr_registry *r, const char *name, ldr_servable *sv, td_err *err);
+/* Takes an AVAILABLE version out of service: acquire no longer returns it,
+ * its state becomes UNLOADING, and the registry's reference is handed to
+ * the caller (who drops it once in-flight requests are done). NULL when the
+ * version holds no servable. */
+ldr_servable *ldr_registry_retire(ldr_registry *r, const char *name, int64_t version);
+/* Drops a version's entry (it is no longer reported), releasing any
+ * servable it still holds. */
+void ldr_registry_forget(ldr_registry *r, const char *name, int64_t version);
+/* Removes a model with its entries and labels (servables still held by
+ * requests live on until released). NOT_FOUND when it is not configured. */
+td_code ldr_registry_remove_model(ldr_registry *r, const char *name, td_err *err);
+
+/* TF Serving's label rule: a label may only point at an AVAILABLE version,
+ * FAILED_PRECONDITION "Request to assign label to version V of model M,
+ * which is not currently available for inference" otherwise. With
+ * allow_unavailable (--allow_version_labels_for_unavailable_models) the
+ * check is skipped for a label that is new or keeps its version; moving an
+ * existing label to a version that is not AVAILABLE is still refused. */
+td_code ldr_registry_check_label(ldr_registry *r, const char *name, const char *label,
+                                 int64_t version, bool allow_unavailable, td_err *err);
+typedef struct ldr_label {
+  const char *label;
+  int64_t version;
+} ldr_label;
+/* Replaces a model's label map (no checks; see check_label). */
+td_code ldr_registry_set_labels(ldr_registry *r, const char *name, const ldr_label *labels, int n,
+                                td_err *err);
+
+/* Shutdown: from now on acquire answers UNAVAILABLE ("Server is shutting
+ * down"); references already handed out stay valid. */
+void ldr_registry_close(ldr_registry *r);
 
 #endif

@@ -7,7 +7,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ldr_bundle.h"
 #include "td_log.h"
+#include "tensorflow/core/protobuf/saved_model.pb-c.h"
+
+#define MAX_SAVED_MODEL_BYTES ((size_t)2 << 30)
 
 bool ldr_scan_parse_version(const char *name, int64_t *version) {
   if (!*name) return false;
@@ -85,4 +89,79 @@ td_code ldr_scan_versions(const char *base_path, ldr_version_dir **out, int *n, 
 void ldr_scan_free(ldr_version_dir *v, int n) {
   for (int i = 0; v && i < n; i++) free(v[i].path);
   free(v);
+}
+
+static td_code errno_code(int e) {
+  return e == ENOENT ? TD_NOT_FOUND : e == EACCES || e == EPERM ? TD_PERMISSION_DENIED : TD_UNAVAILABLE;
+}
+
+/* Reads and parses saved_model.pb; sets *has_saver when a MetaGraph has a
+ * saver_def (so the graph has variables to restore). */
+static td_code check_saved_model(const char *dir, bool *has_saver, td_err *err) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/saved_model.pb", dir);
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    int e = errno;
+    char txt[4096];
+    snprintf(txt, sizeof txt, "%s/saved_model.pbtxt", dir);
+    struct stat st;
+    if (e == ENOENT && !stat(txt, &st))
+      return td_err_set(err, TD_UNIMPLEMENTED, "%s: text-format SavedModels are not supported yet",
+                        txt);
+    return td_err_set(err, errno_code(e), "%s: cannot open (%s)", path, strerror(e));
+  }
+  struct stat st;
+  if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode) || st.st_size < 0 ||
+      (size_t)st.st_size > MAX_SAVED_MODEL_BYTES) {
+    fclose(f);
+    return td_err_set(err, TD_INVALID_ARGUMENT, "%s: not a regular file, or larger than 2 GiB",
+                      path);
+  }
+  size_t len = (size_t)st.st_size;
+  uint8_t *data = malloc(len ? len : 1);
+  if (!data) {
+    fclose(f);
+    return td_err_set(err, TD_RESOURCE_EXHAUSTED, "%s: out of memory", path);
+  }
+  size_t got = fread(data, 1, len, f);
+  int read_errno = ferror(f) ? errno : 0;
+  fclose(f);
+  if (got != len) {
+    free(data);
+    return td_err_set(err, read_errno ? errno_code(read_errno) : TD_DATA_LOSS,
+                      "%s: short read (%s)", path, read_errno ? strerror(read_errno) : "file shrank");
+  }
+  Tensorflow__SavedModel *sm = tensorflow__saved_model__unpack(NULL, len, data);
+  free(data);
+  if (!sm || !sm->n_meta_graphs) {
+    if (sm) tensorflow__saved_model__free_unpacked(sm, NULL);
+    return td_err_set(err, TD_DATA_LOSS,
+                      "%s: does not parse as a SavedModel (%zu bytes; still being written, or "
+                      "corrupt)",
+                      path, len);
+  }
+  *has_saver = false;
+  for (size_t i = 0; i < sm->n_meta_graphs; i++) *has_saver |= sm->meta_graphs[i]->saver_def != NULL;
+  tensorflow__saved_model__free_unpacked(sm, NULL);
+  return TD_OK;
+}
+
+td_code ldr_scan_check_complete(const char *version_dir, td_err *err) {
+  bool has_saver = false;
+  td_code rc = check_saved_model(version_dir, &has_saver, err);
+  if (rc) return rc;
+  char prefix[4096], index[4200];
+  snprintf(prefix, sizeof prefix, "%s/variables/variables", version_dir);
+  snprintf(index, sizeof index, "%s.index", prefix);
+  struct stat st;
+  if (stat(index, &st)) {
+    int e = errno;
+    if (!has_saver && e == ENOENT) return TD_OK; /* a graph without variables */
+    return td_err_set(err, errno_code(e), "%s: %s", index, strerror(e));
+  }
+  ldr_bundle *b = NULL;
+  rc = ldr_bundle_open(prefix, &b, err);
+  ldr_bundle_close(b);
+  return rc;
 }

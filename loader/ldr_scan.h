@@ -23,4 +23,13 @@ void ldr_scan_free(ldr_version_dir *v, int n);
 /* Parses a version directory name; false when it is not a version. */
 bool ldr_scan_parse_version(const char *name, int64_t *version);
 
+/* Whether a version directory is complete enough to load: saved_model.pb
+ * parses as a SavedModel, and when the MetaGraph has a saver (it has
+ * variables) or variables/variables.index exists, the checkpoint's index
+ * verifies and every data shard it names is present. A directory still
+ * being copied fails here and is retried later instead of being loaded
+ * half-written. The error names the file and the problem (NOT_FOUND,
+ * DATA_LOSS, PERMISSION_DENIED, ...). Reads the files; thread-safe. */
+td_code ldr_scan_check_complete(const char *version_dir, td_err *err);
+
 #endif

@@ -408,6 +408,8 @@ static td_code compile_signatures(ldr_servable *sv, td_err *err) {
 
 void ldr_servable_ref(ldr_servable *s) { atomic_fetch_add(&s->refs, 1); }
 
+int ldr_servable_refs(const ldr_servable *s) { return atomic_load(&s->refs); }
+
 void ldr_servable_unref(ldr_servable *s) {
   if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
   free_signatures(s->sigs, s->n_sigs);

@@ -34,6 +34,9 @@ td_code ldr_servable_load(const char *dir, int64_t version, const char *tags, ld
                           td_err *err);
 void ldr_servable_ref(ldr_servable *s);
 void ldr_servable_unref(ldr_servable *s);
+/* The current reference count (a snapshot): lets the owner of the last
+ * long-lived reference see when every request holding the servable is done. */
+int ldr_servable_refs(const ldr_servable *s);
 
 int64_t ldr_servable_version(const ldr_servable *s);
 const char *ldr_servable_path(const ldr_servable *s);

@@ -1,0 +1,101 @@
+/* ldr_manager: decides which model versions to load and unload, and does it
+ * without dropping a request (TF Serving's AspiredVersionsManager with its
+ * AvailabilityPreservingPolicy, FileSystemStoragePathSource and ServerCore
+ * label rules, in one place).
+ *
+ * Input: a cfg_model_config (models, base paths, version policies, labels)
+ * and scans of the base paths. A scan lists the numeric version directories
+ * and checks each new one for completeness (ldr_scan_check_complete); a
+ * directory still being copied is reported (state START with the reason as
+ * its status) and checked again on the next scan, never loaded half-written.
+ * The version policy picks the aspired versions among the complete ones:
+ * latest {num_versions}, all, or specific {versions}.
+ *
+ * Output, into the ldr_registry: aspired versions are loaded on the load
+ * threads (off the request path), warmed up (ldr_warmup) and only then
+ * published AVAILABLE, so Latest requests switch to a new version once it
+ * can answer. A version that leaves the policy or the disk is unloaded once
+ * an aspired version is AVAILABLE (or none is aspired any more): it is
+ * retired from the registry (state UNLOADING), requests already running on
+ * it finish on it (they hold references), and when the last one is done it
+ * is freed, the heap is trimmed so the memory goes back to the system, and
+ * its state becomes END. A failed load is retried max_num_load_retries
+ * times, load_retry_interval_micros apart (state LOADING with the error as
+ * status meanwhile), then ends in END with the error; the version serving
+ * before keeps serving; nothing stops the process. A base path that cannot
+ * be read is logged and leaves the model's versions as they are (TF
+ * Serving emits nothing then); an empty one logs TF Serving's "No versions
+ * of servable M found under base path P..." once and unloads nothing new.
+ *
+ * Config changes (set_config) add models, remove models (all their versions
+ * unload, then the model disappears from the registry) and change policies.
+ * Labels are applied when the config has settled (see ldr_manager_wait),
+ * all or nothing, with TF Serving's rule (ldr_registry_check_label) and
+ * --allow_version_labels_for_unavailable_models. TF Serving checks labels
+ * before loading, so labels in a config read at start-up can never pass
+ * there (tensorflow/serving#1608); checking after the config's loads is
+ * what makes them usable.
+ *
+ * Threads: one manager thread runs scans and decisions; num_load_threads
+ * workers load. Every public function is thread-safe. The manager holds
+ * its mutex while it updates the registry, never the other way round. */
+#ifndef LDR_MANAGER_H
+#define LDR_MANAGER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cfg_model_config.h"
+#include "ldr_registry.h"
+#include "td_status.h"
+
+typedef struct ldr_manager_options {
+  const char *tags;                   /* MetaGraph tags ("serve") */
+  int num_load_threads;               /* 0 is taken as 1 */
+  int max_num_load_retries;           /* retries after the first failure */
+  int64_t load_retry_interval_micros; /* negative: retry at once */
+  bool enable_warmup;
+  int warmup_iterations;              /* per record; 0 is taken as 1 */
+  bool allow_labels_for_unavailable;  /* --allow_version_labels_for_unavailable_models */
+} ldr_manager_options;
+
+typedef struct ldr_manager ldr_manager;
+
+/* The registry must outlive the manager. Starts the threads. */
+td_code ldr_manager_create(ldr_registry *r, const ldr_manager_options *opt, ldr_manager **out,
+                           td_err *err);
+/* Unloads everything (waiting for requests that hold versions), joins the
+ * threads and frees the manager. */
+void ldr_manager_destroy(ldr_manager *m);
+
+/* Replaces the served models with a copy of `c` and schedules a scan;
+ * returns at once. *ticket (optional) names this change for
+ * ldr_manager_wait. */
+td_code ldr_manager_set_config(ldr_manager *m, const cfg_model_config *c, uint64_t *ticket,
+                               td_err *err);
+/* Asks for a rescan of every base path; requests made while a scan runs
+ * coalesce into one more scan. Returns a ticket for ldr_manager_wait. */
+uint64_t ldr_manager_request_scan(ldr_manager *m);
+/* Waits until the change named by `ticket` has settled: every configured
+ * model was scanned after it, and every aspired version found then has had
+ * its first load attempt (AVAILABLE, or failed; retries go on afterwards).
+ * Returns the labels' verdict (FAILED_PRECONDITION, see
+ * ldr_registry_check_label) or, for models the change added that have no
+ * AVAILABLE version, UNKNOWN "N model(s) did not become available: {...}"
+ * as TF Serving words it; TD_OK otherwise. timeout_ms < 0 waits for ever;
+ * DEADLINE_EXCEEDED on timeout, CANCELLED when the manager stops. */
+td_code ldr_manager_wait(ldr_manager *m, uint64_t ticket, int64_t timeout_ms, td_err *err);
+
+/* The configured base paths (for the watcher); the caller frees each
+ * string and the array. Returns the count. */
+int ldr_manager_base_paths(ldr_manager *m, char ***paths);
+
+/* Shutdown, step one: the registry stops handing out versions
+ * (ldr_registry_close), queued loads are dropped, and the call waits up to
+ * grace_seconds for running loads and for requests in flight to finish,
+ * then unloads every version. Returns false when something was still
+ * running at the deadline (a load cannot be interrupted): the caller should
+ * then exit without destroying the manager. */
+bool ldr_manager_shutdown(ldr_manager *m, double grace_seconds);
+
+#endif
