@@ -19,7 +19,10 @@ typedef enum {
 #undef TD_STATUS
 } td_code;
 
-#define TD_ERR_MSG_MAX 1024
+/* Longer than gRPC's limit on purpose: TF Serving cuts gRPC messages over
+ * 1024 characters and appends "...TRUNCATED", and the transport can only
+ * do the same if it sees that a message was longer. */
+#define TD_ERR_MSG_MAX 2048
 
 typedef struct td_err {
   td_code code;

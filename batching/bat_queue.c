@@ -18,7 +18,10 @@ struct bat_queue {
 
 static void run_task(bat_task *t) {
   td_err_clear(&t->err);
-  if (t->run)
+  if (t->deadline_ns && uv_hrtime() >= t->deadline_ns)
+    t->code = td_err_set(&t->err, TD_DEADLINE_EXCEEDED,
+                         "Deadline exceeded before the request could run");
+  else if (t->run)
     t->code = t->run(t);
   else if (!t->sig->plan)
     t->code = td_err_set(&t->err, TD_FAILED_PRECONDITION, "signature '%s' cannot run: %s",

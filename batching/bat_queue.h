@@ -6,7 +6,9 @@
  * outputs or the error. Transport threads never run a model.
  *
  * Submission never blocks: a full queue answers RESOURCE_EXHAUSTED at once,
- * a stopping queue UNAVAILABLE. Tasks run in submission order. (Dynamic
+ * a stopping queue UNAVAILABLE. Tasks run in submission order. A task whose
+ * deadline has passed when a worker picks it up is not run: done() gets
+ * DEADLINE_EXCEEDED (the client has given up; the work is abandoned). (Dynamic
  * batching, merging queued tasks along dimension 0, builds on this queue.)
  *
  * Ownership: the task and everything it points to belong to the submitter;
@@ -32,6 +34,9 @@ struct bat_task {
   /* Optional: the worker calls run(t) instead of running sig's plan on
    * inputs/outputs (the batcher runs a merged batch this way). */
   td_code (*run)(bat_task *t);
+  /* Optional: uv_hrtime() value (CLOCK_MONOTONIC ns) after which the task
+   * is abandoned instead of run; 0 = no deadline. */
+  uint64_t deadline_ns;
   void *user;
   bat_task *next; /* queue link; owned by the queue while queued */
 };

@@ -28,6 +28,19 @@ static const flag_def flags[] = {
      "comma-separated MetaGraph tags to load (default \"serve\")"},
     {"tensord_num_workers", FLAG_INT, OPT(num_workers),
      "engine worker threads; 0 = one per CPU core (default 0)"},
+    {"grpc_socket_path", FLAG_STRING, OPT(grpc_socket_path),
+     "also serve gRPC on this UNIX socket (default none)"},
+    {"grpc_channel_arguments", FLAG_STRING, OPT(grpc_channel_arguments),
+     "gRPC server channel arguments, key=value pairs separated by commas"},
+    {"grpc_max_threads", FLAG_INT, OPT(grpc_max_threads),
+     "gRPC polling threads, at most one per CPU core; 0 = one per core (default 0)"},
+    {"ssl_config_file", FLAG_STRING, OPT(ssl_config_file),
+     "text-format SSLConfig: serve gRPC over TLS (default plaintext)"},
+    {"enable_serialization_as_tensor_content", FLAG_BOOL,
+     OPT(enable_serialization_as_tensor_content),
+     "gRPC Predict writes outputs in tensor_content (default false)"},
+    {"enable_grpc_healthcheck_service", FLAG_BOOL, OPT(enable_grpc_healthcheck_service),
+     "accepted for compatibility: grpc.health.v1.Health is always served"},
     {"help", FLAG_BOOL, OPT(help), "print this help and exit"},
     {"version", FLAG_BOOL, OPT(version), "print the version and exit"},
 };
@@ -39,6 +52,9 @@ void cfg_options_defaults(cfg_options *o) {
       .model_name = "default",
       .model_base_path = "",
       .saved_model_tags = "serve",
+      .grpc_socket_path = "",
+      .grpc_channel_arguments = "",
+      .ssl_config_file = "",
   };
 }
 
@@ -120,6 +136,8 @@ td_code cfg_options_validate(const cfg_options *o, td_err *err) {
                       o->port);
   if (o->num_workers < 0)
     return td_err_set(err, TD_INVALID_ARGUMENT, "--tensord_num_workers must be >= 0");
+  if (o->grpc_max_threads < 0)
+    return td_err_set(err, TD_INVALID_ARGUMENT, "--grpc_max_threads must be >= 0");
   return TD_OK;
 }
 

@@ -24,6 +24,13 @@ typedef struct cfg_options {
   const char *model_base_path; /* --model_base_path (required) */
   const char *saved_model_tags; /* --saved_model_tags ("serve") */
   int num_workers;             /* --tensord_num_workers: engine threads; 0 = one per core */
+  /* gRPC (TF Serving's names). */
+  const char *grpc_socket_path;       /* --grpc_socket_path (""): also listen on unix:PATH */
+  const char *grpc_channel_arguments; /* --grpc_channel_arguments (""): k=v,k2=v2 */
+  int grpc_max_threads;               /* --grpc_max_threads: polling threads; 0 = one per core */
+  const char *ssl_config_file;        /* --ssl_config_file (""): SSLConfig text, TLS */
+  bool enable_serialization_as_tensor_content; /* Predict outputs in tensor_content */
+  bool enable_grpc_healthcheck_service; /* accepted; the health service is always on */
   bool help;                   /* --help was given */
   bool version;                /* --version was given */
 } cfg_options;

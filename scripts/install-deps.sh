@@ -31,3 +31,17 @@ if [ "$want_tests" = 1 ] && ! python3 -c 'import pytest' 2>/dev/null; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q python3-pytest
   fi
 fi
+
+# tests/e2e/test_grpc.py: the stock TF Serving client, and openssl for its
+# throwaway TLS certificates. tensorflow-serving-api declares a dependency on
+# the `tensorflow` package, but the CPU-only wheel provides the same module:
+# install that, then the client without its dependency list, so pip does not
+# pull a second (newer) TensorFlow over it.
+if [ "$want_tests" = 1 ]; then
+  command -v openssl >/dev/null || DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q \
+    --no-install-recommends -o DPkg::Lock::Timeout=300 openssl
+  if ! python3 -c 'import tensorflow_serving.apis.prediction_service_pb2_grpc' 2>/dev/null; then
+    python3 -c 'import tensorflow' 2>/dev/null || python3 -m pip install -q 'tensorflow-cpu==2.19.1'
+    python3 -m pip install -q --no-deps 'tensorflow-serving-api==2.19.1'
+  fi
+fi

@@ -85,14 +85,25 @@ int main(int argc, char **argv) {
     goto out;
   }
   grpc_init();
-  if (opt.port) {
-    char addr[64];
-    snprintf(addr, sizeof addr, "0.0.0.0:%d", opt.port);
-    if (srv_grpc_start(addr, 2, &grpc, &err)) {
+  if (opt.port || *opt.grpc_socket_path) {
+    /* Polling threads only decode and queue, so more than one per core
+     * buys nothing; --grpc_max_threads caps them. */
+    int gthreads = cpu_count();
+    if (opt.grpc_max_threads && opt.grpc_max_threads < gthreads) gthreads = opt.grpc_max_threads;
+    srv_grpc_options go = {.port = opt.port,
+                           .socket_path = opt.grpc_socket_path,
+                           .channel_args = opt.grpc_channel_arguments,
+                           .n_threads = gthreads,
+                           .ssl_config_file = opt.ssl_config_file,
+                           .tensor_content = opt.enable_serialization_as_tensor_content,
+                           .api = {.registry = registry, .queue = queue}};
+    if (srv_grpc_start(&go, &grpc, &err)) {
       td_log_error("%s", err.msg);
       goto out_grpc;
     }
-    td_log_info("Running gRPC ModelServer at 0.0.0.0:%d ...", srv_grpc_port(grpc));
+    if (opt.port) td_log_info("Running gRPC ModelServer at 0.0.0.0:%d ...", srv_grpc_port(grpc));
+    if (*opt.grpc_socket_path)
+      td_log_info("Running gRPC ModelServer at UNIX socket %s ...", opt.grpc_socket_path);
   }
   if (opt.rest_api_port) {
     srv_rest_options ro = {.port = opt.rest_api_port, .n_threads = 1,

@@ -40,7 +40,7 @@ fail:
 
 td_code srv_call_submit(srv_call *c, td_err *err) {
   c->task = (bat_task){.sig = c->sig, .inputs = c->inputs, .outputs = c->outputs,
-                       .done = call_done, .user = c};
+                       .done = call_done, .user = c, .deadline_ns = c->deadline_ns};
   return bat_queue_submit(c->api->queue, &c->task, err);
 }
 

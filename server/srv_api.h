@@ -50,6 +50,7 @@ struct srv_call {
   eng_tensor *inputs;       /* sig->n_inputs, filled by the transport */
   eng_tensor *outputs;      /* sig->n_outputs, filled by the engine */
   bat_task task;            /* task.code / task.err hold the run's result */
+  uint64_t deadline_ns;     /* set after begin; copied to task.deadline_ns (0 = none) */
   void (*done)(srv_call *c);
   void *user;
 };

@@ -1,26 +1,70 @@
-/* srv_grpc: the gRPC listener on gRPC core's C API.
+/* srv_grpc: TF Serving's gRPC API on gRPC core's C API.
  *
- * For now it accepts connections and answers every call with UNIMPLEMENTED
- * and a message naming the method, so stock clients get a clean status. The
- * PredictionService and ModelService handlers plug into the same call state
- * machine (see srv_grpc.c).
+ * Services (method paths as TF Serving's):
+ *   tensorflow.serving.PredictionService  Predict, GetModelMetadata,
+ *                                         Classify, Regress, MultiInference
+ *   tensorflow.serving.ModelService       GetModelStatus,
+ *                                         HandleReloadConfigRequest
+ *   grpc.health.v1.Health                 Check ("" and the two services
+ *                                         above answer SERVING); Watch
+ *                                         answers UNIMPLEMENTED
+ * Any other method answers UNIMPLEMENTED naming it. Request semantics and
+ * error messages are TF Serving's, shared with REST through srv_api and the
+ * one status table; messages over 1024 characters are cut and end in
+ * "...TRUNCATED" as TF Serving's are.
  *
- * One completion queue per polling thread; each call is a small state
- * machine whose context is the tag. Shutdown follows the pattern from the
- * platform notes: shut the server down, cancel calls, and shut the queues
- * only once no call context is alive.
+ * Threads. One completion queue per polling thread (n_threads of them);
+ * each call is a small state machine whose context is the completion tag.
+ * Polling threads only decode requests, resolve models and queue engine
+ * work (bat_queue); engine workers run the model and encode and send the
+ * response. A config reload, which blocks until models load, runs on a
+ * thread of its own. The client's deadline travels with the engine task: a
+ * task whose deadline has passed when a worker picks it up is dropped and
+ * the call answers DEADLINE_EXCEEDED.
  *
- * Threads: create/destroy from the main thread; the polling threads are the
- * module's own. grpc_init/grpc_shutdown are the caller's. */
+ * Listening: 0.0.0.0:port (port 0: none) and, with socket_path, also
+ * unix:socket_path. Messages up to INT32_MAX bytes both ways. With
+ * ssl_config_file (TF Serving's SSLConfig in text format: PEM server_key,
+ * server_cert, optional custom_ca, client_verify) every listener uses TLS,
+ * and with client_verify clients must present a certificate signed by
+ * custom_ca. channel_args is TF Serving's --grpc_channel_arguments: "k=v"
+ * pairs separated by commas; a value that parses as a 32-bit integer is
+ * passed as one, anything else as a string; a key given here replaces
+ * tensord's default for it.
+ *
+ * Shutdown (srv_grpc_stop) follows the pattern in the platform notes: stop
+ * accepting, cancel calls in flight, wait until no call context is alive
+ * (engine tasks already queued still finish and answer into cancelled
+ * calls), then shut the queues down. Stop the server before destroying the
+ * bat_queue it submits to.
+ *
+ * start/stop from one thread (main). grpc_init/grpc_shutdown are the
+ * caller's. Errors: INVALID_ARGUMENT for bad options (channel arguments, an
+ * unreadable or malformed SSL config), UNAVAILABLE when a listener cannot be
+ * bound. */
 #ifndef SRV_GRPC_H
 #define SRV_GRPC_H
 
+#include <stdbool.h>
+
+#include "srv_api.h"
 #include "td_status.h"
+
+typedef struct srv_grpc_options {
+  int port;                    /* TCP port on 0.0.0.0; 0: no TCP listener */
+  const char *socket_path;     /* NULL or "": no UNIX socket */
+  const char *channel_args;    /* NULL or "": none */
+  int n_threads;               /* polling threads; < 1 means 1 */
+  const char *ssl_config_file; /* NULL or "": plaintext */
+  bool tensor_content;         /* Predict outputs in tensor_content */
+  srv_api api;                 /* copied; what it points to outlives the server */
+} srv_grpc_options;
 
 typedef struct srv_grpc srv_grpc;
 
-/* addr: "0.0.0.0:8500". Fails (UNAVAILABLE) when the port cannot be bound. */
-td_code srv_grpc_start(const char *addr, int n_threads, srv_grpc **out, td_err *err);
+td_code srv_grpc_start(const srv_grpc_options *opt, srv_grpc **out, td_err *err);
+/* The bound TCP port (useful with port 0 only when a listener was asked
+ * for); 0 when there is no TCP listener. */
 int srv_grpc_port(const srv_grpc *g);
 void srv_grpc_stop(srv_grpc *g);
 
