@@ -5,7 +5,7 @@
 #   curl -d '{"instances": [1.0, 2.0, 5.0]}' localhost:8501/v1/models/half_plus_two:predict
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh
+bash scripts/install-deps.sh
+bash scripts/build.sh
 exec build/tensord --port=8500 --rest_api_port=8501 \
   --model_name=half_plus_two --model_base_path="$PWD/examples/half_plus_two"

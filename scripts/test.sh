@@ -4,7 +4,7 @@
 # suite against the real build/tensord. CI (.ci/run) runs exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh --test
-scripts/build.sh -DTENSORD_WERROR=ON
+bash scripts/install-deps.sh --test
+bash scripts/build.sh -DTENSORD_WERROR=ON
 ctest --test-dir build --output-on-failure --timeout 300
 python3 -m pytest -q tests/e2e
