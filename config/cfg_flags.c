@@ -2,11 +2,12 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { FLAG_INT, FLAG_STRING, FLAG_BOOL } flag_kind;
+typedef enum { FLAG_INT, FLAG_STRING, FLAG_BOOL, FLAG_INT64, FLAG_DOUBLE } flag_kind;
 
 typedef struct flag_def {
   const char *name;
@@ -41,6 +42,27 @@ static const flag_def flags[] = {
      "gRPC Predict writes outputs in tensor_content (default false)"},
     {"enable_grpc_healthcheck_service", FLAG_BOOL, OPT(enable_grpc_healthcheck_service),
      "accepted for compatibility: grpc.health.v1.Health is always served"},
+    {"model_config_file", FLAG_STRING, OPT(model_config_file),
+     "text-format ModelServerConfig file (overrides --model_name/--model_base_path)"},
+    {"model_config_file_poll_wait_seconds", FLAG_DOUBLE, OPT(model_config_file_poll_wait_seconds),
+     "reread --model_config_file every N seconds; 0 = read once (default 0)"},
+    {"file_system_poll_wait_seconds", FLAG_DOUBLE, OPT(file_system_poll_wait_seconds),
+     "scan base paths for new versions every N seconds; 0 = once (default 1)"},
+    {"allow_version_labels_for_unavailable_models", FLAG_BOOL,
+     OPT(allow_version_labels_for_unavailable_models),
+     "let new labels point at versions that are not AVAILABLE (default false)"},
+    {"num_load_threads", FLAG_INT, OPT(num_load_threads),
+     "threads loading model versions; 0 = one (default 0)"},
+    {"max_num_load_retries", FLAG_INT, OPT(max_num_load_retries),
+     "retries after a failed load (default 5)"},
+    {"load_retry_interval_micros", FLAG_INT64, OPT(load_retry_interval_micros),
+     "wait between load retries in microseconds (default 60000000)"},
+    {"enable_model_warmup", FLAG_BOOL, OPT(enable_model_warmup),
+     "replay assets.extra/tf_serving_warmup_requests before serving (default true)"},
+    {"num_request_iterations_for_warmup", FLAG_INT, OPT(num_request_iterations_for_warmup),
+     "replay each warmup record N times; 0 = once (default 0)"},
+    {"tensord_shutdown_grace_seconds", FLAG_DOUBLE, OPT(shutdown_grace_seconds),
+     "on SIGTERM/SIGINT, wait up to N seconds for in-flight requests (default 10)"},
     {"help", FLAG_BOOL, OPT(help), "print this help and exit"},
     {"version", FLAG_BOOL, OPT(version), "print the version and exit"},
 };
@@ -52,6 +74,12 @@ void cfg_options_defaults(cfg_options *o) {
       .model_name = "default",
       .model_base_path = "",
       .saved_model_tags = "serve",
+      .model_config_file = "",
+      .file_system_poll_wait_seconds = 1,
+      .max_num_load_retries = 5,
+      .load_retry_interval_micros = 60000000,
+      .enable_model_warmup = true,
+      .shutdown_grace_seconds = 10,
       .grpc_socket_path = "",
       .grpc_channel_arguments = "",
       .ssl_config_file = "",
@@ -78,6 +106,26 @@ static td_code set_value(const flag_def *f, const char *value, cfg_options *o, t
         return td_err_set(err, TD_INVALID_ARGUMENT, "flag --%s: '%s' is not an integer", f->name,
                           value);
       *(int *)slot = (int)v;
+      return TD_OK;
+    }
+    case FLAG_INT64: {
+      char *end;
+      errno = 0;
+      long long v = strtoll(value, &end, 10);
+      if (!*value || *end || errno)
+        return td_err_set(err, TD_INVALID_ARGUMENT, "flag --%s: '%s' is not an integer", f->name,
+                          value);
+      *(int64_t *)slot = (int64_t)v;
+      return TD_OK;
+    }
+    case FLAG_DOUBLE: {
+      char *end;
+      errno = 0;
+      double v = strtod(value, &end);
+      if (!*value || *end || errno || !isfinite(v))
+        return td_err_set(err, TD_INVALID_ARGUMENT, "flag --%s: '%s' is not a number", f->name,
+                          value);
+      *(double *)slot = v;
       return TD_OK;
     }
     case FLAG_BOOL:
@@ -121,9 +169,12 @@ td_code cfg_flags_parse(int argc, char **argv, cfg_options *o, td_err *err) {
 }
 
 td_code cfg_options_validate(const cfg_options *o, td_err *err) {
-  if (!o->model_base_path || !*o->model_base_path)
+  bool config_file = o->model_config_file && *o->model_config_file;
+  if (!config_file && (!o->model_base_path || !*o->model_base_path))
     return td_err_set(err, TD_INVALID_ARGUMENT,
-                      "--model_base_path is required (the directory holding numbered versions)");
+                      "--model_base_path is required (the directory holding numbered versions) "
+                      "unless --model_config_file is given: Both server_options.model_base_path "
+                      "and server_options.model_config_file are empty!");
   if (!o->model_name || !*o->model_name)
     return td_err_set(err, TD_INVALID_ARGUMENT, "--model_name must not be empty");
   if (o->port < 0 || o->port > 65535)
@@ -136,13 +187,25 @@ td_code cfg_options_validate(const cfg_options *o, td_err *err) {
                       o->port);
   if (o->num_workers < 0)
     return td_err_set(err, TD_INVALID_ARGUMENT, "--tensord_num_workers must be >= 0");
+  if (o->num_load_threads < 0 || o->num_load_threads > 1024)
+    return td_err_set(err, TD_INVALID_ARGUMENT, "--num_load_threads must be in [0, 1024]");
+  if (o->max_num_load_retries < 0)
+    return td_err_set(err, TD_INVALID_ARGUMENT, "--max_num_load_retries must be >= 0");
+  if (o->num_request_iterations_for_warmup < 0)
+    return td_err_set(err, TD_INVALID_ARGUMENT,
+                      "--num_request_iterations_for_warmup must be >= 0");
+  if (o->model_config_file_poll_wait_seconds < 0 || o->shutdown_grace_seconds < 0)
+    return td_err_set(err, TD_INVALID_ARGUMENT,
+                      "--model_config_file_poll_wait_seconds and "
+                      "--tensord_shutdown_grace_seconds must be >= 0");
   if (o->grpc_max_threads < 0)
     return td_err_set(err, TD_INVALID_ARGUMENT, "--grpc_max_threads must be >= 0");
   return TD_OK;
 }
 
 void cfg_flags_usage(FILE *f, const char *argv0) {
-  fprintf(f, "usage: %s --model_base_path=DIR [flags]\n\nFlags:\n", argv0);
+  fprintf(f, "usage: %s (--model_base_path=DIR | --model_config_file=FILE) [flags]\n\nFlags:\n",
+          argv0);
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
     fprintf(f, "  --%-24s %s\n", flags[i].name, flags[i].help);
 }

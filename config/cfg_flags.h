@@ -13,6 +13,7 @@
 #define CFG_FLAGS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "td_status.h"
@@ -24,6 +25,19 @@ typedef struct cfg_options {
   const char *model_base_path; /* --model_base_path (required) */
   const char *saved_model_tags; /* --saved_model_tags ("serve") */
   int num_workers;             /* --tensord_num_workers: engine threads; 0 = one per core */
+  /* Model lifecycle (TF Serving's names and defaults). The two poll
+   * intervals are whole seconds in TF Serving; tensord also accepts
+   * fractions ("0.2"). */
+  const char *model_config_file;              /* --model_config_file ("") */
+  double model_config_file_poll_wait_seconds; /* 0: read once (SIGHUP rereads) */
+  double file_system_poll_wait_seconds;       /* 1; 0: scan once */
+  bool allow_version_labels_for_unavailable_models; /* false */
+  int num_load_threads;                       /* 0: one load thread */
+  int max_num_load_retries;                   /* 5 */
+  int64_t load_retry_interval_micros;         /* 60000000; negative: no wait */
+  bool enable_model_warmup;                   /* true */
+  int num_request_iterations_for_warmup;      /* 0: once per record */
+  double shutdown_grace_seconds;  /* --tensord_shutdown_grace_seconds (10): in-flight requests */
   /* gRPC (TF Serving's names). */
   const char *grpc_socket_path;       /* --grpc_socket_path (""): also listen on unix:PATH */
   const char *grpc_channel_arguments; /* --grpc_channel_arguments (""): k=v,k2=v2 */

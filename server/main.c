@@ -1,11 +1,19 @@
 /* tensord: a TensorFlow-Serving-compatible model server.
  *
- * Start-up order follows TF Serving: parse flags, load the model's latest
- * version, then open the gRPC and REST ports. Unlike TF Serving, a failed
- * load does not stop the process: the ports open anyway so the status API
- * can report the error. SIGINT/SIGTERM stop the server cleanly: the signal
- * mask is set before any thread starts, so only the main thread's libuv loop
- * sees them. */
+ * Start-up order follows TF Serving: parse flags, read the model config
+ * (--model_config_file, or --model_name/--model_base_path), wait until
+ * every configured model's first aspired version has loaded, then open the
+ * gRPC and REST ports. Unlike TF Serving, a failed load does not stop the
+ * process: the ports open anyway so the status API can report the error
+ * (and retries go on). A config file that does not parse, or labels that
+ * cannot be applied, stop it as they stop TF Serving.
+ *
+ * Signals (the mask is set before any thread starts, so only the main
+ * thread's libuv loop sees them): SIGHUP rereads --model_config_file;
+ * SIGINT/SIGTERM stop the server: no new requests are taken, requests in
+ * flight finish (up to --tensord_shutdown_grace_seconds), every version is
+ * unloaded, and the process exits 0. A signal during the start-up loads
+ * stops it as well. */
 #include <grpc/grpc.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,7 +24,9 @@
 
 #include "bat_queue.h"
 #include "cfg_flags.h"
+#include "ldr_manager.h"
 #include "ldr_registry.h"
+#include "ldr_watch.h"
 #include "srv_grpc.h"
 #include "srv_rest.h"
 #include "td_log.h"
@@ -24,9 +34,31 @@
 #define MAX_QUEUED_REQUESTS 4096
 #define MAX_BODY_BYTES ((size_t)256 << 20)
 
+static volatile bool stop_requested;
+
 static void on_signal(uv_signal_t *h, int signum) {
   td_log_info("received signal %d, shutting down", signum);
+  stop_requested = true;
   uv_stop(h->loop);
+}
+
+static void on_sighup(uv_signal_t *h, int signum) {
+  ldr_watch *watch = h->data;
+  td_err err;
+  if (!watch) {
+    td_log_warn("SIGHUP: the server is still starting; ignored");
+  } else if (!ldr_watch_reload_config(watch, &err)) {
+    td_log_info("SIGHUP: model config reread");
+  } else if (err.code == TD_FAILED_PRECONDITION) {
+    td_log_info("SIGHUP: %s", err.msg);
+  }
+}
+
+/* The models to serve at start-up; exits on a bad config file. */
+static td_code initial_config(const cfg_options *opt, cfg_model_config *c, td_err *err) {
+  if (opt->model_config_file && *opt->model_config_file)
+    return cfg_model_config_read_file(opt->model_config_file, c, err);
+  return cfg_model_config_single(opt->model_name, opt->model_base_path, c, err);
 }
 
 static int cpu_count(void) {
@@ -62,23 +94,79 @@ int main(int argc, char **argv) {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
   signal(SIGPIPE, SIG_IGN);
 
   ldr_registry *registry = NULL;
+  ldr_manager *manager = NULL;
+  ldr_watch *watch = NULL;
+  bool clean = true;
   bat_queue *queue = NULL;
   srv_grpc *grpc = NULL;
   srv_rest *rest = NULL;
   int rc = 1;
   int workers = opt.num_workers ? opt.num_workers : cpu_count();
 
+  cfg_model_config models;
+  if (initial_config(&opt, &models, &err)) {
+    fprintf(stderr, "%s\n", err.msg);
+    return 1;
+  }
+  ldr_manager_options mo = {
+      .tags = opt.saved_model_tags,
+      .num_load_threads = opt.num_load_threads,
+      .max_num_load_retries = opt.max_num_load_retries,
+      .load_retry_interval_micros = opt.load_retry_interval_micros,
+      .enable_warmup = opt.enable_model_warmup,
+      .warmup_iterations = opt.num_request_iterations_for_warmup,
+      .allow_labels_for_unavailable = opt.allow_version_labels_for_unavailable_models};
+  uint64_t ticket = 0;
   if (ldr_registry_create(opt.saved_model_tags, &registry, &err) ||
-      ldr_registry_add_model(registry, opt.model_name, opt.model_base_path, &err)) {
+      ldr_manager_create(registry, &mo, &manager, &err) ||
+      ldr_manager_set_config(manager, &models, &ticket, &err)) {
+    cfg_model_config_free(&models);
     td_log_error("%s", err.msg);
     goto out;
   }
-  /* A failure is recorded for the status API; the server still starts. */
-  ldr_registry_load_latest(registry, opt.model_name, &err);
+  cfg_model_config_free(&models);
+
+  /* Signals work from here on, also while the first versions load. */
+  uv_loop_t *loop = uv_default_loop();
+  uv_signal_t sig_int, sig_term, sig_hup;
+  uv_signal_init(loop, &sig_int);
+  uv_signal_init(loop, &sig_term);
+  uv_signal_init(loop, &sig_hup);
+  sig_hup.data = NULL;
+  uv_signal_start(&sig_int, on_signal, SIGINT);
+  uv_signal_start(&sig_term, on_signal, SIGTERM);
+  uv_signal_start(&sig_hup, on_sighup, SIGHUP);
+  pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
+  td_code ready;
+  while ((ready = ldr_manager_wait(manager, ticket, 20, &err)) == TD_DEADLINE_EXCEEDED &&
+         !stop_requested)
+    uv_run(loop, UV_RUN_NOWAIT);
+  if (ready == TD_FAILED_PRECONDITION) {
+    /* Labels that cannot be applied: TF Serving refuses to start too. */
+    fprintf(stderr, "Failed to start server. Error: %s\n", err.msg);
+    rc = 1;
+    goto out_loop;
+  }
+  /* A model without a loaded version is reported; the server starts. */
+  if (ready && ready != TD_DEADLINE_EXCEEDED && ready != TD_CANCELLED)
+    td_log_error("%s", err.msg);
+  if (stop_requested) {
+    rc = 0;
+    goto out_loop;
+  }
+  ldr_watch_options wo = {.poll_seconds = opt.file_system_poll_wait_seconds,
+                          .config_path = opt.model_config_file,
+                          .config_poll_seconds = opt.model_config_file_poll_wait_seconds};
+  if (ldr_watch_start(loop, manager, &wo, &watch, &err)) {
+    td_log_error("%s", err.msg);
+    goto out_loop;
+  }
+  sig_hup.data = watch;
 
   if (bat_queue_create(workers, MAX_QUEUED_REQUESTS, &queue, &err)) {
     td_log_error("%s", err.msg);
@@ -96,7 +184,7 @@ int main(int argc, char **argv) {
                            .n_threads = gthreads,
                            .ssl_config_file = opt.ssl_config_file,
                            .tensor_content = opt.enable_serialization_as_tensor_content,
-                           .api = {.registry = registry, .queue = queue}};
+                           .api = {.registry = registry, .queue = queue, .manager = manager}};
     if (srv_grpc_start(&go, &grpc, &err)) {
       td_log_error("%s", err.msg);
       goto out_grpc;
@@ -115,28 +203,35 @@ int main(int argc, char **argv) {
     td_log_info("Exporting HTTP/REST API at:localhost:%d ...", srv_rest_port(rest));
   }
 
-  uv_loop_t *loop = uv_default_loop();
-  uv_signal_t sig_int, sig_term;
-  uv_signal_init(loop, &sig_int);
-  uv_signal_init(loop, &sig_term);
-  uv_signal_start(&sig_int, on_signal, SIGINT);
-  uv_signal_start(&sig_term, on_signal, SIGTERM);
-  pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
-  uv_run(loop, UV_RUN_DEFAULT);
-  uv_close((uv_handle_t *)&sig_int, NULL);
-  uv_close((uv_handle_t *)&sig_term, NULL);
-  uv_run(loop, UV_RUN_DEFAULT);
-  uv_loop_close(loop);
+  if (!stop_requested) uv_run(loop, UV_RUN_DEFAULT);
   rc = 0;
 
 out_grpc:
+  /* Requests in flight finish, new ones are refused, versions unload;
+   * then the transports stop. */
+  clean = ldr_manager_shutdown(manager, opt.shutdown_grace_seconds);
   srv_rest_stop(rest);
   srv_grpc_stop(grpc);
   bat_queue_destroy(queue);
   queue = NULL;
   grpc_shutdown();
+out_loop:
+  ldr_watch_stop(watch);
+  uv_close((uv_handle_t *)&sig_int, NULL);
+  uv_close((uv_handle_t *)&sig_term, NULL);
+  uv_close((uv_handle_t *)&sig_hup, NULL);
+  uv_run(loop, UV_RUN_DEFAULT);
+  uv_loop_close(loop);
 out:
   bat_queue_destroy(queue);
+  if (manager && clean) clean = ldr_manager_shutdown(manager, opt.shutdown_grace_seconds);
+  if (manager && !clean) {
+    /* A load still running after the grace period cannot be interrupted:
+     * exit without freeing what it uses. */
+    td_log_warn("tensord stopped with a load in progress");
+    return rc;
+  }
+  ldr_manager_destroy(manager);
   ldr_registry_destroy(registry);
   td_log_info("tensord stopped");
   return rc;

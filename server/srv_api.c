@@ -3,6 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cfg_model_config.h"
+#include "ldr_manager.h"
+#include "td_log.h"
+#include "tensorflow_serving/config/model_server_config.pb-c.h"
+
 static void call_done(bat_task *t) {
   srv_call *c = t->user;
   c->done(c);
@@ -57,8 +62,26 @@ void srv_call_end(srv_call *c) {
 
 td_code srv_api_reload_config(srv_api *api, const struct Tensorflow__Serving__ModelServerConfig *config,
                               td_err *err) {
-  /* Model config files and reloads arrive with the lifecycle work. */
-  (void)api;
-  (void)config;
-  return td_err_set(err, TD_UNIMPLEMENTED, "HandleReloadConfigRequest is not implemented yet");
+  if (!config ||
+      config->config_case != TENSORFLOW__SERVING__MODEL_SERVER_CONFIG__CONFIG_MODEL_CONFIG_LIST)
+    return td_err_set(err, TD_INVALID_ARGUMENT,
+                      "ServerModelConfig type not supported by HandleReloadConfigRequest. Only "
+                      "ModelConfigList is currently supported");
+  if (!api->manager)
+    return td_err_set(err, TD_UNAVAILABLE, "this server does not manage model configs");
+  cfg_model_config c;
+  td_code rc = cfg_model_config_from_proto(config, &c, err);
+  if (rc) {
+    td_log_error("ReloadConfig failed: %s", err ? err->msg : "");
+    return rc;
+  }
+  for (int i = 0; i < c.n_models; i++)
+    td_log_info("ReloadConfig entry %d: name %s, base path %s", i, c.models[i].name,
+                c.models[i].base_path);
+  uint64_t ticket = 0;
+  rc = ldr_manager_set_config(api->manager, &c, &ticket, err);
+  cfg_model_config_free(&c);
+  if (!rc) rc = ldr_manager_wait(api->manager, ticket, -1, err);
+  if (rc) td_log_error("ReloadConfig failed: %s", err ? err->msg : "");
+  return rc;
 }

@@ -28,9 +28,12 @@
 
 #define SRV_DEFAULT_SIGNATURE "serving_default"
 
+struct ldr_manager;
+
 typedef struct srv_api {
   ldr_registry *registry;
   bat_queue *queue;
+  struct ldr_manager *manager; /* for srv_api_reload_config; NULL: reloads refused */
 } srv_api;
 
 typedef struct srv_model_spec {
@@ -62,7 +65,13 @@ void srv_call_end(srv_call *c);
 
 struct Tensorflow__Serving__ModelServerConfig;
 /* Replaces the served models with `config` (ReloadConfigRequest), returning
- * once the new models are loaded. Only model_config_list is accepted. */
+ * once the new models are loaded. Only model_config_list is accepted
+ * (INVALID_ARGUMENT with TF Serving's message otherwise); the config is
+ * checked as a config file is (cfg_model_config). A new model that does not
+ * become AVAILABLE answers UNKNOWN "N model(s) did not become available:
+ * {...}" and labels that cannot be applied FAILED_PRECONDITION, as TF
+ * Serving does; models and policies are replaced in both cases. Blocks the
+ * calling thread while the models load: call it off any I/O loop. */
 td_code srv_api_reload_config(srv_api *api, const struct Tensorflow__Serving__ModelServerConfig *config,
                               td_err *err);
 

@@ -224,6 +224,48 @@ START_TEST(usage_lists_flags) {
 }
 END_TEST
 
+START_TEST(lifecycle_flags) {
+  cfg_options o;
+  td_err err;
+  ck_assert_int_eq(parse(&o, &err, NULL), TD_OK);
+  ck_assert_str_eq(o.model_config_file, "");
+  ck_assert(o.file_system_poll_wait_seconds == 1.0);
+  ck_assert(o.model_config_file_poll_wait_seconds == 0.0);
+  ck_assert_int_eq(o.max_num_load_retries, 5);
+  ck_assert(o.load_retry_interval_micros == 60000000);
+  ck_assert(o.enable_model_warmup);
+  ck_assert(!o.allow_version_labels_for_unavailable_models);
+  ck_assert_int_eq(o.num_load_threads, 0);
+  ck_assert_int_eq(parse(&o, &err, "--model_config_file=/c", "--file_system_poll_wait_seconds=0.25",
+                         "--model_config_file_poll_wait_seconds", "2",
+                         "--load_retry_interval_micros=5000000000", "--enable_model_warmup=false",
+                         "--allow_version_labels_for_unavailable_models", "--num_load_threads=4",
+                         NULL),
+                   TD_OK);
+  ck_assert_str_eq(o.model_config_file, "/c");
+  ck_assert(o.file_system_poll_wait_seconds == 0.25);
+  ck_assert(o.model_config_file_poll_wait_seconds == 2.0);
+  ck_assert(o.load_retry_interval_micros == 5000000000LL);
+  ck_assert(!o.enable_model_warmup);
+  ck_assert(o.allow_version_labels_for_unavailable_models);
+  ck_assert_int_eq(o.num_load_threads, 4);
+  /* A config file stands in for --model_base_path. */
+  ck_assert_int_eq(cfg_options_validate(&o, &err), TD_OK);
+  ck_err(parse(&o, &err, "--file_system_poll_wait_seconds=1s", NULL), err, TD_INVALID_ARGUMENT,
+         "file_system_poll_wait_seconds");
+  ck_err(parse(&o, &err, "--file_system_poll_wait_seconds=nan", NULL), err, TD_INVALID_ARGUMENT,
+         "not a number");
+  ck_err(parse(&o, &err, "--load_retry_interval_micros=1e6", NULL), err, TD_INVALID_ARGUMENT,
+         "load_retry_interval_micros");
+  ck_assert_int_eq(parse(&o, &err, "--model_base_path=/m", "--max_num_load_retries=-1", NULL),
+                   TD_OK);
+  ck_err(cfg_options_validate(&o, &err), err, TD_INVALID_ARGUMENT, "max_num_load_retries");
+  ck_assert_int_eq(parse(&o, &err, NULL), TD_OK);
+  ck_err(cfg_options_validate(&o, &err), err, TD_INVALID_ARGUMENT,
+         "Both server_options.model_base_path and server_options.model_config_file are empty!");
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("cfg_flags");
   TCase *tc = tcase_create("flags");
@@ -237,6 +279,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, validate);
   tcase_add_test(tc, parse_then_validate);
   tcase_add_test(tc, usage_lists_flags);
+  tcase_add_test(tc, lifecycle_flags);
   suite_add_tcase(s, tc);
   return s;
 }

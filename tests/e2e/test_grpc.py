@@ -238,7 +238,7 @@ def test_long_messages_truncated_as_tf_serving(grpc_serve):
 def test_unavailable_when_no_version_loaded(grpc_serve, model_copy):
     # A version whose checkpoint lacks a variable fails to load: the model
     # is configured but has nothing to serve.
-    s, c = grpc_serve("m", os.path.join(MODELS, "missing_var"))
+    s, c = grpc_serve("m", os.path.join(MODELS, "missing_var"), "--max_num_load_retries=0")
     code, msg = rpc_error(c.predict, predict_request(name="m"))
     assert code == grpc.StatusCode.UNAVAILABLE
     assert msg == "Servable not found for request: Latest(m)"
@@ -373,9 +373,10 @@ def test_reload_config(grpc_serve):
     if resp.status.error_code == grpc.StatusCode.UNIMPLEMENTED.value[0]:
         pytest.skip(f"the reload entry point is not in this tree yet: {resp.status.error_message}")
     assert resp.status.error_code == 0, resp.status.error_message
-    # Blocks until loaded: the new model answers at once.
+    # Blocks until loaded: the new model answers at once (its latest
+    # version, 2: y = 0.5 x + 4).
     y = c.predict(predict_request(name="three", x=[2.0])).outputs["y"]
-    assert list(y.float_val) == [4.0]
+    assert list(y.float_val) == [5.0]
     # A config that is not a model_config_list is refused inside the response.
     req = model_management_pb2.ReloadConfigRequest()
     req.config.custom_model_config.type_url = "x"
