@@ -22,6 +22,14 @@ static const flag_def flags[] = {
     {"port", FLAG_INT, OPT(port), "TCP port for gRPC (default 8500)"},
     {"rest_api_port", FLAG_INT, OPT(rest_api_port),
      "TCP port for the REST API; 0 disables REST (default 0)"},
+    {"rest_api_num_threads", FLAG_INT, OPT(rest_api_num_threads),
+     "HTTP threads; 0 = 4 x CPU cores (default 0)"},
+    {"rest_api_timeout_in_ms", FLAG_INT, OPT(rest_api_timeout_in_ms),
+     "REST model-run deadline in ms, 504 past it; <= 0 = none (default 30000)"},
+    {"rest_api_enable_cors_support", FLAG_BOOL, OPT(rest_api_enable_cors_support),
+     "add CORS headers and answer OPTIONS preflights (default false)"},
+    {"tensord_rest_max_body_bytes", FLAG_INT, OPT(rest_max_body_bytes),
+     "largest REST request body, after gunzip; 413 above (default 268435456)"},
     {"model_name", FLAG_STRING, OPT(model_name), "name of the served model (default \"default\")"},
     {"model_base_path", FLAG_STRING, OPT(model_base_path),
      "directory holding the model's numbered version directories"},
@@ -74,6 +82,8 @@ void cfg_options_defaults(cfg_options *o) {
       .model_name = "default",
       .model_base_path = "",
       .saved_model_tags = "serve",
+      .rest_api_timeout_in_ms = 30000,
+      .rest_max_body_bytes = 256 << 20,
       .model_config_file = "",
       .file_system_poll_wait_seconds = 1,
       .max_num_load_retries = 5,
@@ -187,6 +197,10 @@ td_code cfg_options_validate(const cfg_options *o, td_err *err) {
                       o->port);
   if (o->num_workers < 0)
     return td_err_set(err, TD_INVALID_ARGUMENT, "--tensord_num_workers must be >= 0");
+  if (o->rest_api_num_threads < 0 || o->rest_api_num_threads > 1024)
+    return td_err_set(err, TD_INVALID_ARGUMENT, "--rest_api_num_threads must be in [0, 1024]");
+  if (o->rest_max_body_bytes < 1)
+    return td_err_set(err, TD_INVALID_ARGUMENT, "--tensord_rest_max_body_bytes must be >= 1");
   if (o->num_load_threads < 0 || o->num_load_threads > 1024)
     return td_err_set(err, TD_INVALID_ARGUMENT, "--num_load_threads must be in [0, 1024]");
   if (o->max_num_load_retries < 0)

@@ -21,6 +21,10 @@
 typedef struct cfg_options {
   int port;                    /* --port: gRPC (8500) */
   int rest_api_port;           /* --rest_api_port: REST; 0 = off */
+  int rest_api_num_threads;    /* --rest_api_num_threads: 0 = 4 x CPUs (TF's default) */
+  int rest_api_timeout_in_ms;  /* --rest_api_timeout_in_ms (30000); <= 0: no deadline */
+  bool rest_api_enable_cors_support; /* --rest_api_enable_cors_support (false) */
+  int rest_max_body_bytes;     /* --tensord_rest_max_body_bytes (256 MiB): 413 above */
   const char *model_name;      /* --model_name ("default") */
   const char *model_base_path; /* --model_base_path (required) */
   const char *saved_model_tags; /* --saved_model_tags ("serve") */

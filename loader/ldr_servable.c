@@ -150,6 +150,22 @@ static int cmp_sig(const void *a, const void *b) {
   return strcmp(((const ldr_signature *)a)->key, ((const ldr_signature *)b)->key);
 }
 
+/* Keeps dim names only when some dim has one (rare: the metadata API prints
+ * them back). */
+static td_code dim_names(const Tensorflow__TensorShapeProto *p, ldr_tensor_info *t, td_err *err) {
+  if (t->shape.rank <= 0) return TD_OK;
+  bool any = false;
+  for (int d = 0; d < t->shape.rank; d++) any |= p->dim[d]->name && *p->dim[d]->name;
+  if (!any) return TD_OK;
+  t->dim_names = calloc((size_t)t->shape.rank, sizeof *t->dim_names);
+  if (!t->dim_names) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  for (int d = 0; d < t->shape.rank; d++) {
+    t->dim_names[d] = strdup(p->dim[d]->name ? p->dim[d]->name : "");
+    if (!t->dim_names[d]) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  return TD_OK;
+}
+
 static td_code convert_infos(Tensorflow__SignatureDef__InputsEntry **entries, size_t n,
                              ldr_tensor_info **out, int *n_out, td_err *err) {
   /* InputsEntry and OutputsEntry have the same layout (key, value). */
@@ -167,9 +183,16 @@ static td_code convert_infos(Tensorflow__SignatureDef__InputsEntry **entries, si
     t[i].name = strdup(ti->name);
     if (!t[i].name) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
     t[i].dtype = eng_dtype_from_tf(ti->dtype, NULL);
+    t[i].tf_dtype = ti->dtype;
+    const ProtobufCEnumValue *dv =
+        protobuf_c_enum_descriptor_get_value(&tensorflow__data_type__descriptor, ti->dtype);
+    t[i].dtype_name = dv ? dv->name : NULL;
+    t[i].has_shape = ti->tensor_shape != NULL;
     if (ti->tensor_shape) {
       td_code rc = ldr_proto_shape(ti->tensor_shape, &t[i].shape, err);
       if (rc) return td_err_prefix(err, "'%s'", entries[i]->key);
+      rc = dim_names(ti->tensor_shape, &t[i], err);
+      if (rc) return rc;
     } else {
       t[i].shape = eng_shape_unknown();
     }
@@ -182,6 +205,8 @@ static void free_infos(ldr_tensor_info *t, int n) {
   for (int i = 0; t && i < n; i++) {
     free(t[i].alias);
     free(t[i].name);
+    for (int d = 0; t[i].dim_names && d < t[i].shape.rank; d++) free(t[i].dim_names[d]);
+    free(t[i].dim_names);
   }
   free(t);
 }

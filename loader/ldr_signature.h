@@ -5,6 +5,8 @@
 #ifndef LDR_SIGNATURE_H
 #define LDR_SIGNATURE_H
 
+#include <stdbool.h>
+
 #include "eng_tensor.h"
 
 struct eng_plan;
@@ -14,6 +16,12 @@ typedef struct ldr_tensor_info {
   char *name;      /* graph tensor, "node:index" */
   eng_dtype dtype; /* the declared dtype (refs reported as their base type) */
   eng_shape shape; /* the declared shape; rank -1 when unknown */
+  /* As declared, for the metadata API (TensorInfo printed back verbatim): */
+  int tf_dtype;           /* the DataType number, refs (base + 100) included */
+  const char *dtype_name; /* its enum name ("DT_FLOAT", "DT_INVALID"), static;
+                             NULL for a number TensorFlow's enum lacks */
+  bool has_shape;         /* the TensorInfo carries a tensor_shape at all */
+  char **dim_names;       /* shape.rank names, or NULL when every dim is unnamed */
 } ldr_tensor_info;
 
 typedef struct ldr_signature {

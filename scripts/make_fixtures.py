@@ -85,30 +85,59 @@ def export_tf2(rel, a, b):
 
 
 def build_tf1_graph():
-    """TF Serving's half_plus_two shape: tf.Example string in, parsed "x", ref vars.
-    Returns (x, y) tensors; must be called inside a graph context."""
+    """TF Serving's half_plus_two shape: tf.Example string in, parsed "x" and
+    "x2" (default 0), ref vars a=0.5, b=2, c=3; y = a*x+b, y2 = a*x+c,
+    y3 = a*x2+c. Returns the tensors by name; call inside a graph context."""
     v1 = tf.compat.v1
     a = v1.Variable(0.5, dtype=tf.float32, name="a", use_resource=False)
     b = v1.Variable(2.0, dtype=tf.float32, name="b", use_resource=False)
+    c = v1.Variable(3.0, dtype=tf.float32, name="c", use_resource=False)
     serialized = v1.placeholder(tf.string, name="tf_example")
-    parsed = v1.parse_example(serialized, {"x": v1.FixedLenFeature([1], tf.float32)})
+    parsed = v1.parse_example(serialized, {
+        "x": v1.FixedLenFeature([1], tf.float32),
+        "x2": v1.FixedLenFeature([1], tf.float32, default_value=[0.0])})
     x = tf.identity(parsed["x"], name="x")
+    x2 = tf.identity(parsed["x2"], name="x2")
     # raw_ops so the graph holds the TF1 "Add" op rather than AddV2.
     y = tf.raw_ops.Add(x=tf.raw_ops.Mul(x=a, y=x), y=b, name="y")
-    return x, y
+    y2 = tf.raw_ops.Add(x=tf.raw_ops.Mul(x=a, y=x), y=c, name="y2")
+    y3 = tf.raw_ops.Add(x=tf.raw_ops.Mul(x=a, y=x2), y=c, name="y3")
+    return {"tf_example": serialized, "x": x, "x2": x2, "y": y, "y2": y2, "y3": y3}
+
+
+# TF Serving's classify/regress signatures of its half_plus_two test model.
+TF1_INFER_SIGNATURES = ("classify_x_to_y", "regress_x_to_y", "regress_x_to_y2",
+                        "regress_x2_to_y3")
+
+
+def tf1_signatures(t):
+    u = tf.compat.v1.saved_model.signature_def_utils
+    return {
+        "serving_default": u.predict_signature_def(inputs={"x": t["x"]}, outputs={"y": t["y"]}),
+        "classify_x_to_y": u.classification_signature_def(
+            examples=t["tf_example"], classes=None, scores=t["y"]),
+        "regress_x_to_y": u.regression_signature_def(examples=t["tf_example"], predictions=t["y"]),
+        "regress_x_to_y2": u.regression_signature_def(examples=t["tf_example"],
+                                                      predictions=t["y2"]),
+        # As in TF Serving's model: the input is x2 itself (a float), so
+        # Regress, which feeds serialized Examples, cannot run it (TF 2.19's
+        # regression_signature_def refuses to build it; build it by hand).
+        "regress_x2_to_y3": u.build_signature_def(
+            inputs={"inputs": tf.compat.v1.saved_model.build_tensor_info(t["x2"])},
+            outputs={"outputs": tf.compat.v1.saved_model.build_tensor_info(t["y3"])},
+            method_name="tensorflow/serving/regress"),
+    }
 
 
 def export_tf1(rel):
     v1 = tf.compat.v1
     with tf.Graph().as_default() as g, v1.Session(graph=g) as sess:
-        x, y = build_tf1_graph()
+        t = build_tf1_graph()
         sess.run(v1.global_variables_initializer())
-        sig = v1.saved_model.signature_def_utils.predict_signature_def(
-            inputs={"x": x}, outputs={"y": y})
         builder = v1.saved_model.Builder(p(rel))
         builder.add_meta_graph_and_variables(
             sess, [v1.saved_model.tag_constants.SERVING],
-            signature_def_map={"serving_default": sig})
+            signature_def_map=tf1_signatures(t))
         builder.save()
 
 
@@ -161,6 +190,74 @@ def run_tf1(rel):
                 for x in inputs()]
 
 
+def example_bytes(features):
+    """A serialized tf.Example with float features {name: [values]}."""
+    ex = tf.train.Example()
+    for k, vs in features.items():
+        ex.features.feature[k].float_list.value.extend(vs)
+    return ex.SerializeToString()
+
+
+# Classify/Regress requests (REST JSON bodies) and what TensorFlow computes
+# for them: TF Serving feeds the signature's "inputs" tensor with one
+# serialized Example per request example, context bytes first.
+TF1_INFER_CASES = [
+    {"signature": "classify_x_to_y", "body": {"examples": [{"x": 2.0}]}},
+    {"signature": "classify_x_to_y", "body": {"examples": [{"x": [1.5]}, {"x": -3.25},
+                                                           {"x": 1e-5}]}},
+    {"signature": "regress_x_to_y", "body": {"examples": [{"x": 2.0}]}},
+    {"signature": "regress_x_to_y", "body": {"examples": [{"x": 2.0}, {"x": 3.0},
+                                                          {"x": 123456.789}]}},
+    {"signature": "regress_x_to_y2", "body": {"examples": [{"x": 2.0}, {"x": 0.1}]}},
+    # Context merging: context bytes ++ example bytes; the example's x wins.
+    {"signature": "regress_x_to_y", "body": {"context": {"x": 7.0},
+                                             "examples": [{}, {"x": 1.0}]}},
+    # x is required: a missing one is TensorFlow's error.
+    {"signature": "regress_x_to_y", "body": {"examples": [{"x2": 1.0}]}},
+    # The input of regress_x2_to_y3 is a float: feeding strings fails.
+    {"signature": "regress_x2_to_y3", "body": {"examples": [{"x2": 1.0}]}},
+]
+
+
+def json_features(obj):
+    return {k: (v if isinstance(v, list) else [v]) for k, v in obj.items()}
+
+
+def run_tf1_infer(rel):
+    v1 = tf.compat.v1
+    out = []
+    with tf.Graph().as_default() as g, v1.Session(graph=g) as sess:
+        mg = v1.saved_model.loader.load(sess, ["serve"], p(rel))
+        for case in TF1_INFER_CASES:
+            sig = mg.signature_def[case["signature"]]
+            body = case["body"]
+            ctx = example_bytes(json_features(body["context"])) if "context" in body else b""
+            feed = [ctx + example_bytes(json_features(e)) for e in body["examples"]]
+            (out_key,) = sig.outputs.keys()
+            res = dict(case, output=out_key)
+            try:
+                y = sess.run(sig.outputs[out_key].name, {sig.inputs["inputs"].name: feed})
+                res["values"] = floats(y)
+            except Exception as e:  # noqa: BLE001 - record TF's failure
+                res["tf_error"] = type(e).__name__
+            out.append(res)
+    return out
+
+
+def signature_defs_json(rel):
+    """The SignatureDef map as protobuf's JSON printer writes it with TF
+    Serving's metadata options (proto field names, fields without presence
+    printed): the golden form of GET .../metadata's signature_def."""
+    from google.protobuf import json_format
+    from tensorflow.core.protobuf import saved_model_pb2
+    sm = saved_model_pb2.SavedModel()
+    sm.ParseFromString(open(p(os.path.join(rel, "saved_model.pb")), "rb").read())
+    (mg,) = [m for m in sm.meta_graphs if list(m.meta_info_def.tags) == ["serve"]]
+    return {k: json.loads(json_format.MessageToJson(
+        v, preserving_proto_field_name=True, always_print_fields_with_no_presence=True))
+        for k, v in mg.signature_def.items()}
+
+
 def tf1_load_error(rel):
     v1 = tf.compat.v1
     try:
@@ -181,6 +278,9 @@ def write_reference():
         models[rel] = entry(run_tf2(rel))
     models[TF1_DIR] = entry(run_tf1(TF1_DIR))
     models[TF1_DIR]["tf_feed_shape"] = [-1, 1]  # see run_tf1
+    models[TF1_DIR]["infer_cases"] = run_tf1_infer(TF1_DIR)
+    for rel in (TF1_DIR, TF2_DIR):
+        models[rel]["signature_def_json"] = signature_defs_json(rel)
     models[MISSING_DIR] = {"signature": "serving_default", "input": "x", "output": "y",
                            "tf_error": tf1_load_error(MISSING_DIR)}
     with open(p(REF_JSON), "w") as f:

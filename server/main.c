@@ -32,7 +32,6 @@
 #include "td_log.h"
 
 #define MAX_QUEUED_REQUESTS 4096
-#define MAX_BODY_BYTES ((size_t)256 << 20)
 
 static volatile bool stop_requested;
 
@@ -194,8 +193,14 @@ int main(int argc, char **argv) {
       td_log_info("Running gRPC ModelServer at UNIX socket %s ...", opt.grpc_socket_path);
   }
   if (opt.rest_api_port) {
-    srv_rest_options ro = {.port = opt.rest_api_port, .n_threads = 1,
-                           .max_body_bytes = MAX_BODY_BYTES, .registry = registry, .queue = queue};
+    srv_rest_options ro = {
+        .port = opt.rest_api_port,
+        .n_threads = opt.rest_api_num_threads ? opt.rest_api_num_threads : 4 * cpu_count(),
+        .max_body_bytes = (size_t)opt.rest_max_body_bytes,
+        .timeout_ms = opt.rest_api_timeout_in_ms,
+        .cors = opt.rest_api_enable_cors_support,
+        .registry = registry,
+        .queue = queue};
     if (srv_rest_start(&ro, &rest, &err)) {
       td_log_error("%s", err.msg);
       goto out_grpc;

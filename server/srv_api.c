@@ -27,7 +27,14 @@ td_code srv_call_begin(srv_call *c, srv_api *api, const srv_model_spec *spec, td
       spec->signature_name && *spec->signature_name ? spec->signature_name : SRV_DEFAULT_SIGNATURE;
   c->sig = ldr_servable_signature(c->servable, key);
   if (!c->sig) {
-    rc = td_err_set(err, TD_FAILED_PRECONDITION, "Serving signature key \"%s\" not found.", key);
+    if (spec->sig_errors == SRV_SIG_ERRORS_REST_PREDICT)
+      rc = td_err_set(err, TD_INVALID_ARGUMENT,
+                      "Serving signature name: \"%s\" not found in signature def", key);
+    else if (spec->sig_errors == SRV_SIG_ERRORS_INFER)
+      rc = td_err_set(err, TD_INVALID_ARGUMENT, "No signature was found with the name: %s", key);
+    else
+      rc = td_err_set(err, TD_FAILED_PRECONDITION, "Serving signature key \"%s\" not found.",
+                      key);
     goto fail;
   }
   c->version = ldr_servable_version(c->servable);

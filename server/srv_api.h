@@ -36,12 +36,24 @@ typedef struct srv_api {
   struct ldr_manager *manager; /* for srv_api_reload_config; NULL: reloads refused */
 } srv_api;
 
+/* TF Serving words a missing signature differently per API; the call
+ * reports it the way the API that asked does. */
+typedef enum {
+  SRV_SIG_ERRORS_PREDICT = 0, /* gRPC Predict: FAILED_PRECONDITION
+                                 "Serving signature key \"k\" not found." */
+  SRV_SIG_ERRORS_REST_PREDICT, /* REST :predict: INVALID_ARGUMENT
+                                  "Serving signature name: \"k\" not found in signature def" */
+  SRV_SIG_ERRORS_INFER,        /* Classify/Regress/MultiInference: INVALID_ARGUMENT
+                                  "No signature was found with the name: k" */
+} srv_sig_errors;
+
 typedef struct srv_model_spec {
   const char *name;
   bool has_version;
   int64_t version;
   const char *label;          /* NULL when none */
   const char *signature_name; /* NULL or "" selects serving_default */
+  srv_sig_errors sig_errors;  /* zero (Predict) unless set */
 } srv_model_spec;
 
 typedef struct srv_call srv_call;

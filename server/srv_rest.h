@@ -1,23 +1,51 @@
 /* srv_rest: TF Serving's REST API over libmicrohttpd.
  *
- * Serves GET /v1/models/{name}[/versions/{N}] (version status) and
- * POST /v1/models/{name}[/versions/{N}]:predict. Other /v1/ routes answer
- * as TF Serving does where that is an error, and UNIMPLEMENTED (501) for
- * APIs not built yet (metadata, classify, regress). Paths outside /v1/ get
- * a plain 404. Every /v1/ response is JSON; errors are {"error": "..."} with
- * the HTTP status from the shared status table.
+ * Serves, as TF Serving does (reference/tfserving.md §1):
+ *   GET  /v1/models/{name}[/versions/{N}|/labels/{L}]            status
+ *   GET  /v1/models/{name}[/versions/{N}|/labels/{L}]/metadata   metadata
+ *   POST /v1/models/{name}[/versions/{N}|/labels/{L}]:predict|:classify|:regress
+ * and, beyond TF Serving, GET /v1/models (every model and its versions),
+ * GET /healthz (200 while the process serves) and GET /readyz (200 when
+ * every configured model has an AVAILABLE version, else 503). Malformed
+ * /v1/ requests and other methods answer "Malformed request: METHOD path"
+ * (400); paths outside /v1/ (and not a probe) get a plain 404. Every /v1/
+ * and probe response is JSON; errors are {"error": "..."} with the HTTP
+ * status of the shared status table. Bodies are written by srv_json
+ * (predict), srv_jsonexample (classify/regress) and srv_jsonmeta (status,
+ * metadata, list, probes).
  *
- * Request path: the MHD thread reads the body (bounded: larger bodies get
- * 413 without being buffered), decodes JSON into tensors at the edge,
- * acquires the model version, submits a bat_task, and suspends the
+ * Transport options (TF Serving's flags where it has them):
+ *   n_threads       MHD polling threads, each with its own epoll loop.
+ *   max_body_bytes  a body above it answers 413 as soon as that is known:
+ *                   from Content-Length before reading, or while reading /
+ *                   inflating; nothing beyond the limit is buffered. The
+ *                   limit applies to the inflated body of gzip requests too.
+ *   gzip            a Content-Encoding naming gzip is inflated (zlib) as the
+ *                   body arrives; corrupt data answers 400.
+ *   timeout_ms      >0 bounds the time from queueing a model run to its
+ *                   result: past it the request answers 504 DEADLINE_EXCEEDED
+ *                   ("Timed out waiting for notification"). The engine run is
+ *                   not interruptible: it finishes in the background and its
+ *                   result is dropped (the worker frees it). Checked on a
+ *                   coarse tick (timeout/10, 1-100 ms).
+ *   cors            adds Access-Control-Allow-{Origin: *, Methods: POST, GET,
+ *                   Headers: Content-Type} to /v1/ responses, and answers
+ *                   OPTIONS /v1/... preflights (200 when Origin is http(s)://,
+ *                   else 400 "Origin header is missing in CORS preflight").
+ *                   Without it OPTIONS is a malformed request.
+ *
+ * Request path: the MHD thread reads the body, decodes JSON into tensors at
+ * the edge, acquires the model version, submits a bat_task and suspends the
  * connection. An engine worker runs the task and resumes the connection;
  * the MHD thread then encodes the reply. MHD threads never run a model.
  *
  * Threads: start/stop from the main thread. The registry and queue must
- * outlive the server. */
+ * outlive the server; stop the server before destroying the queue (runs
+ * still queued then finish on the workers and are freed there). */
 #ifndef SRV_REST_H
 #define SRV_REST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "bat_queue.h"
@@ -30,6 +58,8 @@ typedef struct srv_rest_options {
   int port;
   int n_threads;         /* MHD polling threads (>= 1) */
   size_t max_body_bytes; /* request bodies above this get 413 */
+  int timeout_ms;        /* model-run deadline; <= 0: none */
+  bool cors;             /* --rest_api_enable_cors_support */
   ldr_registry *registry;
   bat_queue *queue;
 } srv_rest_options;

@@ -17,29 +17,65 @@ static size_t segment(const char *p) {
   return n;
 }
 
+static int hex(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* Percent-decodes src[0..n) into w (NUL-terminated; never longer than the
+ * source). '%' not followed by two hex digits stays literal, as in curl.
+ * Returns false for an encoded NUL, which a C string cannot carry. */
+static bool decode(const char *src, size_t n, char *w) {
+  for (size_t i = 0; i < n; i++) {
+    int hi, lo;
+    if (src[i] == '%' && i + 2 < n && (hi = hex(src[i + 1])) >= 0 &&
+        (lo = hex(src[i + 2])) >= 0) {
+      if (!hi && !lo) return false;
+      *w++ = (char)(hi * 16 + lo);
+      i += 2;
+    } else {
+      *w++ = src[i];
+    }
+  }
+  *w = '\0';
+  return true;
+}
+
 td_code srv_route_parse(const char *method, const char *path, srv_route *r, td_err *err) {
   memset(r, 0, sizeof *r);
+  bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
+  if ((get || !strcmp(method, "HEAD")) && (!strcmp(path, "/healthz") || !strcmp(path, "/readyz"))) {
+    r->kind = path[1] == 'h' ? SRV_ROUTE_HEALTH : SRV_ROUTE_READY;
+    return TD_OK;
+  }
   if (strncasecmp(path, "/v1/", 4)) {
     r->kind = SRV_ROUTE_NOT_V1;
     return TD_OK;
   }
+  if (!strcmp(method, "OPTIONS")) {
+    r->kind = SRV_ROUTE_PREFLIGHT;
+    return TD_OK;
+  }
   r->kind = SRV_ROUTE_MALFORMED; /* until a form below matches */
-  bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
   if (strlen(path) >= sizeof r->buf) return malformed(r, method, path, err);
   const char *p = path + 4;
   if (strncasecmp(p, "models", 6)) return malformed(r, method, path, err);
   p += 6;
-  if (!*p && get)
-    return td_err_set(err, TD_INVALID_ARGUMENT, "Missing model name in request.");
+  if (!*p && get) {
+    r->kind = SRV_ROUTE_LIST;
+    return TD_OK;
+  }
   if (*p != '/') return malformed(r, method, path, err);
   p++;
   size_t n = segment(p);
   if (!n) return malformed(r, method, path, err);
   char *w = r->buf;
-  memcpy(w, p, n);
-  w[n] = '\0';
+  if (!decode(p, n, w))
+    return td_err_set(err, TD_INVALID_ARGUMENT, "Failed to decode model name:%.*s", (int)n, p);
   r->name = w;
-  w += n + 1;
+  w += strlen(w) + 1;
   p += n;
 
   if (!strncasecmp(p, "/versions/", 10)) {
@@ -62,8 +98,9 @@ td_code srv_route_parse(const char *method, const char *path, srv_route *r, td_e
     p += 8;
     size_t k = segment(p);
     if (!k) return malformed(r, method, path, err);
-    memcpy(w, p, k);
-    w[k] = '\0';
+    if (!decode(p, k, w))
+      return td_err_set(err, TD_INVALID_ARGUMENT, "Failed to decode model version label:%.*s",
+                        (int)k, p);
     r->label = w;
     p += k;
   }

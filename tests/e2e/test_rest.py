@@ -115,7 +115,7 @@ def test_status_like_tf_serving(serve):
     ("POST", "/v1/models/nope:predict", '{"instances": [1.0]}', 404,
      "Servable not found for request: Latest(nope)"),
     ("POST", "/v1/models/half_plus_two:predict", '{"instances": [1.0], "signature_name": "foo"}',
-     400, 'Serving signature key "foo" not found.'),
+     400, 'Serving signature name: "foo" not found in signature def'),
     ("POST", "/v1/models/half_plus_two:predict", '{"instances": ["a"]}', 400, None),
     ("POST", "/v1/models/half_plus_two:predict", '{"instances": [1.0', 400, None),
     ("POST", "/v1/models/half_plus_two:predict", '', 400, None),
@@ -131,7 +131,6 @@ def test_status_like_tf_serving(serve):
      "Malformed request: POST /v1/models/half_plus_two/versions/x:predict"),
     ("POST", "/v1/models/half_plus_two/labels/stable:predict", '{"instances": [1.0]}', 400,
      "Unrecognized servable version label: stable"),
-    ("GET", "/v1/models", None, 400, "Missing model name in request."),
 ])
 def test_request_errors(serve, method, path, body, code, message):
     s = serve("half_plus_two", os.path.join(EXAMPLES, "half_plus_two"))

@@ -516,11 +516,11 @@ START_TEST(unknown_op_pruned) {
 END_TEST
 
 START_TEST(feed_cuts_graph) {
-  /* x -> ParseExampleV2 (unknown) -> feat -> y = feat * 0.5 + 2: feeding
+  /* x -> TensordNoSuchOp (unknown) -> feat -> y = feat * 0.5 + 2: feeding
    * feat:0 (as TF1 half_plus_two's "x:0") never runs the parser. */
   eng_graph *g = eng_graph_create();
   placeholder(g, "ser", ENG_DT_STRING, 1, (int64_t[]){-1});
-  node(g, "parse", "ParseExampleV2", 2, "ser", NULL);
+  node(g, "parse", "TensordNoSuchOp", 2, "ser", NULL);
   node(g, "feat", "Identity", 1, "parse:1", NULL);
   cnst(g, "a", ENG_DT_FLOAT, 0, NULL, (double[]){0.5});
   cnst(g, "b", ENG_DT_FLOAT, 0, NULL, (double[]){2});
@@ -555,7 +555,7 @@ START_TEST(feed_cuts_graph) {
   const char *in3[] = {"parse:0"};
   td_err_clear(&err);
   ck_err(eng_plan_create(m, 1, in3, 1, out, 0, NULL, &p, &err), err, TD_UNIMPLEMENTED,
-         "ParseExampleV2");
+         "TensordNoSuchOp");
   eng_model_destroy(m);
 }
 END_TEST

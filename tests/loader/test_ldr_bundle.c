@@ -546,13 +546,16 @@ static td_code open_and_read_all(const char *prefix) {
 
 START_TEST(test_tf1_values) {
   ldr_bundle *b = open_ok(TF1);
-  ck_assert_int_eq(ldr_bundle_count(b), 2);
+  /* TF Serving's half_plus_two variables: a = 0.5, b = 2, c = 3. */
+  ck_assert_int_eq(ldr_bundle_count(b), 3);
   ck_assert_str_eq(ldr_bundle_key(b, 0), "a");
   ck_assert_str_eq(ldr_bundle_key(b, 1), "b");
-  ck_assert_ptr_null(ldr_bundle_key(b, 2));
+  ck_assert_str_eq(ldr_bundle_key(b, 2), "c");
+  ck_assert_ptr_null(ldr_bundle_key(b, 3));
   ck_assert_ptr_null(ldr_bundle_key(b, -1));
   ck_assert(read_scalar_float(b, "a") == 0.5f);
   ck_assert(read_scalar_float(b, "b") == 2.0f);
+  ck_assert(read_scalar_float(b, "c") == 3.0f);
   /* ENG_DT_INVALID accepts whatever the entry holds. */
   eng_tensor t;
   td_err err = {0};

@@ -80,7 +80,7 @@ START_TEST(post_forms) {
     expect("POST", p, kinds[i], "half", false, 0, "beta-1.x");
   }
   /* Names may hold anything but '/' and ':'. */
-  expect("POST", "/v1/models/my.model-2_x%20y:predict", SRV_ROUTE_PREDICT, "my.model-2_x%20y",
+  expect("POST", "/v1/models/my.model-2_x%20y:predict", SRV_ROUTE_PREDICT, "my.model-2_x y",
          false, 0, NULL);
   expect("GET", "/v1/models/metadata", SRV_ROUTE_STATUS, "metadata", false, 0, NULL);
   expect("GET", "/v1/models/versions", SRV_ROUTE_STATUS, "versions", false, 0, NULL);
@@ -133,7 +133,8 @@ START_TEST(other_malformed) {
   malformed("GET", "/v1/model/foo");
   malformed("GET", "/v1/");
   malformed("POST", "/v1/models");
-  /* Only GET and POST route; other methods are malformed. */
+  /* Only GET and POST route (OPTIONS is the CORS preflight); other methods
+   * are malformed. */
   malformed("PUT", "/v1/models/foo:predict");
   malformed("DELETE", "/v1/models/foo");
   malformed("HEAD", "/v1/models/foo");
@@ -141,16 +142,48 @@ START_TEST(other_malformed) {
 }
 END_TEST
 
-START_TEST(missing_model_name) {
+static srv_route_kind kind_of(const char *method, const char *path) {
   srv_route r;
   td_err err;
   td_err_clear(&err);
-  ck_assert_int_eq(srv_route_parse("GET", "/v1/models", &r, &err), TD_INVALID_ARGUMENT);
-  ck_assert_str_eq(err.msg, "Missing model name in request.");
-  ck_assert_int_eq(r.kind, SRV_ROUTE_MALFORMED);
+  ck_assert_msg(srv_route_parse(method, path, &r, &err) == TD_OK, "%s %s: %s", method, path,
+                err.msg);
+  return r.kind;
+}
+
+START_TEST(beyond_tf_serving) {
+  /* TF Serving answers "Missing model name in request."; tensord lists. */
+  ck_assert_int_eq(kind_of("GET", "/v1/models"), SRV_ROUTE_LIST);
+  ck_assert_int_eq(kind_of("GET", "/V1/Models"), SRV_ROUTE_LIST);
+  ck_assert_int_eq(kind_of("GET", "/healthz"), SRV_ROUTE_HEALTH);
+  ck_assert_int_eq(kind_of("HEAD", "/healthz"), SRV_ROUTE_HEALTH);
+  ck_assert_int_eq(kind_of("GET", "/readyz"), SRV_ROUTE_READY);
+  /* Probes are exact, lower-case, GET/HEAD only; anything else is outside /v1/. */
+  ck_assert_int_eq(kind_of("POST", "/healthz"), SRV_ROUTE_NOT_V1);
+  ck_assert_int_eq(kind_of("GET", "/healthz/"), SRV_ROUTE_NOT_V1);
+  ck_assert_int_eq(kind_of("GET", "/READYZ"), SRV_ROUTE_NOT_V1);
+  ck_assert_int_eq(kind_of("OPTIONS", "/v1/models/m:predict"), SRV_ROUTE_PREFLIGHT);
+  ck_assert_int_eq(kind_of("OPTIONS", "/v1/anything"), SRV_ROUTE_PREFLIGHT);
+  ck_assert_int_eq(kind_of("OPTIONS", "/other"), SRV_ROUTE_NOT_V1);
+}
+END_TEST
+
+START_TEST(percent_decoding) {
+  /* Name and label are decoded after matching, as TF Serving's DecodeArg. */
+  expect("GET", "/v1/models/a%2Fb", SRV_ROUTE_STATUS, "a/b", false, 0, NULL);
+  expect("POST", "/v1/models/a%3ab/labels/x%20y:predict", SRV_ROUTE_PREDICT, "a:b", false, 0,
+         "x y");
+  expect("GET", "/v1/models/100%/metadata", SRV_ROUTE_METADATA, "100%", false, 0, NULL);
+  expect("GET", "/v1/models/%zz%4", SRV_ROUTE_STATUS, "%zz%4", false, 0, NULL);
+  srv_route r;
+  td_err err;
   td_err_clear(&err);
-  ck_assert_int_eq(srv_route_parse("GET", "/V1/Models", &r, &err), TD_INVALID_ARGUMENT);
-  ck_assert_str_eq(err.msg, "Missing model name in request.");
+  ck_assert_int_eq(srv_route_parse("GET", "/v1/models/a%00b", &r, &err), TD_INVALID_ARGUMENT);
+  ck_assert_str_eq(err.msg, "Failed to decode model name:a%00b");
+  td_err_clear(&err);
+  ck_assert_int_eq(srv_route_parse("POST", "/v1/models/a/labels/%00:predict", &r, &err),
+                   TD_INVALID_ARGUMENT);
+  ck_assert_str_eq(err.msg, "Failed to decode model version label:%00");
 }
 END_TEST
 
@@ -238,7 +271,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, fixed_parts_ignore_case);
   tcase_add_test(tc, tf_serving_malformed_examples);
   tcase_add_test(tc, other_malformed);
-  tcase_add_test(tc, missing_model_name);
+  tcase_add_test(tc, beyond_tf_serving);
+  tcase_add_test(tc, percent_decoding);
   tcase_add_test(tc, version_overflow);
   tcase_add_test(tc, not_v1);
   tcase_add_test(tc, long_paths);
