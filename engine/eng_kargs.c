@@ -32,7 +32,7 @@ td_code eng_karg_ints(eng_kctx *c, int i, int64_t *out, int max, int *n) {
 }
 
 td_code eng_karg_int(eng_kctx *c, int i, int64_t *out) {
-  int n;
+  int n = 0;
   td_code rc = eng_karg_ints(c, i, out, 1, &n);
   if (rc) return rc;
   if (n != 1) return eng_kfail(c, TD_INVALID_ARGUMENT, "input %d must be a scalar", i);
@@ -44,7 +44,7 @@ td_code eng_karg_int(eng_kctx *c, int i, int64_t *out) {
  * this before touching memory. */
 #define MAX_OUTPUT_BYTES ((int64_t)4 << 30)
 
-td_code eng_kout(eng_kctx *c, int i, eng_dtype dt, const eng_shape *s) {
+static td_code kout(eng_kctx *c, int i, eng_dtype dt, const eng_shape *s, bool zero) {
   int64_t n = eng_shape_numel(s);
   int64_t es = (int64_t)eng_dtype_size(dt);
   if (n > 0 && es > 0 && n > MAX_OUTPUT_BYTES / es) {
@@ -52,9 +52,18 @@ td_code eng_kout(eng_kctx *c, int i, eng_dtype dt, const eng_shape *s) {
     return eng_kfail(c, TD_RESOURCE_EXHAUSTED, "output %d of shape %s is larger than %lld bytes",
                      i, eng_shape_str(s, sb, sizeof sb), (long long)MAX_OUTPUT_BYTES);
   }
-  td_code rc = eng_tensor_alloc(&c->out[i], dt, s, c->err);
+  td_code rc = zero ? eng_tensor_alloc(&c->out[i], dt, s, c->err)
+                    : eng_tensor_alloc_raw(&c->out[i], dt, s, c->err);
   if (rc) td_err_prefix(c->err, "node '%s' (%s)", c->node->name, c->node->op);
   return rc;
+}
+
+td_code eng_kout(eng_kctx *c, int i, eng_dtype dt, const eng_shape *s) {
+  return kout(c, i, dt, s, true);
+}
+
+td_code eng_kout_raw(eng_kctx *c, int i, eng_dtype dt, const eng_shape *s) {
+  return kout(c, i, dt, s, false);
 }
 
 td_code eng_kwant(eng_kctx *c, int i, eng_dtype dt) {

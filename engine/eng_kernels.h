@@ -37,12 +37,6 @@ td_code eng_k_maximum(eng_kctx *c);
 td_code eng_k_minimum(eng_kctx *c);
 td_code eng_s_binary(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
 
-/* eng_kernels_parse.c: serialized tf.Example -> dense tensors (dense
- * features with known shapes only; sparse/ragged/variable-length fail
- * UNIMPLEMENTED). Output shapes are known only at run time. */
-td_code eng_k_parse_example(eng_kctx *c);
-td_code eng_k_parse_example_v2(eng_kctx *c);
-
 /* --- helpers shared by the kernel files (eng_kargs.c) -------------------- */
 /* Fails with `code` and "node 'N' (Op): <message>". */
 td_code eng_kfail(eng_kctx *c, td_code code, const char *fmt, ...)
@@ -53,8 +47,10 @@ td_code eng_kfail(eng_kctx *c, td_code code, const char *fmt, ...)
 td_code eng_karg_ints(eng_kctx *c, int i, int64_t *out, int max, int *n);
 /* Reads a scalar (or one-element) int32/int64 input. */
 td_code eng_karg_int(eng_kctx *c, int i, int64_t *out);
-/* Allocates output i; errors carry the node. */
+/* Allocates output i, zero-filled; errors carry the node. */
 td_code eng_kout(eng_kctx *c, int i, eng_dtype dt, const eng_shape *s);
+/* The same, uninitialised: for kernels that write every element. */
+td_code eng_kout_raw(eng_kctx *c, int i, eng_dtype dt, const eng_shape *s);
 /* Requires input i to have dtype dt (or any float/int class, see below). */
 td_code eng_kwant(eng_kctx *c, int i, eng_dtype dt);
 /* A node's list(int) attr, into out[max]; *n gets the count (0 if absent). */

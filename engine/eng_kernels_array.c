@@ -181,7 +181,7 @@ td_code eng_k_strided_slice(eng_kctx *c) {
     out.dim[out.rank++] = gather[k] == NEW_AXIS ? 1 : size[gather[k]];
   }
   size_t es = eng_dtype_size(x->dtype);
-  rc = eng_kout(c, 0, x->dtype, &out);
+  rc = eng_kout_raw(c, 0, x->dtype, &out);
   if (rc) return rc;
   eng_shape dense = eng_shape_make(rank, size);
   int64_t dst_st[ENG_MAX_RANK];
@@ -216,7 +216,7 @@ td_code eng_k_slice(eng_kctx *c) {
     off += b[d] * in_st[d];
   }
   eng_shape out = eng_shape_make(rank, sz);
-  rc = eng_kout(c, 0, x->dtype, &out);
+  rc = eng_kout_raw(c, 0, x->dtype, &out);
   if (rc) return rc;
   int64_t dst_st[ENG_MAX_RANK];
   eng_contig_strides(&out, dst_st);
@@ -265,7 +265,7 @@ td_code eng_k_pack(eng_kctx *c) {
   if (rc) return rc;
   eng_shape s = {.rank = r};
   for (int d = 0, k = 0; d < r; d++) s.dim[d] = d == a ? c->n_in : x->shape.dim[k++];
-  rc = eng_kout(c, 0, x->dtype, &s);
+  rc = eng_kout_raw(c, 0, x->dtype, &s);
   if (rc) return rc;
   size_t es = eng_dtype_size(x->dtype);
   int64_t outer = 1, inner = 1;
@@ -314,7 +314,7 @@ td_code eng_k_unpack(eng_kctx *c) {
   for (int d = a + 1; d < x->shape.rank; d++) inner *= x->shape.dim[d];
   size_t chunk = (size_t)inner * es;
   for (int k = 0; k < c->n_out; k++) {
-    rc = eng_kout(c, k, x->dtype, &s);
+    rc = eng_kout_raw(c, k, x->dtype, &s);
     if (rc) return rc;
     char *dst = eng_tensor_data(&c->out[k]);
     for (int64_t o = 0; o < outer; o++)
@@ -350,7 +350,7 @@ td_code eng_k_concat_v2(eng_kctx *c) {
     }
     s.dim[a] += t->shape.dim[a];
   }
-  rc = eng_kout(c, 0, x->dtype, &s);
+  rc = eng_kout_raw(c, 0, x->dtype, &s);
   if (rc) return rc;
   size_t es = eng_dtype_size(x->dtype);
   int64_t outer = 1, inner = 1;
@@ -391,7 +391,7 @@ td_code eng_k_gather_v2(eng_kctx *c) {
   for (int d = 0; d < a; d++) s.dim[k++] = p->shape.dim[d];
   for (int d = (int)bd; d < ix->shape.rank; d++) s.dim[k++] = ix->shape.dim[d];
   for (int d = a + 1; d < p->shape.rank; d++) s.dim[k++] = p->shape.dim[d];
-  rc = eng_kout(c, 0, p->dtype, &s);
+  rc = eng_kout_raw(c, 0, p->dtype, &s);
   if (rc) return rc;
   size_t es = eng_dtype_size(p->dtype);
   int64_t batch = 1, outer = 1, inner = 1, nidx = 1, limit = p->shape.dim[a];
@@ -448,7 +448,7 @@ td_code eng_k_transpose(eng_kctx *c) {
     s.dim[d] = x->shape.dim[perm[d]];
     sst[d] = in_st[perm[d]];
   }
-  rc = eng_kout(c, 0, x->dtype, &s);
+  rc = eng_kout_raw(c, 0, x->dtype, &s);
   if (rc) return rc;
   eng_contig_strides(&s, dst_st);
   eng_copy_nd(r, s.dim, eng_dtype_size(x->dtype), eng_tensor_data(x), sst,
@@ -515,7 +515,7 @@ td_code eng_k_tile(eng_kctx *c) {
       return eng_kfail(c, TD_INVALID_ARGUMENT, "tiled shape is too large");
     s.dim[d] = x->shape.dim[d] * mult[d];
   }
-  rc = eng_kout(c, 0, x->dtype, &s);
+  rc = eng_kout_raw(c, 0, x->dtype, &s);
   if (rc) return rc;
   if (!eng_shape_numel(&s)) return TD_OK;
   size_t es = eng_dtype_size(x->dtype);

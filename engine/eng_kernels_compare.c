@@ -75,7 +75,7 @@ td_code eng_k_compare(eng_kctx *c) {
       return eng_kfail(c, TD_UNIMPLEMENTED, "%s operands are not supported",
                        eng_dtype_name(a->dtype));
   }
-  rc = eng_kout(c, 0, ENG_DT_BOOL, &s);
+  rc = eng_kout_raw(c, 0, ENG_DT_BOOL, &s);
   if (rc) return rc;
   switch (a->dtype) {
     case ENG_DT_FLOAT: cmp_f32(op, a, b, &c->out[0]); break;
@@ -93,7 +93,7 @@ td_code eng_k_logical(eng_kctx *c) {
   if (!rc) rc = eng_kwant(c, 1, ENG_DT_BOOL);
   eng_shape s;
   if (!rc) rc = bshape(c, 2, &s);
-  if (!rc) rc = eng_kout(c, 0, ENG_DT_BOOL, &s);
+  if (!rc) rc = eng_kout_raw(c, 0, ENG_DT_BOOL, &s);
   if (rc) return rc;
   const uint8_t *x = eng_tensor_data(&c->in[0]), *y = eng_tensor_data(&c->in[1]);
   uint8_t *z = eng_tensor_data(&c->out[0]);
@@ -140,7 +140,7 @@ static td_code select_common(eng_kctx *c, const eng_shape *cond_shape) {
   rc = eng_broadcast_shape(&t->shape, &e->shape, &te, c->err);
   if (!rc) rc = eng_broadcast_shape(cond_shape, &te, &s, c->err);
   if (rc) return td_err_prefix(c->err, "node '%s' (%s)", c->node->name, c->node->op);
-  rc = eng_kout(c, 0, t->dtype, &s);
+  rc = eng_kout_raw(c, 0, t->dtype, &s);
   if (rc) return rc;
   const eng_shape *in[3] = {cond_shape, &t->shape, &e->shape};
   eng_bcast it;
@@ -213,7 +213,7 @@ static td_code binary(eng_kctx *c, bool is_pow) {
       a->dtype != ENG_DT_INT64)
     return eng_kfail(c, TD_UNIMPLEMENTED, "%s operands are not supported",
                      eng_dtype_name(a->dtype));
-  rc = eng_kout(c, 0, a->dtype, &s);
+  rc = eng_kout_raw(c, 0, a->dtype, &s);
   if (rc) return rc;
   eng_tensor *o = &c->out[0];
   switch (a->dtype) {
@@ -277,7 +277,7 @@ td_code eng_k_bias_add(eng_kctx *c) {
     return eng_kfail(c, TD_INVALID_ARGUMENT,
                      "bias has %lld elements but the input's channel dimension is %lld",
                      (long long)b->shape.dim[0], (long long)ch);
-  rc = eng_kout(c, 0, ENG_DT_FLOAT, &x->shape);
+  rc = eng_kout_raw(c, 0, ENG_DT_FLOAT, &x->shape);
   if (rc) return rc;
   int64_t inner = 1, n = eng_tensor_numel(x);
   for (int d = cdim + 1; d < x->shape.rank; d++) inner *= x->shape.dim[d];

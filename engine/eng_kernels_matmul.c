@@ -99,7 +99,7 @@ td_code eng_k_matmul(eng_kctx *c) {
   td_code rc = check_dims(c, m, n, k);
   int64_t d[2] = {m, n};
   eng_shape s = eng_shape_make(2, d);
-  if (!rc) rc = eng_kout(c, 0, a->dtype, &s);
+  if (!rc) rc = eng_kout_raw(c, 0, a->dtype, &s);
   if (rc) return rc;
   if (a->dtype == ENG_DT_FLOAT)
     gemm_f32(ta, tb, m, n, k, eng_tensor_data(a), eng_tensor_data(b), eng_tensor_data(&c->out[0]));
@@ -156,7 +156,7 @@ static td_code batch_matmul(eng_kctx *c, const eng_tensor *a, const eng_tensor *
   eng_shape s = bo;
   s.dim[s.rank++] = m;
   s.dim[s.rank++] = n;
-  rc = eng_tensor_alloc(out, a->dtype, &s, c->err);
+  rc = eng_tensor_alloc_raw(out, a->dtype, &s, c->err);
   if (rc) return td_err_prefix(c->err, "node '%s' (%s)", c->node->name, c->node->op);
   int64_t nb = eng_shape_numel(&bo);
   const eng_shape *in[2] = {&ba, &bb};
@@ -200,7 +200,7 @@ static td_code permute(eng_kctx *c, const eng_tensor *x, const int *perm, eng_te
     s.dim[d] = x->shape.dim[perm[d]];
     sst[d] = st[perm[d]];
   }
-  td_code rc = eng_tensor_alloc(out, x->dtype, &s, c->err);
+  td_code rc = eng_tensor_alloc_raw(out, x->dtype, &s, c->err);
   if (rc) return td_err_prefix(c->err, "node '%s' (%s)", c->node->name, c->node->op);
   eng_contig_strides(&s, dst);
   eng_copy_nd(r, s.dim, eng_dtype_size(x->dtype), eng_tensor_data(x), sst, eng_tensor_data(out),

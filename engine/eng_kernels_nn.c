@@ -78,10 +78,10 @@ static td_code get_geom(eng_kctx *c, const eng_tensor *x, int64_t kh, int64_t kw
   return rc;
 }
 
-static td_code out_nhwc(eng_kctx *c, const geom *g, int64_t ch) {
+static td_code out_nhwc(eng_kctx *c, const geom *g, int64_t ch, bool zero) {
   int64_t d[4] = {g->n, g->oh, g->ow, ch};
   eng_shape s = eng_shape_make(4, d);
-  return eng_kout(c, 0, ENG_DT_FLOAT, &s);
+  return zero ? eng_kout(c, 0, ENG_DT_FLOAT, &s) : eng_kout_raw(c, 0, ENG_DT_FLOAT, &s);
 }
 
 td_code eng_s_conv2d(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err) {
@@ -135,7 +135,7 @@ td_code eng_k_conv2d(eng_kctx *c) {
                                                                       : TD_INVALID_ARGUMENT,
                      "input depth %lld does not match the filter's %lld (grouped convolution)",
                      (long long)g.c, (long long)f->shape.dim[2]);
-  if ((rc = out_nhwc(c, &g, cout))) return rc;
+  if ((rc = out_nhwc(c, &g, cout, g.kh * g.kw * g.c == 0))) return rc;
   const float *xd = eng_tensor_data(x), *fd = eng_tensor_data(f);
   float *y = eng_tensor_data(&c->out[0]);
   int64_t rows = g.n * g.oh * g.ow, kdim = g.kh * g.kw * g.c;
@@ -180,22 +180,22 @@ td_code eng_k_depthwise_conv2d(eng_kctx *c) {
   if (f->shape.dim[2] != g.c)
     return eng_kfail(c, TD_INVALID_ARGUMENT, "input depth %lld does not match the filter's %lld",
                      (long long)g.c, (long long)f->shape.dim[2]);
-  if ((rc = out_nhwc(c, &g, g.c * mult))) return rc;
+  if ((rc = out_nhwc(c, &g, g.c * mult, true))) return rc;
   const float *xd = eng_tensor_data(x), *fd = eng_tensor_data(f);
   float *y = eng_tensor_data(&c->out[0]);
   int64_t oc = g.c * mult;
   for (int64_t n = 0; n < g.n; n++)
     for (int64_t oh = 0; oh < g.oh; oh++)
       for (int64_t ow = 0; ow < g.ow; ow++) {
-        float *o = y + ((n * g.oh + oh) * g.ow + ow) * oc;
+        float *restrict o = y + ((n * g.oh + oh) * g.ow + ow) * oc;
         for (int64_t i = 0; i < g.kh; i++) {
           int64_t ih = oh * g.sh - g.pt + i * g.dh;
           if (ih < 0 || ih >= g.h) continue;
           for (int64_t j = 0; j < g.kw; j++) {
             int64_t iw = ow * g.sw - g.pl + j * g.dw;
             if (iw < 0 || iw >= g.w) continue;
-            const float *ip = xd + ((n * g.h + ih) * g.w + iw) * g.c;
-            const float *fp = fd + (i * g.kw + j) * oc;
+            const float *restrict ip = xd + ((n * g.h + ih) * g.w + iw) * g.c;
+            const float *restrict fp = fd + (i * g.kw + j) * oc;
             if (mult == 1) {
               for (int64_t ch = 0; ch < g.c; ch++) o[ch] += ip[ch] * fp[ch];
             } else {
@@ -221,7 +221,7 @@ static td_code pool(eng_kctx *c, bool is_max) {
     return eng_kfail(c, TD_UNIMPLEMENTED, "pooling across the batch or depth dimension");
   geom g;
   if ((rc = get_geom(c, x, k[1], k[2], &g))) return rc;
-  if ((rc = out_nhwc(c, &g, g.c))) return rc;
+  if ((rc = out_nhwc(c, &g, g.c, !is_max))) return rc;
   const float *xd = eng_tensor_data(x);
   float *y = eng_tensor_data(&c->out[0]);
   for (int64_t n = 0; n < g.n; n++)
@@ -280,7 +280,7 @@ td_code eng_k_fused_batch_norm(eng_kctx *c) {
   eng_shape vshape = eng_shape_make(1, &vs);
   for (int o = 0; o < c->n_out && !rc; o++) {
     eng_shape s = o == 0 ? x->shape : vshape;
-    rc = eng_kout(c, o, ENG_DT_FLOAT, &s);
+    rc = eng_kout_raw(c, o, ENG_DT_FLOAT, &s);
   }
   if (rc) return rc;
   const float *xd = eng_tensor_data(x), *scale = eng_tensor_data(&c->in[1]),
@@ -312,8 +312,8 @@ td_code eng_k_fused_batch_norm(eng_kctx *c) {
   }
   if (mean) memcpy(mean, m, sizeof *m * (size_t)ch);
   if (var) memcpy(var, v, sizeof *v * (size_t)ch);
-  for (int o = 3; o < c->n_out && o < 5; o++)
-    memcpy(eng_tensor_data(&c->out[o]), o == 3 ? m : v, sizeof *m * (size_t)ch);
+  for (int o = 3; o < c->n_out; o++) /* reserve spaces: the statistics again */
+    memcpy(eng_tensor_data(&c->out[o]), o == 4 ? v : m, sizeof *m * (size_t)ch);
   free(tmp);
   return TD_OK;
 }
@@ -327,7 +327,7 @@ td_code eng_k_softmax(eng_kctx *c) {
   if (x->shape.rank < 1)
     return eng_kfail(c, TD_INVALID_ARGUMENT, "logits must have at least one dimension");
   bool logsm = !strcmp(c->node->op, "LogSoftmax");
-  if ((rc = eng_kout(c, 0, ENG_DT_FLOAT, &x->shape))) return rc;
+  if ((rc = eng_kout_raw(c, 0, ENG_DT_FLOAT, &x->shape))) return rc;
   int64_t d = x->shape.dim[x->shape.rank - 1], n = eng_tensor_numel(x);
   if (!d) return TD_OK;
   const float *xd = eng_tensor_data(x);

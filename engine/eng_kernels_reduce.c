@@ -104,7 +104,7 @@ td_code eng_k_reduce(eng_kctx *c) {
     }
   }
   eng_dtype odt = x->dtype;
-  rc = eng_kout(c, 0, odt, &s);
+  rc = eng_kout_raw(c, 0, odt, &s);
   if (rc) return rc;
   int64_t nout = eng_tensor_numel(&c->out[0]);
   /* Merge runs of dims with the same kind; size-1 dims merge with anything. */

@@ -67,7 +67,7 @@ td_code eng_k_shape(eng_kctx *c) {
     return eng_kfail(c, TD_INVALID_ARGUMENT, "out_type must be int32 or int64");
   int64_t r = c->in[0].shape.rank;
   eng_shape s = eng_shape_make(1, &r);
-  td_code rc = eng_kout(c, 0, dt, &s);
+  td_code rc = eng_kout_raw(c, 0, dt, &s);
   if (rc) return rc;
   void *d = eng_tensor_data(&c->out[0]);
   for (int i = 0; i < r; i++) {
@@ -162,7 +162,7 @@ td_code eng_k_fill(eng_kctx *c) {
   if (eng_tensor_numel(v) != 1 || !es)
     return eng_kfail(c, TD_INVALID_ARGUMENT, "value must be a numeric scalar");
   eng_shape s = eng_shape_make(n, dims);
-  rc = eng_kout(c, 0, v->dtype, &s);
+  rc = eng_kout_raw(c, 0, v->dtype, &s);
   if (rc) return rc;
   splat(eng_tensor_data(&c->out[0]), eng_tensor_data(v), es, eng_tensor_numel(&c->out[0]));
   return TD_OK;
@@ -199,7 +199,7 @@ td_code eng_k_range(eng_kctx *c) {
     uint64_t step = dl > 0 ? (uint64_t)dl : (uint64_t)0 - (uint64_t)dl;
     n = (int64_t)((span + step - 1) / step);
     eng_shape s = eng_shape_make(1, &n);
-    td_code rc = eng_kout(c, 0, dt, &s);
+    td_code rc = eng_kout_raw(c, 0, dt, &s);
     if (rc) return rc;
     void *d = eng_tensor_data(&c->out[0]);
     for (int64_t i = 0; i < n; i++) {
@@ -220,7 +220,7 @@ td_code eng_k_range(eng_kctx *c) {
   if (cnt > 1e12) return eng_kfail(c, TD_RESOURCE_EXHAUSTED, "range of %g elements", cnt);
   n = (int64_t)cnt;
   eng_shape s = eng_shape_make(1, &n);
-  td_code rc = eng_kout(c, 0, dt, &s);
+  td_code rc = eng_kout_raw(c, 0, dt, &s);
   if (rc) return rc;
   void *d = eng_tensor_data(&c->out[0]);
   for (int64_t i = 0; i < n; i++) {
@@ -250,7 +250,7 @@ td_code eng_k_broadcast_to(eng_kctx *c) {
                      eng_shape_str(&x->shape, a, sizeof a), eng_shape_str(&want, b, sizeof b));
   }
   if (eng_shape_equal(&x->shape, &want)) return alias(c, &want);
-  rc = eng_kout(c, 0, x->dtype, &want);
+  rc = eng_kout_raw(c, 0, x->dtype, &want);
   if (rc) return rc;
   const eng_shape *in[1] = {&x->shape};
   eng_bcast it;

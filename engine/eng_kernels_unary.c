@@ -129,7 +129,7 @@ td_code eng_k_unary(eng_kctx *c) {
   bool is_int = x->dtype == ENG_DT_INT32 || x->dtype == ENG_DT_INT64;
   if (x->dtype != ENG_DT_FLOAT && x->dtype != ENG_DT_DOUBLE && !(is_int && unops[k].ints))
     return eng_kfail(c, TD_UNIMPLEMENTED, "%s input is not supported", eng_dtype_name(x->dtype));
-  td_code rc = eng_kout(c, 0, x->dtype, &x->shape);
+  td_code rc = eng_kout_raw(c, 0, x->dtype, &x->shape);
   if (rc) return rc;
   int64_t n = eng_tensor_numel(x);
   void *y = eng_tensor_data(&c->out[0]);
@@ -145,7 +145,7 @@ td_code eng_k_unary(eng_kctx *c) {
 
 td_code eng_k_leaky_relu(eng_kctx *c) {
   td_code rc = eng_kwant(c, 0, ENG_DT_FLOAT);
-  if (!rc) rc = eng_kout(c, 0, ENG_DT_FLOAT, &c->in[0].shape);
+  if (!rc) rc = eng_kout_raw(c, 0, ENG_DT_FLOAT, &c->in[0].shape);
   if (rc) return rc;
   float alpha = eng_attr_float(c->node, "alpha", 0.2f);
   const float *x = eng_tensor_data(&c->in[0]);
@@ -157,7 +157,7 @@ td_code eng_k_leaky_relu(eng_kctx *c) {
 
 td_code eng_k_logical_not(eng_kctx *c) {
   td_code rc = eng_kwant(c, 0, ENG_DT_BOOL);
-  if (!rc) rc = eng_kout(c, 0, ENG_DT_BOOL, &c->in[0].shape);
+  if (!rc) rc = eng_kout_raw(c, 0, ENG_DT_BOOL, &c->in[0].shape);
   if (rc) return rc;
   const uint8_t *x = eng_tensor_data(&c->in[0]);
   uint8_t *y = eng_tensor_data(&c->out[0]);
@@ -232,7 +232,7 @@ td_code eng_k_cast(eng_kctx *c) {
   if (!castable(x->dtype) || !castable(to))
     return eng_kfail(c, TD_UNIMPLEMENTED, "casting %s to %s is not supported",
                      eng_dtype_name(x->dtype), eng_dtype_name(to));
-  td_code rc = eng_kout(c, 0, to, &x->shape);
+  td_code rc = eng_kout_raw(c, 0, to, &x->shape);
   if (rc) return rc;
   int64_t n = eng_tensor_numel(x);
   const void *s = eng_tensor_data(x);
@@ -271,7 +271,7 @@ td_code eng_k_ones_like(eng_kctx *c) {
   const eng_tensor *x = &c->in[0];
   if (!castable(x->dtype))
     return eng_kfail(c, TD_UNIMPLEMENTED, "%s input is not supported", eng_dtype_name(x->dtype));
-  td_code rc = eng_kout(c, 0, x->dtype, &x->shape);
+  td_code rc = eng_kout_raw(c, 0, x->dtype, &x->shape);
   if (rc) return rc;
   int64_t n = eng_tensor_numel(x);
   void *d = eng_tensor_data(&c->out[0]);
