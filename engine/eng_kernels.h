@@ -37,6 +37,12 @@ td_code eng_k_maximum(eng_kctx *c);
 td_code eng_k_minimum(eng_kctx *c);
 td_code eng_s_binary(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
 
+/* eng_kernels_parse.c: serialized tf.Example -> dense tensors (dense
+ * features with known shapes only; sparse/ragged/variable-length fail
+ * UNIMPLEMENTED). Output shapes are known only at run time. */
+td_code eng_k_parse_example(eng_kctx *c);
+td_code eng_k_parse_example_v2(eng_kctx *c);
+
 /* --- helpers shared by the kernel files (eng_kargs.c) -------------------- */
 /* Fails with `code` and "node 'N' (Op): <message>". */
 td_code eng_kfail(eng_kctx *c, td_code code, const char *fmt, ...)

@@ -1,7 +1,8 @@
 /* Elementwise binary arithmetic with NumPy broadcasting.
  *
- * Three loops cover the cases: equal shapes (one flat loop), one side a
- * single element (scalar loop), and general broadcasting, which walks the
+ * Four loops cover the cases: equal shapes (one flat loop), one side a
+ * single element (scalar loop), one side repeating over the other's trailing
+ * dims (bias-like, a nested flat loop), and general broadcasting, which walks the
  * output in row-major order keeping one running offset per input with
  * per-dimension strides (0 where that input is broadcast). */
 #include <math.h>
@@ -63,8 +64,24 @@ static void bcast_strides(const eng_shape *in, const eng_shape *out, int64_t *st
   }
 }
 
-#define DEFINE_LOOP(T, NAME)                                                                  \
-  static void NAME(binop op, const eng_tensor *a, const eng_tensor *b, eng_tensor *o) {       \
+/* True when `in`, without its leading 1s, equals the trailing dims of out:
+ * then in repeats every numel(in) elements (a bias over the last axis, a
+ * batch-norm scale over channels). */
+static bool suffix_of(const eng_shape *in, const eng_shape *out) {
+  int lead = 0;
+  while (lead < in->rank && in->dim[lead] == 1) lead++;
+  int k = in->rank - lead;
+  if (k > out->rank) return false;
+  for (int i = 0; i < k; i++)
+    if (in->dim[lead + i] != out->dim[out->rank - k + i]) return false;
+  return true;
+}
+
+/* One function per (type, op): op is a constant inside, so APPLY folds to
+ * one operation and the flat loops vectorize. */
+#define DEFINE_LOOP(T, NAME, OPC)                                                             \
+  static void NAME(const eng_tensor *a, const eng_tensor *b, eng_tensor *o) {                 \
+    const binop op = OPC;                                                                     \
     const T *x = eng_tensor_data(a), *y = eng_tensor_data(b);                                 \
     T *z = eng_tensor_data(o);                                                                \
     int64_t n = eng_tensor_numel(o), na = eng_tensor_numel(a), nb = eng_tensor_numel(b);      \
@@ -80,6 +97,16 @@ static void bcast_strides(const eng_shape *in, const eng_shape *out, int64_t *st
     if (na == 1 && nb == n) {                                                                 \
       T v = x[0];                                                                             \
       for (int64_t i = 0; i < n; i++) z[i] = APPLY(op, v, y[i]);                              \
+      return;                                                                                 \
+    }                                                                                         \
+    if (suffix_of(&b->shape, &o->shape) && na == n && nb > 0) {                               \
+      for (int64_t i = 0; i < n; i += nb)                                                     \
+        for (int64_t k = 0; k < nb; k++) z[i + k] = APPLY(op, x[i + k], y[k]);                \
+      return;                                                                                 \
+    }                                                                                         \
+    if (suffix_of(&a->shape, &o->shape) && nb == n && na > 0) {                               \
+      for (int64_t i = 0; i < n; i += na)                                                     \
+        for (int64_t k = 0; k < na; k++) z[i + k] = APPLY(op, x[k], y[i + k]);                \
       return;                                                                                 \
     }                                                                                         \
     int r = o->shape.rank;                                                                    \
@@ -102,10 +129,28 @@ static void bcast_strides(const eng_shape *in, const eng_shape *out, int64_t *st
     }                                                                                         \
   }
 
-DEFINE_LOOP(float, loop_f32)
-DEFINE_LOOP(double, loop_f64)
-DEFINE_LOOP(int32_t, loop_i32)
-DEFINE_LOOP(int64_t, loop_i64)
+#define DEFINE_TYPE(T, NAME)                                                                  \
+  DEFINE_LOOP(T, NAME##_add, OP_ADD)                                                          \
+  DEFINE_LOOP(T, NAME##_sub, OP_SUB)                                                          \
+  DEFINE_LOOP(T, NAME##_mul, OP_MUL)                                                          \
+  DEFINE_LOOP(T, NAME##_div, OP_DIV)                                                          \
+  DEFINE_LOOP(T, NAME##_max, OP_MAX)                                                          \
+  DEFINE_LOOP(T, NAME##_min, OP_MIN)                                                          \
+  static void NAME(binop op, const eng_tensor *a, const eng_tensor *b, eng_tensor *o) {       \
+    switch (op) {                                                                             \
+      case OP_ADD: NAME##_add(a, b, o); break;                                                \
+      case OP_SUB: NAME##_sub(a, b, o); break;                                                \
+      case OP_MUL: NAME##_mul(a, b, o); break;                                                \
+      case OP_DIV: NAME##_div(a, b, o); break;                                                \
+      case OP_MAX: NAME##_max(a, b, o); break;                                                \
+      default: NAME##_min(a, b, o); break;                                                    \
+    }                                                                                         \
+  }
+
+DEFINE_TYPE(float, loop_f32)
+DEFINE_TYPE(double, loop_f64)
+DEFINE_TYPE(int32_t, loop_i32)
+DEFINE_TYPE(int64_t, loop_i64)
 
 static td_code run_binary(eng_kctx *c, binop op) {
   const eng_tensor *a = &c->in[0], *b = &c->in[1];
@@ -121,7 +166,7 @@ static td_code run_binary(eng_kctx *c, binop op) {
                   a->dtype != ENG_DT_INT32 && a->dtype != ENG_DT_INT64))
     return td_err_set(c->err, TD_UNIMPLEMENTED, "node '%s' (%s): %s operands are not supported",
                       c->node->name, c->node->op, eng_dtype_name(a->dtype));
-  rc = eng_tensor_alloc(&c->out[0], a->dtype, &s, c->err);
+  rc = eng_tensor_alloc_raw(&c->out[0], a->dtype, &s, c->err);
   if (rc) return rc;
   switch (a->dtype) {
     case ENG_DT_FLOAT: loop_f32(op, a, b, &c->out[0]); break;

@@ -12,6 +12,7 @@
 
 #include "eng_inline.h"
 #include "eng_op.h"
+#include "eng_plan.h"
 
 typedef struct var_slot {
   char *key; /* container/shared_name */
@@ -28,22 +29,6 @@ struct eng_model {
   var_slot *slots;
 };
 
-struct eng_plan {
-  eng_model *m;
-  int n_steps;
-  int *steps;        /* node ids in run order */
-  const eng_op_def **ops; /* per step */
-  int *base;         /* per node: first value index (or -1 when not in plan) */
-  int n_values;
-  int *uses;         /* per value: number of readers during a run */
-  int n_inputs;
-  int *in_value;     /* per input: value index fed */
-  eng_shape *in_shape; /* declared shape of each input's producer (Placeholder) */
-  eng_dtype *in_dtype; /* declared dtype or INVALID */
-  char **in_name;
-  int n_outputs;
-  int *out_value;
-};
 
 /* --- model ------------------------------------------------------------- */
 
@@ -165,6 +150,17 @@ void eng_plan_destroy(eng_plan *p) {
   free(p->in_shape);
   free(p->in_dtype);
   free(p->out_value);
+  if (p->epi) {
+    for (int s = 0; s < p->n_steps; s++) {
+      if (!p->epi[s]) continue;
+      for (int k = 0; k < p->epi[s]->n; k++) eng_tensor_release(&p->epi[s]->op[k].k);
+      free(p->epi[s]);
+    }
+    free(p->epi);
+  }
+  for (int i = 0; i < p->n_consts; i++) eng_tensor_release(&p->const_tensor[i]);
+  free(p->const_value);
+  free(p->const_tensor);
   free(p);
 }
 
@@ -182,6 +178,14 @@ static void fill_declared(const eng_node *nd, eng_shape *shape, eng_dtype *dtype
 td_code eng_plan_create(eng_model *m, int n_inputs, const char *const *inputs, int n_outputs,
                         const char *const *outputs, int n_targets, const char *const *targets,
                         eng_plan **out, td_err *err) {
+  td_code rc = eng_plan_build(m, n_inputs, inputs, n_outputs, outputs, n_targets, targets, out, err);
+  if (!rc) eng_plan_compile(*out);
+  return rc;
+}
+
+td_code eng_plan_build(eng_model *m, int n_inputs, const char *const *inputs, int n_outputs,
+                       const char *const *outputs, int n_targets, const char *const *targets,
+                       eng_plan **out, td_err *err) {
   const eng_graph *g = m->g;
   int n = eng_graph_node_count(g);
   td_code rc = TD_OK;
@@ -433,6 +437,8 @@ td_code eng_plan_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, t
     goto done;
   }
   for (int i = 0; i < p->n_inputs; i++) fed[p->in_value[i]] = true;
+  for (int i = 0; i < p->n_consts; i++)
+    if (!fed[p->const_value[i]]) values[p->const_value[i]] = eng_tensor_share(&p->const_tensor[i]);
 
   for (int s = 0; s < p->n_steps && !rc; s++) {
     int id = p->steps[s];
@@ -472,8 +478,10 @@ td_code eng_plan_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, t
         const eng_tensor *v = &values[p->base[nd->in[k].node] + nd->in[k].index];
         if (kin[k].buf != v->buf) eng_tensor_release(&kin[k]);
       }
+      const eng_epilogue *epi = p->epi ? p->epi[s] : NULL;
+      if (!rc && epi) eng_epilogue_apply(epi, &kout[0]);
       for (int o = 0; o < nd->n_out; o++) {
-        int vi = p->base[id] + o;
+        int vi = o == 0 && epi ? epi->out_value : p->base[id] + o;
         if (rc || fed[vi] || left[vi] <= 0) {
           eng_tensor_release(&kout[o]);
         } else {

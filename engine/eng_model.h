@@ -67,6 +67,16 @@ eng_shape eng_plan_input_shape(const eng_plan *p, int i);
 /* in[i] feeds inputs[i]; out[i] receives outputs[i] (caller releases). */
 td_code eng_plan_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, td_err *err);
 
+/* What compiling did to a plan (for `tensord inspect` and benchmarks):
+ * steps left to run per request, values computed once at load, and ops
+ * fused into the epilogue of a Conv2D/DepthwiseConv2dNative/MatMul. */
+typedef struct eng_plan_info {
+  int steps;
+  int consts;
+  int fused_ops;
+} eng_plan_info;
+eng_plan_info eng_plan_get_info(const eng_plan *p);
+
 /* --- for kernels -------------------------------------------------------- */
 int64_t eng_model_node_slot(const eng_model *m, int node_id);
 const char *eng_model_slot_name(const eng_model *m, int64_t slot);

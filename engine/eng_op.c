@@ -72,6 +72,8 @@ static const eng_op_def ops[] = {
     {"Pack", 0, eng_s_pack, eng_k_pack},
     {"Pad", 0, eng_s_unknown, eng_k_pad},
     {"PadV2", 0, eng_s_unknown, eng_k_pad},
+    {"ParseExample", 0, NULL, eng_k_parse_example},
+    {"ParseExampleV2", 0, NULL, eng_k_parse_example_v2},
     {"Placeholder", 0, eng_s_placeholder, eng_k_placeholder},
     {"PlaceholderWithDefault", 0, eng_s_identity, eng_k_identity},
     {"Pow", 0, eng_s_binary, eng_k_pow},

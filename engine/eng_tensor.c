@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <threads.h>
 
 #define ENG_ALIGN 64
 
@@ -11,19 +12,106 @@
  * that follows is aligned for any vector width the kernels use. */
 struct eng_buffer {
   atomic_int refs;
-  size_t size;
+  int cls;           /* size class, or -1 when too large to recycle */
+  size_t size;       /* bytes in use */
+  size_t cap;        /* bytes allocated */
+  eng_buffer *next;  /* free-list link while cached */
 };
 
 static void *buf_data(const eng_buffer *b) { return (char *)b + ENG_ALIGN; }
 
+/* Recycling: a freed buffer goes to a small cache owned by the freeing
+ * thread, by size class (four classes per power of two, so at most 25%
+ * slack), and the next allocation of that class on that thread takes it
+ * back. A serving thread running the same plan again and again therefore
+ * stops calling malloc after its first request. The cache holds at most
+ * CACHE_DEPTH buffers per class and CACHE_BYTES in all; the rest is freed.
+ * A thread's cache is freed when the thread exits. */
+#define CACHE_CLASSES 120
+#define CACHE_DEPTH 16
+#define CACHE_BYTES ((size_t)256 << 20)
+
+typedef struct buf_cache {
+  eng_buffer *head[CACHE_CLASSES];
+  int depth[CACHE_CLASSES];
+  size_t bytes;
+} buf_cache;
+
+static tss_t cache_key;
+static once_flag cache_once = ONCE_FLAG_INIT;
+
+static void cache_free(void *arg) {
+  buf_cache *c = arg;
+  for (int k = 0; c && k < CACHE_CLASSES; k++)
+    for (eng_buffer *b = c->head[k], *n; b; b = n) {
+      n = b->next;
+      free(b);
+    }
+  free(c);
+}
+
+static void cache_init(void) { tss_create(&cache_key, cache_free); }
+
+static buf_cache *cache_get(void) {
+  call_once(&cache_once, cache_init);
+  buf_cache *c = tss_get(cache_key);
+  if (!c && (c = calloc(1, sizeof *c)) && tss_set(cache_key, c) != thrd_success) {
+    free(c);
+    c = NULL;
+  }
+  return c;
+}
+
+/* Class of a byte count and its capacity; -1 past the last class. */
+static int size_class(size_t size, size_t *cap) {
+  if (size <= 64) {
+    *cap = 64;
+    return 0;
+  }
+  int e = 63 - __builtin_clzll((unsigned long long)(size - 1)); /* 2^e < size <= 2^(e+1) */
+  size_t sub = ((size - 1) >> (e - 2)) & 3;
+  int cls = (e - 6) * 4 + (int)sub + 1;
+  if (cls >= CACHE_CLASSES) return -1;
+  *cap = (4 + sub + 1) << (e - 2);
+  return cls;
+}
+
 static eng_buffer *buf_new(size_t size) {
   void *p = NULL;
-  if (size > SIZE_MAX - ENG_ALIGN) return NULL;
-  if (posix_memalign(&p, ENG_ALIGN, ENG_ALIGN + size) != 0) return NULL;
+  if (size > SIZE_MAX / 2 - ENG_ALIGN) return NULL;
+  size_t cap = size;
+  int cls = size_class(size, &cap);
+  if (cls >= 0) {
+    buf_cache *c = cache_get();
+    eng_buffer *b = c ? c->head[cls] : NULL;
+    if (b) {
+      c->head[cls] = b->next;
+      c->depth[cls]--;
+      c->bytes -= b->cap;
+      atomic_init(&b->refs, 1);
+      b->size = size;
+      return b;
+    }
+  }
+  if (posix_memalign(&p, ENG_ALIGN, ENG_ALIGN + cap) != 0) return NULL;
   eng_buffer *b = p;
   atomic_init(&b->refs, 1);
+  b->cls = cls;
   b->size = size;
+  b->cap = cap;
   return b;
+}
+
+static void buf_free(eng_buffer *b) {
+  buf_cache *c = b->cls >= 0 ? cache_get() : NULL;
+  if (c && c->depth[b->cls] < CACHE_DEPTH && c->bytes + b->cap <= CACHE_BYTES) {
+    b->next = c->head[b->cls];
+    c->head[b->cls] = b;
+    c->depth[b->cls]++;
+    c->bytes += b->cap;
+    return;
+  }
+  free(b);
 }
 
 eng_shape eng_shape_make(int rank, const int64_t *dims) {
@@ -96,6 +184,14 @@ static td_code check_shape(const eng_shape *shape, int64_t *numel, td_err *err) 
   return TD_OK;
 }
 
+static td_code alloc_numeric(eng_tensor *t, eng_dtype dt, const eng_shape *shape, bool zero,
+                             td_err *err);
+
+td_code eng_tensor_alloc_raw(eng_tensor *t, eng_dtype dt, const eng_shape *shape, td_err *err) {
+  if (dt == ENG_DT_STRING) return eng_tensor_alloc(t, dt, shape, err);
+  return alloc_numeric(t, dt, shape, false, err);
+}
+
 td_code eng_tensor_alloc(eng_tensor *t, eng_dtype dt, const eng_shape *shape, td_err *err) {
   int64_t n;
   td_code rc = check_shape(shape, &n, err);
@@ -107,6 +203,14 @@ td_code eng_tensor_alloc(eng_tensor *t, eng_dtype dt, const eng_shape *shape, td
     free(lens);
     return rc;
   }
+  return alloc_numeric(t, dt, shape, true, err);
+}
+
+static td_code alloc_numeric(eng_tensor *t, eng_dtype dt, const eng_shape *shape, bool zero,
+                             td_err *err) {
+  int64_t n;
+  td_code rc = check_shape(shape, &n, err);
+  if (rc) return rc;
   size_t es = eng_dtype_size(dt);
   if (!es)
     return td_err_set(err, TD_UNIMPLEMENTED, "tensors of type %s are not supported",
@@ -117,7 +221,7 @@ td_code eng_tensor_alloc(eng_tensor *t, eng_dtype dt, const eng_shape *shape, td
   eng_buffer *b = buf_new((size_t)n * es);
   if (!b) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory allocating %lld bytes",
                             (long long)((size_t)n * es));
-  memset(buf_data(b), 0, b->size);
+  if (zero) memset(buf_data(b), 0, b->size);
   *t = (eng_tensor){.dtype = dt, .shape = *shape, .buf = b};
   return TD_OK;
 }
@@ -187,7 +291,7 @@ eng_tensor eng_tensor_share(const eng_tensor *t) {
 
 void eng_tensor_release(eng_tensor *t) {
   if (t->buf && atomic_fetch_sub_explicit(&t->buf->refs, 1, memory_order_acq_rel) == 1)
-    free(t->buf);
+    buf_free(t->buf);
   t->buf = NULL;
 }
 

@@ -8,6 +8,9 @@
  * reference). Reference counting is atomic, so tensors may be shared across
  * threads.
  *
+ * Freed buffers are recycled through a small per-thread cache, so repeated
+ * runs of a plan do not call malloc once warm.
+ *
  * Strings (ENG_DT_STRING) are stored as an array of eng_str followed by the
  * bytes, in the same buffer. Resources (ENG_DT_RESOURCE) are scalars holding
  * an int64 variable-slot index of the model that produced them; is_ref marks
@@ -68,6 +71,9 @@ const char *eng_shape_str(const eng_shape *s, char *buf, size_t n);
  * empty strings. Fails with INVALID_ARGUMENT for a shape with unknown dims
  * and UNIMPLEMENTED for dtypes the engine cannot store. */
 td_code eng_tensor_alloc(eng_tensor *t, eng_dtype dt, const eng_shape *shape, td_err *err);
+/* As eng_tensor_alloc, but numeric data is left uninitialised: for kernels
+ * that write every element. */
+td_code eng_tensor_alloc_raw(eng_tensor *t, eng_dtype dt, const eng_shape *shape, td_err *err);
 /* Allocates a string tensor whose element i has lens[i] bytes; fill them
  * through eng_tensor_str_bytes. */
 td_code eng_tensor_alloc_strings(eng_tensor *t, const eng_shape *shape, const size_t *lens,

@@ -1,0 +1,70 @@
+/* eng_plan (internal to engine/): the layout of a compiled plan, shared by
+ * the scheduler and run loop (eng_model.c) and the load-time optimiser
+ * (eng_compile.c).
+ *
+ * Values: every output of every graph node has a value index (base[node] +
+ * output). A run fills a value table; uses[v] is how many reads the
+ * remaining steps and the fetches make of v, so a value is released right
+ * after its last reader.
+ *
+ * After eng_plan_compile, some values are constants computed at load
+ * (consts: value index and tensor; the run loop starts with them in the
+ * table and their producing steps are gone), and some steps carry an
+ * epilogue: elementwise per-channel ops (bias, batch-norm scale and shift,
+ * ReLU) applied in place to the step's output 0, which is then stored as
+ * the value of the last fused node instead of the step's own. */
+#ifndef ENG_PLAN_H
+#define ENG_PLAN_H
+
+#include "eng_model.h"
+#include "eng_op.h"
+
+enum { EPI_ADD, EPI_SUB, EPI_MUL, EPI_RELU, EPI_RELU6 };
+
+#define ENG_EPI_MAX 8
+
+typedef struct eng_epilogue {
+  int n;
+  struct {
+    int kind;
+    eng_tensor k; /* float constant: one value or one per channel; empty for activations */
+  } op[ENG_EPI_MAX];
+  int out_value; /* value index the result is stored as */
+} eng_epilogue;
+
+struct eng_plan {
+  eng_model *m;
+  int n_steps;
+  int *steps;             /* node ids in run order */
+  const eng_op_def **ops; /* per step */
+  eng_epilogue **epi;     /* per step: NULL, or ops fused after it */
+  int *base;              /* per node: first value index */
+  int n_values;
+  int *uses;              /* per value: number of readers during a run */
+  int n_inputs;
+  int *in_value;          /* per input: value index fed */
+  eng_shape *in_shape;    /* declared shape of each input's producer (Placeholder) */
+  eng_dtype *in_dtype;    /* declared dtype or INVALID */
+  char **in_name;
+  int n_outputs;
+  int *out_value;
+  int n_consts;
+  int *const_value;       /* value indices computed at load */
+  eng_tensor *const_tensor;
+};
+
+/* Builds the schedule only (no folding or fusion). */
+td_code eng_plan_build(eng_model *m, int n_inputs, const char *const *inputs, int n_outputs,
+                       const char *const *outputs, int n_targets, const char *const *targets,
+                       eng_plan **out, td_err *err);
+
+/* Folds constant subgraphs and fuses epilogues into a built plan whose
+ * steps write no state. Leaves the plan as it was when folding fails (the
+ * error then surfaces when the plan runs, as it would have). */
+void eng_plan_compile(eng_plan *p);
+
+/* Applies an epilogue in place to a float tensor whose last dim is the
+ * channel dim. */
+void eng_epilogue_apply(const eng_epilogue *e, eng_tensor *t);
+
+#endif

@@ -1,0 +1,213 @@
+/* eng_compile: load-time folding and fusion give the same results as the
+ * plain schedule, and do what eng_plan_get_info says: constant subgraphs
+ * (variable reads included) leave the schedule, a MatMul/Conv2D followed
+ * by bias, scale and ReLU runs them in place, a chain is cut where a value
+ * has another reader or is fetched, and a plan whose variables are not yet
+ * set is left unfolded (the read fails when it runs, as before). */
+#include <check.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eng_graph.h"
+#include "eng_model.h"
+
+static int node(eng_graph *g, const char *name, const char *op, int n_out, ...) {
+  td_err err;
+  int id = eng_graph_add_node(g, name, op, &err);
+  ck_assert_msg(id >= 0, "add %s: %s", name, err.msg);
+  eng_graph_node(g, id)->n_out = n_out;
+  va_list ap;
+  va_start(ap, n_out);
+  for (const char *in; (in = va_arg(ap, const char *));) {
+    eng_edge e;
+    ck_assert_int_eq(eng_graph_parse_edge(g, in, &e, &err), TD_OK);
+    ck_assert_int_eq(eng_graph_add_input(g, id, e, NULL), TD_OK);
+  }
+  va_end(ap);
+  return id;
+}
+
+static eng_tensor tensor(int rank, const int64_t *dims, const float *v) {
+  eng_shape s = eng_shape_make(rank, dims);
+  eng_tensor t;
+  ck_assert_int_eq(eng_tensor_alloc(&t, ENG_DT_FLOAT, &s, NULL), TD_OK);
+  memcpy(eng_tensor_data(&t), v, sizeof *v * (size_t)eng_tensor_numel(&t));
+  return t;
+}
+
+static void konst(eng_graph *g, const char *name, int rank, const int64_t *dims, const float *v) {
+  int id = node(g, name, "Const", 1, NULL);
+  eng_attr *a = eng_graph_add_attr(g, id, "value");
+  a->kind = ENG_ATTR_TENSOR;
+  a->tensor = tensor(rank, dims, v);
+}
+
+static void placeholder(eng_graph *g, const char *name) {
+  int id = node(g, name, "Placeholder", 1, NULL);
+  eng_attr *a = eng_graph_add_attr(g, id, "dtype");
+  a->kind = ENG_ATTR_TYPE;
+  a->type = ENG_DT_FLOAT;
+}
+
+/* y = relu(x W + b) * s - t, with W, b, s, t constants: x [1,2], W [2,3]. */
+static eng_graph *dense_graph(void) {
+  eng_graph *g = eng_graph_create();
+  placeholder(g, "x");
+  konst(g, "W", 2, (int64_t[]){2, 3}, (float[]){1, 2, 3, -4, 5, -6});
+  konst(g, "b", 1, (int64_t[]){3}, (float[]){0.5f, -20, 1});
+  konst(g, "s", 0, NULL, (float[]){2});
+  konst(g, "t3", 1, (int64_t[]){3}, (float[]){1, 1, 1});
+  konst(g, "t", 1, (int64_t[]){3}, (float[]){0, 0, 0});
+  node(g, "tt", "AddV2", 1, "t3", "t", NULL); /* folded: t = t3 + 0 */
+  node(g, "mm", "MatMul", 1, "x", "W", NULL);
+  node(g, "ba", "BiasAdd", 1, "mm", "b", NULL);
+  node(g, "r", "Relu", 1, "ba", NULL);
+  node(g, "m", "Mul", 1, "s", "r", NULL);
+  node(g, "y", "Sub", 1, "m", "tt", NULL);
+  return g;
+}
+
+static void run_dense(const char *const *outs, int n_out, eng_plan_info *info, float *y) {
+  eng_model *m;
+  td_err err;
+  ck_assert_int_eq(eng_model_create(dense_graph(), NULL, NULL, &m, &err), TD_OK);
+  const char *in[] = {"x:0"};
+  eng_plan *p;
+  ck_assert_msg(eng_plan_create(m, 1, in, n_out, outs, 0, NULL, &p, &err) == TD_OK, "%s", err.msg);
+  *info = eng_plan_get_info(p);
+  eng_tensor x = tensor(2, (int64_t[]){1, 2}, (float[]){1, 2}), out[2] = {0};
+  ck_assert_msg(eng_plan_run(p, &x, out, &err) == TD_OK, "%s", err.msg);
+  ck_assert_int_eq(eng_tensor_numel(&out[0]), 3);
+  memcpy(y, eng_tensor_data(&out[0]), 3 * sizeof *y);
+  for (int i = 0; i < 2; i++) eng_tensor_release(&out[i]);
+  eng_tensor_release(&x);
+  eng_plan_destroy(p);
+  eng_model_destroy(m);
+}
+
+START_TEST(dense_chain_fuses) {
+  eng_plan_info info;
+  float y[3];
+  run_dense((const char *[]){"y:0"}, 1, &info, y);
+  /* x = [1,2]: xW = [-7, 12, -9], + b = [-6.5, -8, -8], relu = 0, * 2 = 0, - 1 */
+  ck_assert_float_eq(y[0], -1);
+  ck_assert_float_eq(y[1], -1);
+  ck_assert_float_eq(y[2], -1);
+  ck_assert_int_eq(info.fused_ops, 4); /* BiasAdd, Relu, Mul, Sub */
+  ck_assert_int_eq(info.steps, 1);     /* only the MatMul runs */
+  ck_assert_int_ge(info.consts, 4);    /* W, b, s, and t3 + t folded */
+}
+END_TEST
+
+START_TEST(fetched_value_cuts_the_chain) {
+  eng_plan_info info;
+  float y[3];
+  run_dense((const char *[]){"y:0", "ba:0"}, 2, &info, y);
+  ck_assert_float_eq(y[0], -1);
+  ck_assert_int_eq(info.fused_ops, 1); /* BiasAdd only: "ba" is fetched */
+  ck_assert_int_eq(info.steps, 4);     /* MatMul(+BiasAdd), Relu, Mul, Sub */
+}
+END_TEST
+
+START_TEST(variable_reads_fold_after_restore) {
+  eng_graph *g = eng_graph_create();
+  placeholder(g, "x");
+  int vh = node(g, "v", "VarHandleOp", 1, NULL);
+  eng_attr *a = eng_graph_add_attr(g, vh, "dtype");
+  a->kind = ENG_ATTR_TYPE;
+  a->type = ENG_DT_FLOAT;
+  node(g, "read", "ReadVariableOp", 1, "v", NULL);
+  node(g, "y", "Mul", 1, "x", "read", NULL);
+  eng_model *m;
+  td_err err;
+  ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
+  const char *in[] = {"x:0"}, *out[] = {"y:0"};
+  /* Before the variable is set: not folded, the run fails as TF would. */
+  eng_plan *early;
+  ck_assert_int_eq(eng_plan_create(m, 1, in, 1, out, 0, NULL, &early, &err), TD_OK);
+  ck_assert_int_eq(eng_plan_get_info(early).consts, 0);
+  eng_tensor x = tensor(1, (int64_t[]){2}, (float[]){3, 4}), y = {0};
+  ck_assert_int_eq(eng_plan_run(early, &x, &y, &err), TD_FAILED_PRECONDITION);
+  eng_tensor val = tensor(0, NULL, (float[]){0.5f});
+  ck_assert_int_eq(eng_model_slot_write(m, eng_model_node_slot(m, vh), &val, &err), TD_OK);
+  /* The early plan now runs; a new plan folds the read. */
+  ck_assert_int_eq(eng_plan_run(early, &x, &y, &err), TD_OK);
+  ck_assert_float_eq(((float *)eng_tensor_data(&y))[1], 2);
+  eng_tensor_release(&y);
+  eng_plan *p;
+  ck_assert_int_eq(eng_plan_create(m, 1, in, 1, out, 0, NULL, &p, &err), TD_OK);
+  eng_plan_info info = eng_plan_get_info(p);
+  ck_assert_int_eq(info.consts, 1);
+  ck_assert_int_eq(info.steps, 1);
+  ck_assert_int_eq(eng_plan_run(p, &x, &y, &err), TD_OK);
+  ck_assert_float_eq(((float *)eng_tensor_data(&y))[0], 1.5f);
+  eng_tensor_release(&y);
+  eng_tensor_release(&x);
+  eng_tensor_release(&val);
+  eng_plan_destroy(p);
+  eng_plan_destroy(early);
+  eng_model_destroy(m);
+}
+END_TEST
+
+START_TEST(conv_bias_relu6_fuses) {
+  /* 1x1 conv over [1,1,2,2]: channels out = x . W columns. */
+  eng_graph *g = eng_graph_create();
+  placeholder(g, "x");
+  konst(g, "W", 4, (int64_t[]){1, 1, 2, 2}, (float[]){1, 2, 3, 4});
+  konst(g, "b", 4, (int64_t[]){1, 1, 1, 2}, (float[]){0.5f, -100});
+  int c = node(g, "conv", "Conv2D", 1, "x", "W", NULL);
+  eng_attr *a = eng_graph_add_attr(g, c, "strides");
+  a->kind = ENG_ATTR_LIST;
+  a->list_kind = ENG_ATTR_I;
+  a->n = 4;
+  a->li = calloc(4, sizeof *a->li);
+  for (int i = 0; i < 4; i++) a->li[i] = 1;
+  a = eng_graph_add_attr(g, c, "padding");
+  a->kind = ENG_ATTR_S;
+  a->s.data = strdup("VALID");
+  a->s.len = 5;
+  node(g, "add", "AddV2", 1, "b", "conv", NULL);
+  node(g, "y", "Relu6", 1, "add", NULL);
+  eng_model *m;
+  td_err err;
+  ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
+  const char *in[] = {"x:0"}, *out[] = {"y:0"};
+  eng_plan *p;
+  ck_assert_int_eq(eng_plan_create(m, 1, in, 1, out, 0, NULL, &p, &err), TD_OK);
+  ck_assert_int_eq(eng_plan_get_info(p).fused_ops, 2);
+  eng_tensor x = tensor(4, (int64_t[]){1, 1, 2, 2}, (float[]){1, 1, 2, -1}), y = {0};
+  ck_assert_msg(eng_plan_run(p, &x, &y, &err) == TD_OK, "%s", err.msg);
+  const float *v = eng_tensor_data(&y);
+  /* pixel 0: [1+3, 2+4] = [4, 6] + b = [4.5, -94] -> [4.5, 0]
+   * pixel 1: [2-3, 4-4] = [-1, 0] + b = [-0.5, -100] -> [0, 0] */
+  ck_assert_float_eq(v[0], 4.5f);
+  ck_assert_float_eq(v[1], 0);
+  ck_assert_float_eq(v[2], 0);
+  ck_assert_float_eq(v[3], 0);
+  /* A second run reuses recycled buffers and gives the same answer. */
+  eng_tensor_release(&y);
+  ck_assert_int_eq(eng_plan_run(p, &x, &y, &err), TD_OK);
+  ck_assert_float_eq(((const float *)eng_tensor_data(&y))[0], 4.5f);
+  eng_tensor_release(&y);
+  eng_tensor_release(&x);
+  eng_plan_destroy(p);
+  eng_model_destroy(m);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("eng_compile");
+  TCase *tc = tcase_create("compile");
+  tcase_add_test(tc, dense_chain_fuses);
+  tcase_add_test(tc, fetched_value_cuts_the_chain);
+  tcase_add_test(tc, variable_reads_fold_after_restore);
+  tcase_add_test(tc, conv_bias_relu6_fuses);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
