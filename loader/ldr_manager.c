@@ -16,12 +16,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "ldr_scan.h"
 #include "ldr_warmup.h"
 #include "td_log.h"
+
+#define LOAD_NICE 10 /* load and scan threads: below request threads */
 
 typedef enum {
   V_WAITING,
@@ -266,8 +270,37 @@ static void finish_load(ldr_manager *m, const job *j, ldr_servable *sv, td_code 
   }
 }
 
+/* Loads and scans yield the CPU to request threads: Linux gives each
+ * thread its own nice value. Best effort. */
+static void lower_priority(void) { setpriority(PRIO_PROCESS, (id_t)gettid(), LOAD_NICE); }
+
+typedef struct load_task {
+  ldr_manager *m;
+  const job *j;
+  ldr_servable *sv;
+  td_code rc;
+  td_err err;
+} load_task;
+
+/* One load and its warmup, on a thread of its own that exits afterwards,
+ * so that per-thread caches filled while loading (the engine recycles
+ * tensor buffers per thread) do not outlive the load. */
+static void load_main(void *arg) {
+  load_task *lt = arg;
+  lower_priority();
+  lt->rc = ldr_servable_load(lt->j->path, lt->j->version, lt->m->tags, &lt->sv, &lt->err);
+  if (!lt->rc && lt->m->opt.enable_warmup) {
+    lt->rc = ldr_warmup_run(lt->sv, lt->j->path, lt->m->opt.warmup_iterations, NULL, &lt->err);
+    if (lt->rc) {
+      ldr_servable_unref(lt->sv);
+      lt->sv = NULL;
+    }
+  }
+}
+
 static void worker_main(void *arg) {
   ldr_manager *m = arg;
+  lower_priority();
   uv_mutex_lock(&m->mu);
   for (;;) {
     while (!m->stopping && !m->jobs) uv_cond_wait(&m->work, &m->mu);
@@ -290,21 +323,17 @@ static void worker_main(void *arg) {
 
     td_log_info("Loading servable: {name: %s version: %lld} from %s", j->model,
                 (long long)j->version, j->path);
-    ldr_servable *sv = NULL;
-    td_err lerr;
-    td_err_clear(&lerr);
-    td_code rc = ldr_servable_load(j->path, j->version, m->tags, &sv, &lerr);
-    if (!rc && m->opt.enable_warmup) {
-      rc = ldr_warmup_run(sv, j->path, m->opt.warmup_iterations, NULL, &lerr);
-      if (rc) {
-        ldr_servable_unref(sv);
-        sv = NULL;
-      }
-    }
+    load_task lt = {.m = m, .j = j};
+    td_err_clear(&lt.err);
+    uv_thread_t t;
+    if (uv_thread_create(&t, load_main, &lt) == 0)
+      uv_thread_join(&t);
+    else
+      load_main(&lt);
 
     uv_mutex_lock(&m->mu);
     m->loading--;
-    finish_load(m, j, sv, rc, &lerr);
+    finish_load(m, j, lt.sv, lt.rc, &lt.err);
     free(j->model);
     free(j->path);
     free(j);
@@ -652,8 +681,28 @@ static void check_settled(ldr_manager *m) {
   uv_cond_broadcast(&m->settled);
 }
 
+static void unref_all(void *arg) {
+  freelist *fl = arg;
+  for (int i = 0; i < fl->n; i++) ldr_servable_unref(fl->sv[i]);
+}
+
+/* Frees unloaded servables on a thread of their own that then exits: any
+ * per-thread cache the freeing fills (the engine recycles tensor buffers
+ * per thread) goes with it instead of holding the old version's memory.
+ * Then the heap is trimmed so the pages go back to the system. */
+static void free_servables(freelist *fl) {
+  uv_thread_t t;
+  if (uv_thread_create(&t, unref_all, fl) == 0)
+    uv_thread_join(&t);
+  else
+    unref_all(fl);
+  fl->n = 0;
+  malloc_trim(0);
+}
+
 static void manager_main(void *arg) {
   ldr_manager *m = arg;
+  lower_priority();
   freelist fl = {0};
   uv_mutex_lock(&m->mu);
   while (!m->stopping) {
@@ -681,9 +730,7 @@ static void manager_main(void *arg) {
     check_settled(m);
     if (fl.n) {
       uv_mutex_unlock(&m->mu);
-      for (int i = 0; i < fl.n; i++) ldr_servable_unref(fl.sv[i]);
-      fl.n = 0;
-      malloc_trim(0); /* give the freed model's pages back to the system */
+      free_servables(&fl);
       uv_mutex_lock(&m->mu);
       continue;
     }

@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""Lifecycle benchmark (issue 6): cold start, p99 during version swaps, and
+memory after swaps, against the real binary.
+
+  python3 bench/lifecycle/run.py [--bin build/tensord] [--model DIR] [--swaps 20]
+
+1. Cold start: exec -> GET /v1/models/m answers AVAILABLE (the ports open
+   only once the first version is loaded), 10 runs, median.
+2. One run under open-loop load at 50% of the measured maximum rate
+   (bench/lifecycle/loadgen.c, latency from the scheduled send time): steady
+   state first, then a new version is dropped in every 0.5 s (built aside and
+   renamed in), SWAPS times. p99 of the requests sent while swaps were in
+   progress / p99 of those sent in steady state, same run.
+3. RSS after the first load vs after the last swap, same process.
+The model defaults to the zoo MLP (784 -> 10) when present, else the
+half_plus_two example.
+"""
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+POLL = 0.1
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def status(port, model="m"):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models/{model}", timeout=2) as r:
+            return {int(v["version"]): v["state"] for v in json.loads(r.read())["model_version_status"]}
+    except Exception:
+        return {}
+
+
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+
+
+def start(binary, base, port, *flags):
+    return subprocess.Popen([binary, "--port=0", f"--rest_api_port={port}", "--model_name=m",
+                             f"--model_base_path={base}", *flags],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stop(p):
+    p.terminate()
+    p.wait(30)
+
+
+def cold_start(binary, model_dir, runs=10):
+    times = []
+    for _ in range(runs):
+        port = free_port()
+        t0 = time.perf_counter()
+        p = start(binary, model_dir, port, "--file_system_poll_wait_seconds=0")
+        while True:
+            if "AVAILABLE" in status(port).values():
+                break
+            if p.poll() is not None:
+                sys.exit("tensord exited during the cold-start run")
+            time.sleep(0.0005)
+        times.append((time.perf_counter() - t0) * 1000)
+        stop(p)
+    return times
+
+
+def loadgen(exe, port, body, rate, seconds, threads, out):
+    return subprocess.Popen([exe, "127.0.0.1", str(port), "/v1/models/m:predict", body, str(rate),
+                             str(seconds), str(threads), out])
+
+
+def read_csv(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            t, lat, st = line.split(",")
+            rows.append((float(t), float(lat), int(st)))
+    return rows
+
+
+def p99(values):
+    v = sorted(values)
+    return v[min(len(v) - 1, int(0.99 * len(v)))] if v else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "tensord"))
+    ap.add_argument("--model", default=None, help="a version directory")
+    ap.add_argument("--swaps", type=int, default=20)
+    args = ap.parse_args()
+    mlp = os.path.join(ROOT, "tests", "fixtures", "models", "zoo", "mlp", "1")
+    if args.model:
+        version_dir, name = args.model, os.path.basename(os.path.dirname(args.model))
+    elif os.path.isdir(mlp):
+        version_dir, name = mlp, "zoo MLP"
+    else:
+        version_dir, name = os.path.join(ROOT, "examples", "half_plus_two", "00000123"), "half_plus_two"
+    is_mlp = os.path.realpath(version_dir) == os.path.realpath(mlp)
+    work = tempfile.mkdtemp(prefix="td_lifebench_")
+    exe = os.path.join(work, "loadgen")
+    subprocess.run(["cc", "-O2", "-pthread", "-D_GNU_SOURCE",
+                    os.path.join(ROOT, "bench", "lifecycle", "loadgen.c"), "-o", exe], check=True)
+    body = os.path.join(work, "body.json")
+    with open(body, "w") as f:
+        json.dump({"instances": [[0.5] * 784] if is_mlp else [1.0]}, f)
+    base = os.path.join(work, "m")
+    os.mkdir(base)
+    shutil.copytree(version_dir, os.path.join(base, "1"))
+    print(f"model: {name} ({version_dir}), {os.cpu_count()} CPUs")
+
+    ct = cold_start(args.bin, base)
+    print(f"cold start exec -> AVAILABLE: median {statistics.median(ct):.1f} ms "
+          f"(min {min(ct):.1f}, max {max(ct):.1f}, {len(ct)} runs)")
+
+    port = free_port()
+    p = start(args.bin, base, port, f"--file_system_poll_wait_seconds={POLL}")
+    while status(port).get(1) != "AVAILABLE":
+        time.sleep(0.01)
+    # Maximum rate: far more than the server can take, 8 connections.
+    out = os.path.join(work, "max.csv")
+    loadgen(exe, port, body, 1e6, 3, 8, out).wait()
+    rows = [r for r in read_csv(out) if r[2] == 200]
+    max_rate = len(rows) / 3.0
+    rate = max_rate / 2
+    time.sleep(0.5)
+    rss_first = rss_kb(p.pid)
+
+    steady_s, gap = 4.0, 0.5
+    total = steady_s + args.swaps * gap + 2.0
+    out = os.path.join(work, "run.csv")
+    g = loadgen(exe, port, body, rate, total, 4, out)
+    time.sleep(0.1 + steady_s)
+    swap_t0 = time.time()
+    swap_ms = []
+    for i in range(2, 2 + args.swaps):
+        staging = os.path.join(work, f".v{i}")
+        shutil.copytree(version_dir, staging)
+        t = time.time()
+        os.rename(staging, os.path.join(base, str(i)))
+        while status(port).get(i) != "AVAILABLE":
+            time.sleep(0.002)
+        swap_ms.append((time.time() - t) * 1000)
+        while status(port).get(i - 1) != "END":
+            time.sleep(0.002)
+        shutil.rmtree(os.path.join(base, str(i - 1)))
+        time.sleep(max(0.0, gap - (time.time() - t)))
+    swap_t1 = time.time() + 0.2
+    g.wait()
+    time.sleep(0.5)
+    rss_last = rss_kb(p.pid)
+    stop(p)
+
+    rows = read_csv(out)
+    t_begin = rows and min(r[0] for r in rows)
+    errors = sum(1 for r in rows if r[2] != 200)
+    steady = [r[1] for r in rows if r[0] >= t_begin + 0.5 and r[0] < swap_t0]
+    during = [r[1] for r in rows if swap_t0 <= r[0] <= swap_t1]
+    print(f"max rate (8 connections, closed loop): {max_rate:.0f} req/s; load at 50%: {rate:.0f} req/s")
+    print(f"swaps: {args.swaps}, drop-in -> AVAILABLE median {statistics.median(swap_ms):.1f} ms")
+    print(f"p99 steady {p99(steady) / 1000:.3f} ms ({len(steady)} requests), during swaps "
+          f"{p99(during) / 1000:.3f} ms ({len(during)} requests): ratio "
+          f"{p99(during) / p99(steady):.2f} (target <= 1.2)")
+    print(f"failed requests: {errors} of {len(rows)}")
+    print(f"RSS after first load {rss_first} kB, after {args.swaps} swaps {rss_last} kB: "
+          f"{100.0 * (rss_last - rss_first) / rss_first:+.1f}% (target within 5%)")
+    shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()
