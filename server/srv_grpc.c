@@ -36,6 +36,7 @@
 #define CALLS_PER_CQ 32
 #define GRPC_MSG_LIMIT 1024 /* TF Serving's kErrorMessageLimit */
 #define MAX_CHANNEL_ARGS 64
+#define ARENA_BYTES 2048 /* per call: a small request unpacks without malloc */
 
 typedef struct method {
   const char *path;
@@ -72,6 +73,9 @@ typedef struct call_ctx {
   grpc_slice status_details;
   bool has_details;
   int cancelled;
+  ProtobufCAllocator pb_alloc; /* request messages: arena first, then malloc */
+  size_t arena_used;
+  _Alignas(16) unsigned char arena[ARENA_BYTES];
 } call_ctx;
 
 struct srv_grpc {
@@ -187,12 +191,36 @@ void srv_gcall_failf(srv_gcall *g, td_code code, const char *fmt, ...) {
   srv_gcall_fail(g, &e);
 }
 
+static void *arena_alloc(void *data, size_t n) {
+  call_ctx *c = data;
+  size_t need = (n + 15) & ~(size_t)15;
+  if (need <= ARENA_BYTES - c->arena_used) {
+    void *p = c->arena + c->arena_used;
+    c->arena_used += need;
+    return p;
+  }
+  return malloc(n);
+}
+
+static void arena_free(void *data, void *p) {
+  call_ctx *c = data;
+  uintptr_t a = (uintptr_t)p, lo = (uintptr_t)c->arena;
+  if (a >= lo && a < lo + ARENA_BYTES) return; /* released with the call */
+  free(p);
+}
+
 ProtobufCMessage *srv_gcall_unpack(srv_gcall *g, const ProtobufCMessageDescriptor *desc,
                                    const uint8_t *req, size_t len) {
-  ProtobufCMessage *m = protobuf_c_message_unpack(desc, NULL, len, req);
+  call_ctx *c = (call_ctx *)g;
+  c->pb_alloc = (ProtobufCAllocator){.alloc = arena_alloc, .free = arena_free, .allocator_data = c};
+  ProtobufCMessage *m = protobuf_c_message_unpack(desc, &c->pb_alloc, len, req);
   if (!m)
     srv_gcall_failf(g, TD_INTERNAL, "cannot parse the request as %s (%zu bytes)", desc->name, len);
   return m;
+}
+
+void srv_gcall_free(srv_gcall *g, ProtobufCMessage *m) {
+  if (m) protobuf_c_message_free_unpacked(m, &((call_ctx *)g)->pb_alloc);
 }
 
 /* Converts the call's deadline to uv_hrtime()'s clock; 0 when infinite. */
@@ -221,14 +249,21 @@ static void start_read(call_ctx *c) {
 }
 
 static void run_handler(call_ctx *c) {
-  grpc_byte_buffer_reader rd;
-  if (!grpc_byte_buffer_reader_init(&rd, c->recv_buf)) {
-    srv_gcall_failf(&c->g, TD_INTERNAL, "cannot read the request message");
-    return;
+  grpc_byte_buffer *bb = c->recv_buf;
+  grpc_slice req;
+  if (bb->type == GRPC_BB_RAW && bb->data.raw.compression == GRPC_COMPRESS_NONE &&
+      bb->data.raw.slice_buffer.count == 1) {
+    req = grpc_slice_ref(bb->data.raw.slice_buffer.slices[0]); /* the usual case: no copy */
+  } else {
+    grpc_byte_buffer_reader rd;
+    if (!grpc_byte_buffer_reader_init(&rd, bb)) {
+      srv_gcall_failf(&c->g, TD_INTERNAL, "cannot read the request message");
+      return;
+    }
+    req = grpc_byte_buffer_reader_readall(&rd);
+    grpc_byte_buffer_reader_destroy(&rd);
   }
-  grpc_slice req = grpc_byte_buffer_reader_readall(&rd);
-  grpc_byte_buffer_reader_destroy(&rd);
-  grpc_byte_buffer_destroy(c->recv_buf);
+  grpc_byte_buffer_destroy(bb);
   c->recv_buf = NULL;
   c->g.deadline_ns = call_deadline(c->details.deadline);
   c->state = CALL_RUNNING;

@@ -59,11 +59,14 @@ void srv_gcall_fail(srv_gcall *c, const td_err *e);
 void srv_gcall_failf(srv_gcall *c, td_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Unpacks a request; on failure answers INTERNAL as gRPC's C++ servers do
- * for bytes that are not the method's message, and returns NULL. Free the
- * message with protobuf_c_message_free_unpacked(msg, NULL). */
+/* Unpacks a request into memory of the call (a small arena, then malloc);
+ * on failure answers INTERNAL as gRPC's C++ servers do for bytes that are
+ * not the method's message, and returns NULL. Release the message with
+ * srv_gcall_free (never with a NULL allocator) before answering, or it
+ * leaks what did not fit the arena. One request message per call. */
 ProtobufCMessage *srv_gcall_unpack(srv_gcall *c, const ProtobufCMessageDescriptor *desc,
                                    const uint8_t *req, size_t len);
+void srv_gcall_free(srv_gcall *c, ProtobufCMessage *msg);
 
 /* ModelSpec <-> srv_model_spec (srv_grpc_model.c). A NULL ms gives an
  * empty spec (callers that require one check first). Strings point into

@@ -49,7 +49,7 @@ void srv_grpc_get_model_status(srv_gcall *c, const uint8_t *req, size_t len) {
           c, &tensorflow__serving__get_model_status_request__descriptor, req, len);
   if (!r) return;
   if (!r->model_spec) {
-    protobuf_c_message_free_unpacked(&r->base, NULL);
+    srv_gcall_free(c, &r->base);
     srv_gcall_failf(c, TD_INVALID_ARGUMENT, "Missing ModelSpec");
     return;
   }
@@ -62,7 +62,7 @@ void srv_grpc_get_model_status(srv_gcall *c, const uint8_t *req, size_t len) {
   td_err err;
   td_code rc = ldr_registry_status(c->api->registry, spec.name,
                                    spec.has_version ? spec.version : -1, &st, &n, &err);
-  protobuf_c_message_free_unpacked(&r->base, NULL);
+  srv_gcall_free(c, &r->base);
   if (rc) {
     srv_gcall_fail(c, &err);
     return;
@@ -113,7 +113,7 @@ static void reload_thread(void *arg) {
   }
   td_code rc = srv_api_reload_config(c->api, config, &err);
   if (rc) td_log_warn("HandleReloadConfigRequest: %s", err.msg);
-  protobuf_c_message_free_unpacked(&job->req->base, NULL);
+  srv_gcall_free(c, &job->req->base);
   free(job);
 
   /* tensord keeps no metrics yet, so metric_names select nothing. */
@@ -142,7 +142,7 @@ void srv_grpc_reload_config(srv_gcall *c, const uint8_t *req, size_t len) {
     }
     free(job);
   }
-  protobuf_c_message_free_unpacked(&r->base, NULL);
+  srv_gcall_free(c, &r->base);
   srv_gcall_failf(c, TD_RESOURCE_EXHAUSTED, "cannot start a thread for the config reload");
 }
 
@@ -162,7 +162,7 @@ void srv_grpc_health_check(srv_gcall *c, const uint8_t *req, size_t len) {
   bool known = false;
   for (size_t i = 0; i < sizeof health_services / sizeof health_services[0]; i++)
     known |= !strcmp(r->service, health_services[i]);
-  protobuf_c_message_free_unpacked(&r->base, NULL);
+  srv_gcall_free(c, &r->base);
   if (!known) {
     /* What gRPC's own health service answers for a name it does not know. */
     srv_gcall_failf(c, TD_NOT_FOUND, "service name unknown");

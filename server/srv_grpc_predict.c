@@ -24,17 +24,26 @@
 
 /* --- Predict -------------------------------------------------------------- */
 
+/* One allocation: the struct, then keep[n_outputs], then the model name. */
 typedef struct predict_state {
-  char *model_name;
+  const char *model_name;
   bool *keep; /* per signature output: returned to the client */
 } predict_state;
 
+static predict_state *predict_state_new(const char *model_name, int n_outputs) {
+  size_t name_len = strlen(model_name) + 1;
+  predict_state *ps = malloc(sizeof *ps + (size_t)n_outputs + name_len);
+  if (!ps) return NULL;
+  ps->keep = (bool *)(ps + 1);
+  memset(ps->keep, 0, (size_t)n_outputs);
+  char *name = (char *)(ps->keep + n_outputs);
+  memcpy(name, model_name, name_len);
+  ps->model_name = name;
+  return ps;
+}
+
 static void predict_cleanup(srv_gcall *c) {
-  predict_state *ps = c->state;
-  if (!ps) return;
-  free(ps->model_name);
-  free(ps->keep);
-  free(ps);
+  free(c->state);
   c->state = NULL;
 }
 
@@ -197,9 +206,16 @@ static void predict_done(srv_call *call) {
   predict_state *ps = c->state;
   size_t n = 0;
   for (int i = 0; i < sig->n_outputs; i++) n += ps->keep[i];
-  srv_tensorproto *tps = calloc(n + 1, sizeof *tps);
-  Tensorflow__Serving__PredictResponse__OutputsEntry *ents = calloc(n + 1, sizeof *ents);
-  Tensorflow__Serving__PredictResponse__OutputsEntry **entp = calloc(n + 1, sizeof *entp);
+  /* The common few outputs need no allocation. */
+  enum { FEW = 4 };
+  srv_tensorproto tps_few[FEW];
+  Tensorflow__Serving__PredictResponse__OutputsEntry ents_few[FEW], *entp_few[FEW];
+  bool few = n <= FEW;
+  srv_tensorproto *tps = few ? tps_few : calloc(n, sizeof *tps);
+  Tensorflow__Serving__PredictResponse__OutputsEntry *ents =
+      few ? ents_few : calloc(n, sizeof *ents);
+  Tensorflow__Serving__PredictResponse__OutputsEntry **entp =
+      few ? entp_few : calloc(n, sizeof *entp);
   if (!tps || !ents || !entp) {
     free(tps), free(ents), free(entp);
     srv_gcall_failf(c, TD_RESOURCE_EXHAUSTED, "out of memory encoding the response");
@@ -234,7 +250,7 @@ static void predict_done(srv_call *call) {
     srv_gcall_reply(c, &resp.base); /* packs before returning; c is gone after */
   }
   for (size_t j = 0; j < k; j++) srv_tensorproto_clear(&tps[j]);
-  free(tps), free(ents), free(entp);
+  if (!few) free(tps), free(ents), free(entp);
 }
 
 void srv_grpc_predict(srv_gcall *c, const uint8_t *req, size_t len) {
@@ -253,19 +269,17 @@ void srv_grpc_predict(srv_gcall *c, const uint8_t *req, size_t len) {
   predict_state *ps = NULL;
   if (!rc) {
     const ldr_signature *sig = c->call.sig;
-    ps = calloc(1, sizeof *ps);
+    ps = predict_state_new(r->model_spec->name, sig->n_outputs);
     if (ps) {
       c->state = ps;
       c->cleanup = predict_cleanup;
-      ps->keep = calloc((size_t)sig->n_outputs + 1, sizeof *ps->keep);
-      ps->model_name = strdup(r->model_spec->name);
-    }
-    if (!ps || !ps->keep || !ps->model_name)
+    } else {
       rc = td_err_set(&err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    }
     if (!rc) rc = decode_inputs(r, sig, c->call.inputs, &err);
     if (!rc) rc = check_output_filter(r, sig, ps->keep, &err);
   }
-  protobuf_c_message_free_unpacked(&r->base, NULL);
+  srv_gcall_free(c, &r->base);
   if (!rc) {
     c->call.done = predict_done;
     c->call.user = c;
@@ -433,7 +447,7 @@ void srv_grpc_get_model_metadata(srv_gcall *c, const uint8_t *req, size_t len) {
         rc = td_err_set(&err, TD_RESOURCE_EXHAUSTED, "out of memory");
     }
   }
-  protobuf_c_message_free_unpacked(&r->base, NULL);
+  srv_gcall_free(c, &r->base);
   ProtobufCBinaryData packed = {0, NULL};
   if (!rc) rc = pack_signature_defs(sv, &packed, &err);
   if (rc) {

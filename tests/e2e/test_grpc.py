@@ -599,3 +599,138 @@ def test_zoo_over_grpc_matches_tensorflow_and_rest(grpc_serve, model, batch):
         zoo_check(alias, got.tolist(), ref["batch%d" % batch])
         want_rest = rest if len(entry["outputs"]) == 1 else rest[alias]
         assert np.array_equal(got, np.array(want_rest, dtype=got.dtype)), alias
+
+
+# --- Classify, Regress, MultiInference (TF1 model with classify/regress signatures) ---
+
+from tensorflow_serving.apis import classification_pb2, inference_pb2, regression_pb2  # noqa: E402
+
+TF1 = os.path.join(MODELS, "half_plus_two_tf1")
+TF1_KEY = "tests/fixtures/models/half_plus_two_tf1/00000123"
+
+
+def example(features):
+    ex = tf.train.Example()
+    for k, v in features.items():
+        vals = v if isinstance(v, list) else [v]
+        ex.features.feature[k].float_list.value.extend(vals)
+    return ex
+
+
+def fill_input(inp, body):
+    if "context" in body:
+        inp.example_list_with_context.context.CopyFrom(example(body["context"]))
+        inp.example_list_with_context.examples.extend(example(e) for e in body["examples"])
+    else:
+        inp.example_list.examples.extend(example(e) for e in body["examples"])
+
+
+def infer_request(cls, signature, body, name="default"):
+    req = cls()
+    req.model_spec.name = name
+    req.model_spec.signature_name = signature
+    fill_input(req.input, body)
+    return req
+
+
+def test_tf_serving_own_classify_regress_multi_inference(grpc_serve):
+    # tensorflow_model_server_test.py testClassify / testRegress / testMultiInference
+    _, c = grpc_serve("default", TF1)
+    body = {"examples": [{"x": 2.0}]}
+    resp = c.predict_stub.Classify(
+        infer_request(classification_pb2.ClassificationRequest, "classify_x_to_y", body), timeout=10)
+    assert len(resp.result.classifications) == 1
+    (cls,) = resp.result.classifications[0].classes
+    assert cls.score == 3.0 and cls.label == ""
+    assert (resp.model_spec.name, resp.model_spec.signature_name,
+            resp.model_spec.version.value) == ("default", "classify_x_to_y", 123)
+    resp = c.predict_stub.Regress(
+        infer_request(regression_pb2.RegressionRequest, "regress_x_to_y", body), timeout=10)
+    assert [r.value for r in resp.result.regressions] == [3.0]
+    assert resp.model_spec.signature_name == "regress_x_to_y"
+    req = inference_pb2.MultiInferenceRequest()
+    for sig, method in (("regress_x_to_y", "tensorflow/serving/regress"),
+                        ("classify_x_to_y", "tensorflow/serving/classify")):
+        t = req.tasks.add()
+        t.model_spec.name = "default"
+        t.model_spec.signature_name = sig
+        t.method_name = method
+    fill_input(req.input, body)
+    resp = c.predict_stub.MultiInference(req, timeout=10)
+    assert len(resp.results) == 2
+    assert [r.value for r in resp.results[0].regression_result.regressions] == [3.0]
+    assert resp.results[1].classification_result.classifications[0].classes[0].score == 3.0
+    for r, sig in zip(resp.results, ("regress_x_to_y", "classify_x_to_y")):
+        assert (r.model_spec.name, r.model_spec.signature_name, r.model_spec.version.value) == (
+            "default", sig, 123)
+
+
+def test_classify_regress_match_tensorflow_and_rest(grpc_serve, reference):
+    s, c = grpc_serve("default", TF1)
+    for case in reference["models"][TF1_KEY]["infer_cases"]:
+        verb = "classify" if case["signature"].startswith("classify") else "regress"
+        cls = (classification_pb2.ClassificationRequest if verb == "classify"
+               else regression_pb2.RegressionRequest)
+        req = infer_request(cls, case["signature"], case["body"])
+        rpc = c.predict_stub.Classify if verb == "classify" else c.predict_stub.Regress
+        status, out = s.json("POST", f"/v1/models/default:{verb}",
+                             json.dumps(dict(case["body"], signature_name=case["signature"])))
+        if "tf_error" in case:  # TensorFlow refused this input; so do both transports
+            code, msg = rpc_error(rpc, req, timeout=10)
+            assert code == grpc.StatusCode.INVALID_ARGUMENT
+            assert status == 400 and out["error"] == msg
+            continue
+        resp = rpc(req, timeout=10)
+        if verb == "classify":
+            got = [cl.classes[0].score for cl in resp.result.classifications]
+            rest = [r[0][1] for r in out["results"]]
+        else:
+            got = [r.value for r in resp.result.regressions]
+            rest = out["results"]
+        assert got == pytest.approx(case["values"], rel=1e-6, abs=0), case
+        assert got == [f32(v) for v in rest]
+
+
+def test_infer_errors(grpc_serve):
+    _, c = grpc_serve("default", TF1)
+    IA = grpc.StatusCode.INVALID_ARGUMENT
+    body = {"examples": [{"x": 2.0}]}
+    cls = classification_pb2.ClassificationRequest
+    assert rpc_error(c.predict_stub.Classify, infer_request(cls, "nope", body), timeout=10) == (
+        IA, "No signature was found with the name: nope")
+    assert rpc_error(c.predict_stub.Classify, infer_request(cls, "classify_x_to_y",
+                                                            {"examples": []}), timeout=10) == (
+        IA, "Input is empty.")
+    req = infer_request(cls, "classify_x_to_y", body)
+    req.ClearField("model_spec")
+    assert rpc_error(c.predict_stub.Classify, req, timeout=10) == (IA, "Missing ModelSpec")
+    assert rpc_error(c.predict_stub.Regress, infer_request(
+        regression_pb2.RegressionRequest, "regress_x_to_y", body, name="nope"), timeout=10) == (
+        grpc.StatusCode.NOT_FOUND, "Servable not found for request: Latest(nope)")
+    # A predict signature is not a classification signature.
+    code, msg = rpc_error(c.predict_stub.Classify, infer_request(cls, "serving_default", body),
+                          timeout=10)
+    assert code == IA and msg.startswith("No classification inputs found in SignatureDef")
+
+    def multi(*tasks):
+        req = inference_pb2.MultiInferenceRequest()
+        for name, sig, method in tasks:
+            t = req.tasks.add()
+            t.model_spec.name = name
+            t.model_spec.signature_name = sig
+            t.method_name = method
+        fill_input(req.input, body)
+        return rpc_error(c.predict_stub.MultiInference, req, timeout=10)
+
+    R, C = "tensorflow/serving/regress", "tensorflow/serving/classify"
+    assert multi() == (IA, "Expected at least one task")
+    assert multi(("default", "regress_x_to_y", R), ("other", "classify_x_to_y", C)) == (
+        IA, "All ModelSpecs in a MultiInferenceRequest must access the same model name.")
+    assert multi(("default", "regress_x_to_y", R), ("default", "regress_x_to_y", R)) == (
+        IA, "Duplicate evaluation of signature: regress_x_to_y")
+    assert multi(("default", "nope", R)) == (
+        IA, "Requested signature not found in model graph: nope")
+    assert multi(("default", "regress_x_to_y", "tensorflow/serving/predict")) == (
+        grpc.StatusCode.UNIMPLEMENTED, "Unsupported signature method_name: tensorflow/serving/predict")
+    assert multi(("default", "regress_x_to_y", R), ("default", "regress_x2_to_y3", R)) == (
+        IA, "Input tensor must be the same for all Signatures.")
