@@ -36,7 +36,8 @@ typedef struct batch {
   const ldr_signature *sig;
   int n, cap;
   piece *pieces;
-  int64_t rows;
+  int n_live;   /* pieces [0, n_live) run; the rest expired while queued */
+  int64_t rows; /* rows of the live pieces */
   uint64_t opened_ns;
   bat_task run;
 } batch;
@@ -137,7 +138,7 @@ static td_code merge_inputs(batch *bt, int64_t total, eng_tensor *in, td_err *er
     const eng_tensor *first = &bt->pieces[0].ts->t->inputs[i];
     eng_shape s = first->shape;
     s.dim[0] = total;
-    for (int k = 1; k < bt->n; k++)
+    for (int k = 1; k < bt->n_live; k++)
       for (int d = 1; d < s.rank; d++) {
         int64_t v = bt->pieces[k].ts->t->inputs[i].shape.dim[d];
         if (v > s.dim[d]) s.dim[d] = v;
@@ -145,13 +146,13 @@ static td_code merge_inputs(batch *bt, int64_t total, eng_tensor *in, td_err *er
     td_code rc = eng_tensor_alloc(&in[i], first->dtype, &s, err);
     if (rc) return rc;
     int64_t at = 0;
-    for (int k = 0; k < bt->n; k++) {
+    for (int k = 0; k < bt->n_live; k++) {
       const piece *pc = &bt->pieces[k];
       put_rows(&in[i], at, &pc->ts->t->inputs[i], pc->off, pc->len);
       at += pc->len;
     }
     /* Padding to an allowed size: the first row of the last task. */
-    const bat_task *last = bt->pieces[bt->n - 1].ts->t;
+    const bat_task *last = bt->pieces[bt->n_live - 1].ts->t;
     for (; at < total; at++) put_rows(&in[i], at, &last->inputs[i], 0, 1);
   }
   return TD_OK;
@@ -168,7 +169,7 @@ static td_code split_outputs(batch *bt, int64_t total, eng_tensor *out, td_err *
                         sig->outputs[o].alias);
   }
   int64_t at = 0;
-  for (int k = 0; k < bt->n; k++) {
+  for (int k = 0; k < bt->n_live; k++) {
     piece *pc = &bt->pieces[k];
     task_state *ts = pc->ts;
     td_code rc = TD_OK;
@@ -207,9 +208,34 @@ static int64_t padded_size(const bat_batcher *b, int64_t rows) {
   return rows;
 }
 
+/* Moves pieces whose task deadline has passed behind the live ones and
+ * fails their tasks with DEADLINE_EXCEEDED; they are not run. */
+static void drop_expired(batch *bt) {
+  uint64_t now = uv_hrtime();
+  bt->n_live = bt->n;
+  for (int k = 0; k < bt->n_live;) {
+    task_state *ts = bt->pieces[k].ts;
+    if (!ts->t->deadline_ns || now < ts->t->deadline_ns) {
+      k++;
+      continue;
+    }
+    uv_mutex_lock(&bt->owner->mu);
+    if (!ts->code)
+      ts->code = td_err_set(&ts->err, TD_DEADLINE_EXCEEDED,
+                            "Deadline exceeded while waiting in the batch queue");
+    uv_mutex_unlock(&bt->owner->mu);
+    bt->rows -= bt->pieces[k].len;
+    piece tmp = bt->pieces[k];
+    bt->pieces[k] = bt->pieces[bt->n_live - 1];
+    bt->pieces[--bt->n_live] = tmp;
+  }
+}
+
 static td_code run_batch(bat_task *rt) {
   batch *bt = rt->user;
   const ldr_signature *sig = bt->sig;
+  drop_expired(bt);
+  if (!bt->n_live) return TD_OK;
   if (!sig->plan)
     return td_err_set(&rt->err, TD_FAILED_PRECONDITION, "signature '%s' cannot run: %s", sig->key,
                       sig->plan_error ? sig->plan_error : "no plan");

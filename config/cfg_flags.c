@@ -37,6 +37,8 @@ static const flag_def flags[] = {
      "comma-separated MetaGraph tags to load (default \"serve\")"},
     {"tensord_num_workers", FLAG_INT, OPT(num_workers),
      "engine worker threads; 0 = one per CPU core (default 0)"},
+    {"tensorflow_intra_op_parallelism", FLAG_INT, OPT(intra_op_threads),
+     "threads one op (a matrix product) may use; 0 = one per CPU core (default 0)"},
     {"grpc_socket_path", FLAG_STRING, OPT(grpc_socket_path),
      "also serve gRPC on this UNIX socket (default none)"},
     {"grpc_channel_arguments", FLAG_STRING, OPT(grpc_channel_arguments),
@@ -71,6 +73,10 @@ static const flag_def flags[] = {
      "replay each warmup record N times; 0 = once (default 0)"},
     {"tensord_shutdown_grace_seconds", FLAG_DOUBLE, OPT(shutdown_grace_seconds),
      "on SIGTERM/SIGINT, wait up to N seconds for in-flight requests (default 10)"},
+    {"enable_batching", FLAG_BOOL, OPT(enable_batching),
+     "merge concurrent requests into batches (default false)"},
+    {"batching_parameters_file", FLAG_STRING, OPT(batching_parameters_file),
+     "text-format BatchingParameters for --enable_batching (default: TF Serving's defaults)"},
     {"help", FLAG_BOOL, OPT(help), "print this help and exit"},
     {"version", FLAG_BOOL, OPT(version), "print the version and exit"},
 };
@@ -80,8 +86,12 @@ void cfg_options_defaults(cfg_options *o) {
       .port = 8500,
       .rest_api_port = 0,
       .model_name = "default",
+      .batching_parameters_file = "",
       .model_base_path = "",
       .saved_model_tags = "serve",
+      .grpc_socket_path = "",
+      .grpc_channel_arguments = "",
+      .ssl_config_file = "",
       .rest_api_timeout_in_ms = 30000,
       .rest_max_body_bytes = 256 << 20,
       .model_config_file = "",
@@ -90,9 +100,6 @@ void cfg_options_defaults(cfg_options *o) {
       .load_retry_interval_micros = 60000000,
       .enable_model_warmup = true,
       .shutdown_grace_seconds = 10,
-      .grpc_socket_path = "",
-      .grpc_channel_arguments = "",
-      .ssl_config_file = "",
   };
 }
 
@@ -195,8 +202,17 @@ td_code cfg_options_validate(const cfg_options *o, td_err *err) {
   if (o->rest_api_port && o->rest_api_port == o->port)
     return td_err_set(err, TD_INVALID_ARGUMENT, "--rest_api_port must differ from --port (%d)",
                       o->port);
+  if (*o->batching_parameters_file && !o->enable_batching)
+    return td_err_set(err, TD_INVALID_ARGUMENT,
+                      "server_options.batching_parameters_file is set without setting "
+                      "server_options.enable_batching to true.");
   if (o->num_workers < 0)
     return td_err_set(err, TD_INVALID_ARGUMENT, "--tensord_num_workers must be >= 0");
+  if (o->intra_op_threads < 0)
+    return td_err_set(err, TD_INVALID_ARGUMENT,
+                      "--tensorflow_intra_op_parallelism must be >= 0");
+  if (o->grpc_max_threads < 0)
+    return td_err_set(err, TD_INVALID_ARGUMENT, "--grpc_max_threads must be >= 0");
   if (o->rest_api_num_threads < 0 || o->rest_api_num_threads > 1024)
     return td_err_set(err, TD_INVALID_ARGUMENT, "--rest_api_num_threads must be in [0, 1024]");
   if (o->rest_max_body_bytes < 1)
@@ -212,8 +228,6 @@ td_code cfg_options_validate(const cfg_options *o, td_err *err) {
     return td_err_set(err, TD_INVALID_ARGUMENT,
                       "--model_config_file_poll_wait_seconds and "
                       "--tensord_shutdown_grace_seconds must be >= 0");
-  if (o->grpc_max_threads < 0)
-    return td_err_set(err, TD_INVALID_ARGUMENT, "--grpc_max_threads must be >= 0");
   return TD_OK;
 }
 

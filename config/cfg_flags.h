@@ -29,6 +29,14 @@ typedef struct cfg_options {
   const char *model_base_path; /* --model_base_path (required) */
   const char *saved_model_tags; /* --saved_model_tags ("serve") */
   int num_workers;             /* --tensord_num_workers: engine threads; 0 = one per core */
+  int intra_op_threads;        /* --tensorflow_intra_op_parallelism: threads per op; 0 = cores */
+  /* gRPC (TF Serving's names). */
+  const char *grpc_socket_path;       /* --grpc_socket_path (""): also listen on unix:PATH */
+  const char *grpc_channel_arguments; /* --grpc_channel_arguments (""): k=v,k2=v2 */
+  int grpc_max_threads;               /* --grpc_max_threads: polling threads; 0 = one per core */
+  const char *ssl_config_file;        /* --ssl_config_file (""): SSLConfig text, TLS */
+  bool enable_serialization_as_tensor_content; /* Predict outputs in tensor_content */
+  bool enable_grpc_healthcheck_service; /* accepted; the health service is always on */
   /* Model lifecycle (TF Serving's names and defaults). The two poll
    * intervals are whole seconds in TF Serving; tensord also accepts
    * fractions ("0.2"). */
@@ -42,13 +50,9 @@ typedef struct cfg_options {
   bool enable_model_warmup;                   /* true */
   int num_request_iterations_for_warmup;      /* 0: once per record */
   double shutdown_grace_seconds;  /* --tensord_shutdown_grace_seconds (10): in-flight requests */
-  /* gRPC (TF Serving's names). */
-  const char *grpc_socket_path;       /* --grpc_socket_path (""): also listen on unix:PATH */
-  const char *grpc_channel_arguments; /* --grpc_channel_arguments (""): k=v,k2=v2 */
-  int grpc_max_threads;               /* --grpc_max_threads: polling threads; 0 = one per core */
-  const char *ssl_config_file;        /* --ssl_config_file (""): SSLConfig text, TLS */
-  bool enable_serialization_as_tensor_content; /* Predict outputs in tensor_content */
-  bool enable_grpc_healthcheck_service; /* accepted; the health service is always on */
+  /* Dynamic batching (TF Serving's names). */
+  bool enable_batching;                 /* --enable_batching (false) */
+  const char *batching_parameters_file; /* --batching_parameters_file (""): BatchingParameters */
   bool help;                   /* --help was given */
   bool version;                /* --version was given */
 } cfg_options;

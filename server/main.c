@@ -15,6 +15,7 @@
  * unloaded, and the process exits 0. A signal during the start-up loads
  * stops it as well. */
 #include <grpc/grpc.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +23,11 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "bat_batcher.h"
 #include "bat_queue.h"
+#include "cfg_batching.h"
 #include "cfg_flags.h"
+#include "eng_threads.h"
 #include "ldr_manager.h"
 #include "ldr_registry.h"
 #include "ldr_watch.h"
@@ -60,6 +64,17 @@ static td_code initial_config(const cfg_options *opt, cfg_model_config *c, td_er
   return cfg_model_config_single(opt->model_name, opt->model_base_path, c, err);
 }
 
+/* Memory of an unloaded model version must go back to the system (TF
+ * Serving users report RSS that only grows across version swaps). glibc
+ * raises its mmap threshold each time a large mmapped block is freed, after
+ * which weights land in thread arenas whose freed tops it keeps. Fixed
+ * thresholds (glibc's initial values) keep large blocks mmapped and
+ * returned on free. The MALLOC_*_ environment variables still win. */
+static void fix_malloc_thresholds(void) {
+  if (!getenv("MALLOC_MMAP_THRESHOLD_")) mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+  if (!getenv("MALLOC_TRIM_THRESHOLD_")) mallopt(M_TRIM_THRESHOLD, 128 * 1024);
+}
+
 static int cpu_count(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? (int)n : 1;
@@ -88,7 +103,9 @@ int main(int argc, char **argv) {
     cfg_flags_usage(stderr, argv[0]);
     return 2;
   }
+  eng_threads_set(opt.intra_op_threads); /* before any engine work */
 
+  fix_malloc_thresholds();
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
@@ -102,11 +119,19 @@ int main(int argc, char **argv) {
   ldr_watch *watch = NULL;
   bool clean = true;
   bat_queue *queue = NULL;
+  bat_batcher *batcher = NULL;
   srv_grpc *grpc = NULL;
   srv_rest *rest = NULL;
   int rc = 1;
   int workers = opt.num_workers ? opt.num_workers : cpu_count();
 
+  cfg_batching batching;
+  cfg_batching_defaults(&batching, cpu_count());
+  if (*opt.batching_parameters_file &&
+      cfg_batching_load(opt.batching_parameters_file, cpu_count(), &batching, &err)) {
+    fprintf(stderr, "%s\n", err.msg);
+    return 1;
+  }
   cfg_model_config models;
   if (initial_config(&opt, &models, &err)) {
     fprintf(stderr, "%s\n", err.msg);
@@ -171,6 +196,15 @@ int main(int argc, char **argv) {
     td_log_error("%s", err.msg);
     goto out;
   }
+  if (opt.enable_batching) {
+    if (bat_batcher_create(&batching, queue, &batcher, &err)) {
+      td_log_error("%s", err.msg);
+      goto out;
+    }
+    td_log_info("Batching: max_batch_size %lld, batch_timeout_micros %lld, num_batch_threads %lld",
+                (long long)batching.max_batch_size, (long long)batching.batch_timeout_micros,
+                (long long)batching.num_batch_threads);
+  }
   grpc_init();
   if (opt.port || *opt.grpc_socket_path) {
     /* Polling threads only decode and queue, so more than one per core
@@ -183,7 +217,10 @@ int main(int argc, char **argv) {
                            .n_threads = gthreads,
                            .ssl_config_file = opt.ssl_config_file,
                            .tensor_content = opt.enable_serialization_as_tensor_content,
-                           .api = {.registry = registry, .queue = queue, .manager = manager}};
+                           .api = {.registry = registry,
+                                   .queue = queue,
+                                   .batcher = batcher,
+                                   .manager = manager}};
     if (srv_grpc_start(&go, &grpc, &err)) {
       td_log_error("%s", err.msg);
       goto out_grpc;
@@ -200,7 +237,8 @@ int main(int argc, char **argv) {
         .timeout_ms = opt.rest_api_timeout_in_ms,
         .cors = opt.rest_api_enable_cors_support,
         .registry = registry,
-        .queue = queue};
+        .queue = queue,
+        .batcher = batcher};
     if (srv_rest_start(&ro, &rest, &err)) {
       td_log_error("%s", err.msg);
       goto out_grpc;
@@ -217,6 +255,8 @@ out_grpc:
   clean = ldr_manager_shutdown(manager, opt.shutdown_grace_seconds);
   srv_rest_stop(rest);
   srv_grpc_stop(grpc);
+  bat_batcher_destroy(batcher);
+  batcher = NULL;
   bat_queue_destroy(queue);
   queue = NULL;
   grpc_shutdown();
@@ -228,6 +268,7 @@ out_loop:
   uv_run(loop, UV_RUN_DEFAULT);
   uv_loop_close(loop);
 out:
+  bat_batcher_destroy(batcher);
   bat_queue_destroy(queue);
   if (manager && clean) clean = ldr_manager_shutdown(manager, opt.shutdown_grace_seconds);
   if (manager && !clean) {

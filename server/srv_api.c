@@ -1,5 +1,7 @@
 #include "srv_api.h"
 
+#include "bat_batcher.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +55,7 @@ fail:
 td_code srv_call_submit(srv_call *c, td_err *err) {
   c->task = (bat_task){.sig = c->sig, .inputs = c->inputs, .outputs = c->outputs,
                        .done = call_done, .user = c, .deadline_ns = c->deadline_ns};
+  if (c->api->batcher) return bat_batcher_submit(c->api->batcher, &c->task, err);
   return bat_queue_submit(c->api->queue, &c->task, err);
 }
 

@@ -6,7 +6,8 @@
  *                    "serving_default") to a servable reference and a
  *                    signature, with TF Serving's error codes and messages;
  *   (fill c->inputs[i] for c->sig->inputs[i], in signature order)
- *   srv_call_submit  queue the call for an engine worker;
+ *   srv_call_submit  queue the call for an engine worker (through the
+ *                    dynamic batcher when one is configured);
  *   done(c)          called once, on the worker thread, with c->task.code /
  *                    c->task.err and c->outputs[i] for c->sig->outputs[i];
  *   srv_call_end     release tensors and the servable reference.
@@ -30,9 +31,12 @@
 
 struct ldr_manager;
 
+struct bat_batcher;
+
 typedef struct srv_api {
   ldr_registry *registry;
   bat_queue *queue;
+  struct bat_batcher *batcher; /* --enable_batching; NULL: calls go to the queue directly */
   struct ldr_manager *manager; /* for srv_api_reload_config; NULL: reloads refused */
 } srv_api;
 

@@ -627,7 +627,7 @@ td_code srv_rest_start(const srv_rest_options *opt, srv_rest **out, td_err *err)
   srv_rest *s = calloc(1, sizeof *s);
   if (!s) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
   s->opt = *opt;
-  s->api = (srv_api){.registry = opt->registry, .queue = opt->queue};
+  s->api = (srv_api){.registry = opt->registry, .queue = opt->queue, .batcher = opt->batcher};
   if (uv_mutex_init(&s->mu) || uv_cond_init(&s->cv)) {
     free(s);
     return td_err_set(err, TD_INTERNAL, "REST: cannot create locks");

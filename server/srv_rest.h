@@ -62,6 +62,7 @@ typedef struct srv_rest_options {
   bool cors;             /* --rest_api_enable_cors_support */
   ldr_registry *registry;
   bat_queue *queue;
+  struct bat_batcher *batcher; /* NULL unless --enable_batching */
 } srv_rest_options;
 
 td_code srv_rest_start(const srv_rest_options *opt, srv_rest **out, td_err *err);

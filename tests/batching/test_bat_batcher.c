@@ -434,6 +434,38 @@ START_TEST(test_timeout_gathers_and_destroy_flushes) {
 }
 END_TEST
 
+START_TEST(test_expired_tasks_are_dropped_from_their_batch) {
+  fixture f;
+  fixture_init(&f, 2.0f, 1.0f);
+  bat_queue *q;
+  ck_assert_int_eq(bat_queue_create(1, 64, &q, NULL), TD_OK);
+  cfg_batching p = params(16, 0, 1);
+  bat_batcher *b;
+  ck_assert_int_eq(bat_batcher_create(&p, q, &b, NULL), TD_OK);
+  gate g;
+  gate_hold(&g, q, &f);
+  req r[4];
+  for (int i = 0; i < 4; i++) req_init(&r[i], &f, i, 1 + i, 2, 2.0f, 1.0f);
+  ck_assert_int_eq(bat_batcher_submit(b, &r[0].t, NULL), TD_OK); /* waits behind the gate */
+  uv_sleep(50);
+  r[2].t.deadline_ns = uv_hrtime() + 5 * 1000 * 1000; /* 5 ms: passes while queued */
+  for (int i = 1; i < 4; i++) ck_assert_int_eq(bat_batcher_submit(b, &r[i].t, NULL), TD_OK);
+  uv_sleep(50);
+  gate_release(&g);
+  wait_done(4);
+  ck_assert_int_eq(r[2].t.code, TD_DEADLINE_EXCEEDED);
+  ck_assert_ptr_null(r[2].out.buf);
+  for (int i = 0; i < 4; i++) {
+    if (i != 2) req_check(&r[i]);
+    req_free(&r[i]);
+  }
+  bat_batcher_destroy(b);
+  bat_queue_destroy(q);
+  uv_sem_destroy(&g.open);
+  fixture_free(&f);
+}
+END_TEST
+
 START_TEST(test_invalid_tasks_and_params) {
   fixture f;
   fixture_init(&f, 2.0f, 1.0f);
@@ -476,6 +508,7 @@ int main(void) {
   tcase_add_test(tc, test_shapes_and_signatures_never_mix);
   tcase_add_test(tc, test_full_queue_is_rejected_at_once);
   tcase_add_test(tc, test_timeout_gathers_and_destroy_flushes);
+  tcase_add_test(tc, test_expired_tasks_are_dropped_from_their_batch);
   tcase_add_test(tc, test_invalid_tasks_and_params);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

@@ -1,0 +1,107 @@
+"""Dynamic batching through the real server: concurrent clients with distinct
+inputs each get exactly their own answer; a full batch queue answers 429 at
+once; bad batching files are refused at start-up."""
+import json
+import os
+import subprocess
+import threading
+
+import pytest
+
+from conftest import BINARY, EXAMPLES
+
+HALF_PLUS_TWO = os.path.join(EXAMPLES, "half_plus_two")
+
+
+def write(tmp_path, text):
+    p = tmp_path / "batching.config"
+    p.write_text(text)
+    return str(p)
+
+
+def test_concurrent_clients_get_their_own_answers(serve, tmp_path):
+    cfg = write(tmp_path, "max_batch_size { value: 16 }\n"
+                          "batch_timeout_micros { value: 2000 }\n"
+                          "max_enqueued_batches { value: 1000 }\n"
+                          "num_batch_threads { value: 2 }\n"
+                          "allowed_batch_sizes: [4, 8, 16]\n")
+    s = serve("half_plus_two", HALF_PLUS_TWO, "--enable_batching",
+              f"--batching_parameters_file={cfg}")
+    failures = []
+
+    def client(cid):
+        for k in range(40):
+            xs = [cid * 100.0 + k + j * 0.25 for j in range(1 + (cid + k) % 3)]
+            status, out = s.json("POST", "/v1/models/half_plus_two:predict",
+                                 json.dumps({"instances": xs}))
+            want = [0.5 * x + 2.0 for x in xs]
+            if status != 200 or out != {"predictions": want}:
+                failures.append((cid, k, status, out, want))
+
+    threads = [threading.Thread(target=client, args=(c,)) for c in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures[:3]
+
+
+def test_full_batch_queue_is_429_at_once(serve, tmp_path):
+    # One batch may wait (for up to 2 s); a request that needs a second
+    # batch (another non-batch shape) finds the queue full.
+    cfg = write(tmp_path, "max_batch_size { value: 100 }\n"
+                          "batch_timeout_micros { value: 2000000 }\n"
+                          "max_enqueued_batches { value: 1 }\n"
+                          "num_batch_threads { value: 1 }\n")
+    s = serve("half_plus_two", HALF_PLUS_TWO, "--enable_batching",
+              f"--batching_parameters_file={cfg}")
+    first = {}
+
+    def waiting():
+        first["r"] = s.json("POST", "/v1/models/half_plus_two:predict",
+                            '{"instances": [1.0]}')
+
+    t = threading.Thread(target=waiting)
+    t.start()
+    import time
+    time.sleep(0.3)
+    status, out = s.json("POST", "/v1/models/half_plus_two:predict",
+                         '{"instances": [[1.0, 2.0]]}')
+    assert status == 429
+    assert out == {"error": "The batch scheduling queue to which this task was submitted is full"}
+    t.join()
+    assert first["r"] == (200, {"predictions": [2.5]})
+
+
+def test_too_large_request_is_rejected_with_tf_message(serve, tmp_path):
+    cfg = write(tmp_path, "max_batch_size { value: 4 }\n")
+    s = serve("half_plus_two", HALF_PLUS_TWO, "--enable_batching",
+              f"--batching_parameters_file={cfg}")
+    status, out = s.json("POST", "/v1/models/half_plus_two:predict",
+                         '{"instances": [1, 2, 3, 4, 5]}')
+    assert status == 400
+    assert out == {"error": "Task size 5 is larger than maximum input batch size 4"}
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("max_batch_size { value: 8 }\nallowed_batch_sizes: [2, 4]\n",
+     "Last entry in allowed_batch_sizes must match max_batch_size"),
+    ("max_batch_size { valu: 8 }\n", "line 1 column 18"),
+])
+def test_bad_batching_file_refuses_to_start(tmp_path, text, needle):
+    cfg = write(tmp_path, text)
+    r = subprocess.run([BINARY, "--port=0", "--rest_api_port=0", "--model_name=m",
+                        f"--model_base_path={HALF_PLUS_TWO}", "--enable_batching",
+                        f"--batching_parameters_file={cfg}"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0
+    assert needle in r.stderr
+
+
+def test_batching_file_needs_enable_batching(tmp_path):
+    cfg = write(tmp_path, "max_batch_size { value: 8 }\n")
+    r = subprocess.run([BINARY, "--model_name=m", f"--model_base_path={HALF_PLUS_TWO}",
+                        f"--batching_parameters_file={cfg}"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0
+    assert "batching_parameters_file is set without setting" in r.stderr
