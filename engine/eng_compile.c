@@ -182,7 +182,9 @@ static void fuse(eng_plan *p) {
     const eng_tensor *w = const_of(p, p->base[nd->in[1].node] + nd->in[1].index);
     int rank = mm ? 2 : 4;
     int64_t ch = -1;
-    if (w && w->shape.rank == rank) {
+    /* A float constant weight: the output is then float (or the op fails). */
+    if (!w || w->dtype != ENG_DT_FLOAT) continue;
+    if (w->shape.rank == rank) {
       if (conv) ch = w->shape.dim[3];
       if (dw) ch = w->shape.dim[2] * w->shape.dim[3];
       if (mm) ch = w->shape.dim[eng_node_attr_bool(nd, "transpose_b", false) ? 0 : 1];
@@ -259,25 +261,29 @@ void eng_plan_compile(eng_plan *p) {
   recount_uses(p);
 }
 
-void eng_epilogue_apply(const eng_epilogue *e, eng_tensor *t) {
-  float *restrict y = eng_tensor_data(t);
-  int64_t n = eng_tensor_numel(t), c = t->shape.rank ? t->shape.dim[t->shape.rank - 1] : 1;
-  if (!n || !c) return;
+static void epilogue_rows(const eng_epilogue *e, float *restrict y, int64_t n, int64_t c) {
+  const float *kp[ENG_EPI_MAX];
+  bool scalar[ENG_EPI_MAX];
   for (int i = 0; i < e->n; i++) {
-    int kind = e->op[i].kind;
-    if (kind == EPI_RELU) {
-      for (int64_t j = 0; j < n; j++) y[j] = y[j] > 0 ? y[j] : 0;
-      continue;
-    }
-    if (kind == EPI_RELU6) {
-      for (int64_t j = 0; j < n; j++) y[j] = y[j] > 0 ? (y[j] < 6 ? y[j] : 6) : 0;
-      continue;
-    }
-    const float *restrict k = eng_tensor_data(&e->op[i].k);
-    int64_t kn = eng_tensor_numel(&e->op[i].k);
-    for (int64_t r = 0; r < n; r += c) {
-      float *restrict row = y + r;
-      if (kn == 1) {
+    kp[i] = e->op[i].k.buf ? eng_tensor_data(&e->op[i].k) : NULL;
+    scalar[i] = kp[i] && eng_tensor_numel(&e->op[i].k) == 1;
+  }
+  /* Row by row (one pixel's or one example's channels), all ops on a row
+   * while it is in L1. */
+  for (int64_t r = 0; r < n; r += c) {
+    float *restrict row = y + r;
+    for (int i = 0; i < e->n; i++) {
+      int kind = e->op[i].kind;
+      if (kind == EPI_RELU) {
+        for (int64_t j = 0; j < c; j++) row[j] = row[j] > 0 ? row[j] : 0;
+        continue;
+      }
+      if (kind == EPI_RELU6) {
+        for (int64_t j = 0; j < c; j++) row[j] = row[j] > 0 ? (row[j] < 6 ? row[j] : 6) : 0;
+        continue;
+      }
+      const float *restrict k = kp[i];
+      if (scalar[i]) {
         float v = k[0];
         if (kind == EPI_ADD) for (int64_t j = 0; j < c; j++) row[j] = row[j] + v;
         else if (kind == EPI_SUB) for (int64_t j = 0; j < c; j++) row[j] = row[j] - v;
@@ -289,6 +295,17 @@ void eng_epilogue_apply(const eng_epilogue *e, eng_tensor *t) {
       }
     }
   }
+}
+
+void eng_epilogue_apply(const eng_epilogue *e, eng_tensor *t) {
+  int64_t n = eng_tensor_numel(t), c = t->shape.rank ? t->shape.dim[t->shape.rank - 1] : 1;
+  if (n > 0 && c > 0) epilogue_rows(e, eng_tensor_data(t), n, c);
+}
+
+void eng_kepilogue(eng_kctx *c, float *y, int64_t rows, int64_t ch) {
+  if (!c->epi) return;
+  if (rows > 0 && ch > 0) epilogue_rows(c->epi, y, rows * ch, ch);
+  c->epi_done = true;
 }
 
 eng_plan_info eng_plan_get_info(const eng_plan *p) {

@@ -74,6 +74,10 @@ void eng_copy_nd(int rank, const int64_t *dims, size_t es, const char *src, cons
 /* Row-major element strides of a concrete shape. */
 void eng_contig_strides(const eng_shape *s, int64_t *st);
 
+/* Applies the kernel's fused epilogue (if any) to `rows` rows of c floats
+ * just written, and marks it done (eng_compile.c). */
+void eng_kepilogue(eng_kctx *c, float *y, int64_t rows, int64_t ch);
+
 /* Broadcast iteration over up to three inputs: st[k][d] is input k's stride
  * along output dim d (0 where broadcast); off[k] follows the odometer. */
 typedef struct eng_bcast {

@@ -101,8 +101,10 @@ td_code eng_k_matmul(eng_kctx *c) {
   eng_shape s = eng_shape_make(2, d);
   if (!rc) rc = eng_kout_raw(c, 0, a->dtype, &s);
   if (rc) return rc;
-  if (a->dtype == ENG_DT_FLOAT)
+  if (a->dtype == ENG_DT_FLOAT) {
     gemm_f32(ta, tb, m, n, k, eng_tensor_data(a), eng_tensor_data(b), eng_tensor_data(&c->out[0]));
+    eng_kepilogue(c, eng_tensor_data(&c->out[0]), m, n);
+  }
   else
     gemm_f64(ta, tb, m, n, k, eng_tensor_data(a), eng_tensor_data(b), eng_tensor_data(&c->out[0]));
   return TD_OK;

@@ -99,20 +99,41 @@ td_code eng_s_pool(const eng_node *n, const eng_shape *in, eng_shape *out, td_er
 /* --- Conv2D ------------------------------------------------------------------- */
 
 #define IM2COL_MAX_FLOATS ((int64_t)4 << 20)
+/* Output rows per block when an epilogue is fused: small enough that the
+ * block is still in L2 when the epilogue runs over it. */
+#define EPI_BLOCK_ROWS 256
 
 static void im2col_rows(const geom *g, const float *x, int64_t row0, int64_t rows, float *col) {
-  int64_t kdim = g->kh * g->kw * g->c;
+  int64_t kdim = g->kh * g->kw * g->c, span = g->kw * g->c;
+  int64_t ow = row0 % g->ow, oh = (row0 / g->ow) % g->oh, n = row0 / (g->ow * g->oh);
   for (int64_t r = 0; r < rows; r++) {
-    int64_t p = row0 + r, ow = p % g->ow, oh = (p / g->ow) % g->oh, n = p / (g->ow * g->oh);
     float *dst = col + r * kdim;
-    for (int64_t i = 0; i < g->kh; i++) {
+    int64_t iw0 = ow * g->sw - g->pl;
+    bool inside = g->dw == 1 && iw0 >= 0 && iw0 + g->kw <= g->w;
+    for (int64_t i = 0; i < g->kh; i++, dst += span) {
       int64_t ih = oh * g->sh - g->pt + i * g->dh;
-      for (int64_t j = 0; j < g->kw; j++, dst += g->c) {
-        int64_t iw = ow * g->sw - g->pl + j * g->dw;
-        if (ih < 0 || ih >= g->h || iw < 0 || iw >= g->w)
-          memset(dst, 0, sizeof *dst * (size_t)g->c);
+      if (ih < 0 || ih >= g->h) {
+        memset(dst, 0, sizeof *dst * (size_t)span);
+        continue;
+      }
+      const float *src = x + ((n * g->h + ih) * g->w) * g->c;
+      if (inside) { /* the window's row is contiguous in the input */
+        memcpy(dst, src + iw0 * g->c, sizeof *dst * (size_t)span);
+        continue;
+      }
+      for (int64_t j = 0; j < g->kw; j++) {
+        int64_t iw = iw0 + j * g->dw;
+        if (iw < 0 || iw >= g->w)
+          memset(dst + j * g->c, 0, sizeof *dst * (size_t)g->c);
         else
-          memcpy(dst, x + ((n * g->h + ih) * g->w + iw) * g->c, sizeof *dst * (size_t)g->c);
+          memcpy(dst + j * g->c, src + iw * g->c, sizeof *dst * (size_t)g->c);
+      }
+    }
+    if (++ow == g->ow) {
+      ow = 0;
+      if (++oh == g->oh) {
+        oh = 0;
+        n++;
       }
     }
   }
@@ -145,12 +166,20 @@ td_code eng_k_conv2d(eng_kctx *c) {
     return eng_kfail(c, TD_INVALID_ARGUMENT, "convolution too large");
   if (g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 &&
       g.oh == g.h && g.ow == g.w) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)cout, (int)kdim, 1.0f,
-                xd, (int)kdim, fd, (int)cout, 0.0f, y, (int)cout);
+    /* 1x1: the input is already the [pixels, channels] matrix. Row blocks
+     * keep each block's output in cache for the fused epilogue. */
+    int64_t blk = c->epi ? EPI_BLOCK_ROWS : rows;
+    for (int64_t r0 = 0; r0 < rows; r0 += blk) {
+      int64_t nr = rows - r0 < blk ? rows - r0 : blk;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nr, (int)cout, (int)kdim, 1.0f,
+                  xd + r0 * kdim, (int)kdim, fd, (int)cout, 0.0f, y + r0 * cout, (int)cout);
+      eng_kepilogue(c, y + r0 * cout, nr, cout);
+    }
     return TD_OK;
   }
   int64_t chunk = IM2COL_MAX_FLOATS / kdim;
   if (chunk < 1) chunk = 1;
+  if (c->epi && chunk > EPI_BLOCK_ROWS) chunk = EPI_BLOCK_ROWS;
   if (chunk > rows) chunk = rows;
   float *col = malloc(sizeof *col * (size_t)(chunk * kdim));
   if (!col) return eng_kfail(c, TD_RESOURCE_EXHAUSTED, "out of memory for im2col");
@@ -159,6 +188,7 @@ td_code eng_k_conv2d(eng_kctx *c) {
     im2col_rows(&g, xd, r0, nr, col);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nr, (int)cout, (int)kdim, 1.0f,
                 col, (int)kdim, fd, (int)cout, 0.0f, y + r0 * cout, (int)cout);
+    eng_kepilogue(c, y + r0 * cout, nr, cout);
   }
   free(col);
   return TD_OK;
@@ -204,6 +234,7 @@ td_code eng_k_depthwise_conv2d(eng_kctx *c) {
             }
           }
         }
+        eng_kepilogue(c, o, 1, oc);
       }
   return TD_OK;
 }

@@ -470,16 +470,16 @@ td_code eng_plan_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, t
       }
     }
     if (!rc) {
+      const eng_epilogue *epi = p->epi ? p->epi[s] : NULL;
       eng_kctx ctx = {.node = nd, .node_id = id, .model = p->m, .n_in = nd->n_in, .in = kin,
-                      .n_out = nd->n_out, .out = kout, .err = err};
+                      .n_out = nd->n_out, .out = kout, .err = err, .epi = epi};
       rc = op->cpu(&ctx);
       if (rc && err && !strstr(err->msg, nd->name)) td_err_prefix(err, "node '%s' (%s)", nd->name, nd->op);
       for (int k = 0; k < nd->n_in; k++) {
         const eng_tensor *v = &values[p->base[nd->in[k].node] + nd->in[k].index];
         if (kin[k].buf != v->buf) eng_tensor_release(&kin[k]);
       }
-      const eng_epilogue *epi = p->epi ? p->epi[s] : NULL;
-      if (!rc && epi) eng_epilogue_apply(epi, &kout[0]);
+      if (!rc && epi && !ctx.epi_done) eng_epilogue_apply(epi, &kout[0]);
       for (int o = 0; o < nd->n_out; o++) {
         int vi = o == 0 && epi ? epi->out_value : p->base[id] + o;
         if (rc || fed[vi] || left[vi] <= 0) {

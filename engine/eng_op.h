@@ -28,6 +28,11 @@ typedef struct eng_kctx {
   int n_out;
   eng_tensor *out;
   td_err *err;
+  /* Fused epilogue (eng_plan.h) for output 0, or NULL. A kernel that can
+   * apply it while its output is hot (row by row) does so and sets
+   * epi_done; otherwise the run loop applies it afterwards. */
+  const struct eng_epilogue *epi;
+  bool epi_done;
 } eng_kctx;
 
 typedef td_code (*eng_kernel_fn)(eng_kctx *ctx);

@@ -98,3 +98,21 @@ def test_zoo_bad_shape_is_invalid_argument(serve):
     status, out = s.json("POST", "/v1/models/m:predict", json.dumps(
         {"inputs": {"features": [[1.0] * 5], "category": [[1]]}}))
     assert status == 400, out
+
+
+def test_intra_op_parallelism_flag(serve, tmp_path):
+    # TF Serving's --tensorflow_intra_op_parallelism sets the engine's threads
+    # per op; the answers do not depend on it.
+    entry = ZOO["mlp"]
+    s = serve("mlp", os.path.dirname(os.path.join(ROOT, entry["dir"])),
+              "--tensorflow_intra_op_parallelism=1")
+    rows = zoo_input(entry["inputs"]["x"], 8)
+    status, out = s.json("POST", "/v1/models/mlp:predict", json.dumps({"instances": rows}))
+    assert status == 200, out
+    check("output_0", out["predictions"], entry["outputs"]["output_0"]["batch8"])
+    import subprocess
+    from conftest import BINARY
+    bad = subprocess.run([BINARY, "--tensorflow_intra_op_parallelism=-1",
+                          "--model_base_path=" + str(tmp_path)], capture_output=True, text=True)
+    assert bad.returncode == 2
+    assert "--tensorflow_intra_op_parallelism must be >= 0" in bad.stderr
