@@ -186,6 +186,29 @@ static cJSON *jp_string_node(jparser *p) {
 
 static bool is_digit(int c) { return c >= '0' && c <= '9'; }
 
+/* A number node; digits (len > 0) are kept for integers beyond 2^53. */
+static cJSON *jp_number_node(jparser *p, double d, int flags, const char *digits, size_t len,
+                             size_t start) {
+  cJSON *v = NULL;
+  if (isinf(d)) {
+    jp_fail(p, "Number too big to be stored in double.", start);
+  } else if (!(v = cJSON_CreateNumber(d))) {
+    jp_oom(p);
+  } else {
+    v->type |= flags;
+    if (len) {
+      v->valuestring = cJSON_malloc(len + 1);
+      if (v->valuestring) {
+        memcpy(v->valuestring, digits, len + 1);
+      } else {
+        cJSON_Delete(v);
+        v = jp_oom(p);
+      }
+    }
+  }
+  return v;
+}
+
 static cJSON *jp_number(jparser *p) {
   size_t start = p->i;
   bool minus = jp_peek(p) == '-';
@@ -215,29 +238,54 @@ static cJSON *jp_number(jparser *p) {
   } else {
     return jp_fail(p, "Invalid value.", p->i);
   }
-  bool integer = true;
+  /* Decimals: mantissa m and exponent e10 for the exact fast path
+   * (Clinger: m <= 2^53 and |e10| <= 22 make m * 10^e10 one correctly
+   * rounded operation); anything else goes to strtod. */
+  bool integer = true, exact = !overflow;
+  uint64_t m = mag;
+  int e10 = 0;
   if (jp_peek(p) == '.') {
     p->i++;
     if (!is_digit(jp_peek(p))) return jp_fail(p, "Miss fraction part in number.", p->i);
-    while (is_digit(jp_peek(p))) p->i++;
+    for (; is_digit(jp_peek(p)); p->i++) {
+      if (m >= 100000000000000000ULL) {
+        exact = false;
+        continue;
+      }
+      m = m * 10 + (unsigned)(jp_peek(p) - '0');
+      e10--;
+    }
     integer = false;
   }
   if (jp_peek(p) == 'e' || jp_peek(p) == 'E') {
     p->i++;
+    bool eminus = jp_peek(p) == '-';
     if (jp_peek(p) == '+' || jp_peek(p) == '-') p->i++;
     if (!is_digit(jp_peek(p))) return jp_fail(p, "Miss exponent in number.", p->i);
-    while (is_digit(jp_peek(p))) p->i++;
+    int ex = 0;
+    for (; is_digit(jp_peek(p)); p->i++)
+      if (ex < 100000) ex = ex * 10 + (jp_peek(p) - '0');
+    e10 += eminus ? -ex : ex;
     integer = false;
   }
   size_t len = p->i - start;
   char small[64];
-  char *text = len < sizeof small ? small : malloc(len + 1);
+  char *text = small;
+  int flags = 0;
+  double d;
+  bool fast = !integer && exact && m <= (1ULL << 53) && e10 >= -22 && e10 <= 22;
+  if (fast) {
+    static const double p10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                   1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                   1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    d = e10 >= 0 ? (double)m * p10[e10] : (double)m / p10[-e10];
+    if (minus) d = -d;
+    return jp_number_node(p, d, 0, NULL, 0, start);
+  }
+  text = len < sizeof small ? small : malloc(len + 1);
   if (!text) return jp_oom(p);
   memcpy(text, p->s + start, len);
   text[len] = '\0';
-
-  int flags = 0;
-  double d;
   if (integer && !overflow && !minus) {
     flags = mag <= INT64_MAX ? F_INT : F_UINT;
     d = (double)mag;
@@ -247,23 +295,7 @@ static cJSON *jp_number(jparser *p) {
   } else {
     d = strtod(text, NULL);
   }
-  cJSON *v = NULL;
-  if (isinf(d)) {
-    jp_fail(p, "Number too big to be stored in double.", start);
-  } else if (!(v = cJSON_CreateNumber(d))) {
-    jp_oom(p);
-  } else {
-    v->type |= flags;
-    if (flags && mag > EXACT_INT) {
-      v->valuestring = cJSON_malloc(len + 1);
-      if (v->valuestring) {
-        memcpy(v->valuestring, text, len + 1);
-      } else {
-        cJSON_Delete(v);
-        v = jp_oom(p);
-      }
-    }
-  }
+  cJSON *v = jp_number_node(p, d, flags, text, flags && mag > EXACT_INT ? len : 0, start);
   if (text != small) free(text);
   return v;
 }

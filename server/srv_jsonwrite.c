@@ -217,12 +217,142 @@ static int special_number(double v, char *buf, size_t n) {
   return (int)strlen(t);
 }
 
+/* --- fast float path ---------------------------------------------------
+ * The same text as snprintf("%g") / ("%.9g") plus the strtof round-trip
+ * check, without either call for the common case. The P significant digits
+ * come from one multiplication or division by an exact power of ten in
+ * double; that is off from the exact product by at most half a double ulp,
+ * so the rounding to an integer agrees with printf's exact rounding unless
+ * the fraction is within a hair of one half, where we defer to snprintf.
+ * The round trip is decided the same way: the digits times an exact power
+ * of ten, rounded once to double, then to float; when that double lies
+ * next to a float rounding boundary, strtof decides. */
+static const double pow10_exact[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* a * 10^k for |k| <= 22, rounded once; false when k is out of range. */
+static bool scale10(double a, int k, double *out) {
+  if (k > 22 || k < -22) return false;
+  *out = k >= 0 ? a * pow10_exact[k] : a / pow10_exact[-k];
+  return true;
+}
+
+/* The P significant digits of a (> 0) as printf rounds them, and the
+ * decimal exponent of the first; false when unsure. */
+static bool sig_digits(double a, int P, uint64_t *digits, int *exp10) {
+  int e = (int)floor(log10(a));
+  for (int tries = 0; tries < 3; tries++) {
+    double s;
+    if (!scale10(a, P - 1 - e, &s)) return false;
+    double lo = pow10_exact[P - 1], hi = pow10_exact[P];
+    if (s < lo - 0.5) {
+      e--;
+      continue;
+    }
+    if (s >= hi) {
+      e++;
+      continue;
+    }
+    double fl = floor(s), frac = s - fl;
+    if (fabs(frac - 0.5) < 1e-6) return false; /* a near-tie: let printf decide */
+    uint64_t d = (uint64_t)fl + (frac > 0.5);
+    if (d >= (uint64_t)hi) { /* 9.999995 -> 10.0000 */
+      d /= 10;
+      e++;
+    }
+    if (d < (uint64_t)lo) return false;
+    *digits = d;
+    *exp10 = e;
+    return true;
+  }
+  return false;
+}
+
+/* Whether digits * 10^(exp10 - P + 1) reads back (strtof) as |v|; -1 unsure. */
+static int round_trips(float v, uint64_t digits, int P, int exp10) {
+  double q;
+  if (!scale10((double)digits, exp10 - P + 1, &q)) return -1;
+  float f = (float)q;
+  if ((double)f != q) {
+    float g = nextafterf(f, q > (double)f ? INFINITY : -INFINITY);
+    double mid = ((double)f + (double)g) / 2;
+    if (fabs(q - mid) <= fabs(q) * 0x1p-50) return -1;
+  }
+  return f == fabsf(v);
+}
+
+/* printf's %g layout for P digits d (exactly P of them) and exponent X. */
+static int layout_g(bool neg, uint64_t d, int P, int X, char *out) {
+  char dig[24];
+  for (int i = P - 1; i >= 0; i--) {
+    dig[i] = (char)('0' + d % 10);
+    d /= 10;
+  }
+  int nd = P;
+  while (nd > 1 && dig[nd - 1] == '0') nd--; /* %g drops trailing zeros */
+  int k = 0;
+  if (neg) out[k++] = '-';
+  if (X < -4 || X >= P) {
+    out[k++] = dig[0];
+    if (nd > 1) {
+      out[k++] = '.';
+      for (int i = 1; i < nd; i++) out[k++] = dig[i];
+    }
+    out[k++] = 'e';
+    out[k++] = X < 0 ? '-' : '+';
+    int ax = X < 0 ? -X : X;
+    if (ax >= 100) out[k++] = (char)('0' + ax / 100);
+    out[k++] = (char)('0' + ax / 10 % 10);
+    out[k++] = (char)('0' + ax % 10);
+  } else if (X >= 0) {
+    for (int i = 0; i <= X; i++) out[k++] = i < nd ? dig[i] : '0';
+    if (nd > X + 1) {
+      out[k++] = '.';
+      for (int i = X + 1; i < nd; i++) out[k++] = dig[i];
+    }
+  } else {
+    out[k++] = '0';
+    out[k++] = '.';
+    for (int i = 0; i < -X - 1; i++) out[k++] = '0';
+    for (int i = 0; i < nd; i++) out[k++] = dig[i];
+  }
+  out[k] = '\0';
+  return k;
+}
+
+/* TF's WriteDecimal text for a finite nonzero float, or -1 when unsure. */
+static int fast_float(float v, char *tmp) {
+  double a = fabs((double)v);
+  uint64_t d;
+  int X;
+  if (!sig_digits(a, 6, &d, &X)) return -1;
+  int rt = round_trips(v, d, 6, X);
+  if (rt < 0) return -1;
+  if (rt) return layout_g(v < 0, d, 6, X, tmp);
+  if (!sig_digits(a, 9, &d, &X)) return -1;
+  return layout_g(v < 0, d, 9, X, tmp);
+}
+
 int srv_json_format_float(float v, char *buf, size_t n) {
   if (!isfinite(v)) return special_number(v, buf, n);
   char tmp[48];
-  int len = snprintf(tmp, sizeof tmp - 3, "%g", (double)v);
-  if (strtof(tmp, NULL) != v) len = snprintf(tmp, sizeof tmp - 3, "%.9g", (double)v);
-  return finish_number(tmp, len, buf, n);
+  int len = v != 0 ? fast_float(v, tmp) : -1;
+  if (len < 0) {
+    len = snprintf(tmp, sizeof tmp - 3, "%g", (double)v);
+    if (strtof(tmp, NULL) != v) len = snprintf(tmp, sizeof tmp - 3, "%.9g", (double)v);
+  }
+  if (!memchr(tmp, '.', (size_t)len) && !memchr(tmp, 'e', (size_t)len)) {
+    memcpy(tmp + len, ".0", 3);
+    len += 2;
+  }
+  if (n > (size_t)len) {
+    memcpy(buf, tmp, (size_t)len + 1);
+  } else if (n) {
+    memcpy(buf, tmp, n - 1);
+    buf[n - 1] = '\0';
+  }
+  return len;
 }
 
 int srv_json_format_double(double v, char *buf, size_t n) {

@@ -129,6 +129,49 @@ END_TEST
 
 /* --------------------------------------------------------------- accessors */
 
+/* Decimals take an exact fast path (Clinger) when they can; every value
+ * must still equal what strtod reads, digit strings of every length and
+ * exponents on both sides of the fast path's range alike. */
+static void check_decimal(const char *text) {
+  if (isinf(strtod(text, NULL))) return; /* refused as too big: tested above */
+  cJSON *v = NULL;
+  td_err err;
+  ck_assert_msg(srv_json_parse(text, strlen(text), &v, &err) == TD_OK, "%s: %s", text, err.msg);
+  double want = strtod(text, NULL);
+  ck_assert_msg(v->valuedouble == want || (isnan(want) && isnan(v->valuedouble)),
+                "%s: got %.17g, want %.17g", text, v->valuedouble, want);
+  cJSON_Delete(v);
+}
+
+START_TEST(test_decimals_match_strtod) {
+  uint64_t x = 88172645463325252ULL;
+  char t[64];
+  for (int i = 0; i < 200000; i++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    double r;
+    uint64_t bits = x;
+    memcpy(&r, &bits, 8);
+    if (!isfinite(r)) continue;
+    int prec = 1 + (int)(x % 19);
+    snprintf(t, sizeof t, "%.*g", prec, r);
+    if (!strchr(t, '.') && !strchr(t, 'e')) strcat(t, ".5");
+    check_decimal(t);
+    snprintf(t, sizeof t, "%.*f", (int)(x % 9) + 1, (double)(x % 100000000) / 1000.0);
+    check_decimal(t);
+    snprintf(t, sizeof t, "-%llu.%llue%d", (unsigned long long)(x % 1000000),
+             (unsigned long long)(x >> 40), (int)(x % 61) - 30);
+    check_decimal(t);
+  }
+  const char *edge[] = {"0.0", "-0.0", "1e22", "1e23", "9007199254740993.0", "0.1e-22",
+                        "123456789012345678901234567890.5", "1.7976931348623157e308",
+                        "4.9e-324", "2.2250738585072011e-308", "0.30000000000000004",
+                        "9007199254740992.5", "1e-5", "1.5e0", "0.000000000000000000000001"};
+  for (size_t i = 0; i < sizeof edge / sizeof *edge; i++) check_decimal(edge[i]);
+}
+END_TEST
+
 START_TEST(test_accessors) {
   cJSON *root = NULL;
   const char *text = "[{\"b64\": \"AA==\"}, {\"b64\": 1}, {\"b64\": \"\", \"x\": 1}, "
@@ -166,6 +209,7 @@ static Suite *suite(void) {
   TCase *tc = tcase_create("parse");
   tcase_add_test(tc, test_parse_errors);
   tcase_add_test(tc, test_parse_ok);
+  tcase_add_test(tc, test_decimals_match_strtod);
   tcase_add_test(tc, test_accessors);
   suite_add_tcase(s, tc);
   return s;

@@ -2,6 +2,7 @@
  * base64, the PrettyWriter clone's layout and limits, and values quoted in
  * error messages. */
 #include <check.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -51,6 +52,69 @@ START_TEST(test_format_float) {
   char small[4];
   ck_assert_int_eq(srv_json_format_float(1435774336.0f, small, sizeof small), 14);
   ck_assert_str_eq(small, "1.4");
+}
+END_TEST
+
+/* The definition srv_json_format_float must match byte for byte (TF's
+ * WriteDecimal): snprintf %g, %.9g when that does not read back, ".0" on
+ * plain integers. The fast path is checked against it on floats of
+ * special interest and on about a million others. */
+static void reference_float(float v, char *out) {
+  if (isnan(v)) {
+    strcpy(out, "NaN");
+    return;
+  }
+  if (isinf(v)) {
+    strcpy(out, v < 0 ? "-Infinity" : "Infinity");
+    return;
+  }
+  int len = snprintf(out, 40, "%g", (double)v);
+  if (strtof(out, NULL) != v) len = snprintf(out, 40, "%.9g", (double)v);
+  if (!strchr(out, '.') && !strchr(out, 'e')) strcpy(out + len, ".0");
+}
+
+static void check_float(float v) {
+  char want[48], got[SRV_JSON_NUMBER_MAX];
+  reference_float(v, want);
+  int n = srv_json_format_float(v, got, sizeof got);
+  ck_assert_msg(!strcmp(got, want) && n == (int)strlen(want), "%a: got %s, want %s", (double)v,
+                got, want);
+}
+
+START_TEST(test_format_float_matches_printf) {
+  /* Decimal-looking values, powers of ten and their neighbours, ties. */
+  for (int e = -45; e <= 38; e++) {
+    char t[16];
+    snprintf(t, sizeof t, "1e%d", e);
+    float p = strtof(t, NULL);
+    for (int k = -3; k <= 3; k++) {
+      float q = p;
+      for (int j = 0; j < (k < 0 ? -k : k); j++) q = nextafterf(q, k < 0 ? 0 : INFINITY);
+      check_float(q);
+      check_float(-q);
+    }
+  }
+  for (int i = 0; i < 50000; i++) {
+    check_float((float)i / 1000.0f);
+    check_float((float)i * 0.1f);
+    check_float(0.5f * (float)i + 2.0f);
+    check_float((float)i + 0.5f);
+  }
+  /* Random bit patterns: every exponent, including subnormals. */
+  uint32_t x = 2463534242u;
+  for (int i = 0; i < 600000; i++) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    float f;
+    memcpy(&f, &x, 4);
+    check_float(f);
+  }
+  check_float(0.0f);
+  check_float(-0.0f);
+  check_float(FLT_MAX);
+  check_float(FLT_MIN);
+  check_float(FLT_TRUE_MIN);
 }
 END_TEST
 
@@ -241,6 +305,7 @@ static Suite *suite(void) {
   Suite *s = suite_create("srv_jsonwrite");
   TCase *tc = tcase_create("format");
   tcase_add_test(tc, test_format_float);
+  tcase_add_test(tc, test_format_float_matches_printf);
   tcase_add_test(tc, test_format_double);
   tcase_add_test(tc, test_append_string);
   tcase_add_test(tc, test_base64);
