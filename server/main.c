@@ -27,6 +27,7 @@
 #include "bat_queue.h"
 #include "cfg_batching.h"
 #include "cfg_flags.h"
+#include "ldr_inspect.h"
 #include "eng_threads.h"
 #include "ldr_manager.h"
 #include "ldr_registry.h"
@@ -83,6 +84,17 @@ static int cpu_count(void) {
 int main(int argc, char **argv) {
   cfg_options opt;
   td_err err;
+  if (argc >= 2 && !strcmp(argv[1], "inspect")) { /* tensord inspect DIR [TAGS] */
+    if (argc < 3 || argc > 4) {
+      fprintf(stderr, "usage: %s inspect SAVED_MODEL_DIR [TAGS (default serve)]\n", argv[0]);
+      return 2;
+    }
+    if (ldr_inspect_print(argv[2], argc > 3 ? argv[3] : "serve", stdout, &err)) {
+      fprintf(stderr, "%s inspect: %s\n", argv[0], err.msg);
+      return 1;
+    }
+    return 0;
+  }
   cfg_options_defaults(&opt);
   if (cfg_flags_parse(argc, argv, &opt, &err)) {
     fprintf(stderr, "%s: %s\n\n", argv[0], err.msg);

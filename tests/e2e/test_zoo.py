@@ -116,3 +116,25 @@ def test_intra_op_parallelism_flag(serve, tmp_path):
                           "--model_base_path=" + str(tmp_path)], capture_output=True, text=True)
     assert bad.returncode == 2
     assert "--tensorflow_intra_op_parallelism must be >= 0" in bad.stderr
+
+
+def test_inspect_reports_signatures_census_and_plan():
+    import subprocess
+    from conftest import BINARY
+    d = os.path.join(ROOT, ZOO["two_io"]["dir"])
+    r = subprocess.run([BINARY, "inspect", d], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "MetaGraphDef with tag-set: 'serve' contains the following SignatureDefs:" in out
+    assert "signature_def['serving_default']:" in out
+    assert "inputs['category'] tensor_info:" in out and "dtype: DT_INT32" in out
+    assert "shape: (-1, 8)" in out
+    assert "outputs['probs'] tensor_info:" in out
+    assert "Method name is: tensorflow/serving/predict" in out
+    assert "GatherV2" in out and "MatMul" in out
+    # The save function's ops are census-only: the engine lacks them, serving does not need them.
+    assert "SaveV2" in out and "(not supported by the engine)" in out
+    assert "Loading with tags 'serve': OK" in out
+    assert "ops fused" in out
+    r = subprocess.run([BINARY, "inspect", "/nonexistent"], capture_output=True, text=True)
+    assert r.returncode == 1 and "cannot open" in r.stderr
