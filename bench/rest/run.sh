@@ -8,12 +8,16 @@
 # = requests / server CPU seconds. Then json_bench: the 32 x 784 float
 # batch through srv_json (decode and encode MB/s).
 #
-# usage: bench/rest/run.sh [seconds per run, default 10]
+# Each pair is measured REPS times (default 3), interleaved, and the
+# medians are reported, so a noisy neighbour on a shared box moves them less.
+#
+# usage: bench/rest/run.sh [seconds per run, default 8] [reps, default 3]
 # needs: wrk and nginx (Debian packages; apt-get install wrk nginx-light),
 #        build/tensord and build/bench/json_bench (cmake --build build).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-DUR=${1:-10}
+DUR=${1:-8}
+REPS=${2:-3}
 BIN=${TENSORD_BIN:-build/tensord}
 JSONB=${JSON_BENCH:-build/bench/json_bench}
 PORT_T=${PORT_T:-18601}
@@ -107,21 +111,29 @@ curl -s -d "$BODY" "http://127.0.0.1:$PORT_T/v1/models/half_plus_two:predict"; e
 curl -s -d "$BODY" "http://127.0.0.1:$PORT_N/"; echo
 echo "== wrk, ${DUR}s per run; server on CPU $SRV_CPU, wrk on CPU $CLI_CPU ($(nproc) CPUs)"
 RES=$(
-  run tensord "$TPID" "http://127.0.0.1:$PORT_T/v1/models/half_plus_two:predict" 64
-  run nginx "$NWORKER" "http://127.0.0.1:$PORT_N/" 64
-  run tensord "$TPID" "http://127.0.0.1:$PORT_T/v1/models/half_plus_two:predict" 1
-  run nginx "$NWORKER" "http://127.0.0.1:$PORT_N/" 1
+  for _ in $(seq "$REPS"); do
+    for c in 64 1; do
+      run tensord "$TPID" "http://127.0.0.1:$PORT_T/v1/models/half_plus_two:predict" "$c"
+      run nginx "$NWORKER" "http://127.0.0.1:$PORT_N/" "$c"
+    done
+  done
 )
 echo "$RES"
 awk '
   function us(s) { if (s ~ /us$/) return s + 0; if (s ~ /ms$/) return s * 1000; return s * 1e6 }
-  $1 == "tensord" && $2 == "c=64" { t64 = $8 }
-  $1 == "nginx"   && $2 == "c=64" { n64 = $8 }
-  $1 == "tensord" && $2 == "c=1"  { t1 = us($11) }
-  $1 == "nginx"   && $2 == "c=1"  { n1 = us($11) }
+  function median(a, n,   i, j, t) {
+    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+  }
+  $1 == "tensord" && $2 == "c=64" { t64[++nt64] = $8 }
+  $1 == "nginx"   && $2 == "c=64" { n64[++nn64] = $8 }
+  $1 == "tensord" && $2 == "c=1"  { t1[++nt1] = us($11) }
+  $1 == "nginx"   && $2 == "c=1"  { n1[++nn1] = us($11) }
   END {
-    printf "ratio req/s per core at c=64: %.2f (target >= 0.60)\n", t64 / n64
-    printf "p50 at c=1: tensord - nginx = %+.0f us (target <= +30 us)\n", t1 - n1
+    T64 = median(t64, nt64); N64 = median(n64, nn64); T1 = median(t1, nt1); N1 = median(n1, nn1)
+    printf "medians: c=64 req/s/core tensord %.0f nginx %.0f; c=1 p50 tensord %.0f us nginx %.0f us\n", T64, N64, T1, N1
+    printf "ratio req/s per core at c=64: %.2f (target >= 0.60)\n", T64 / N64
+    printf "p50 at c=1: tensord - nginx = %+.0f us (target <= +30 us)\n", T1 - N1
   }' <<<"$RES"
 
 echo "== json_bench (32 x 784 floats through srv_json)"
