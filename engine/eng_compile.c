@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_gemm.h"
 #include "eng_kernels.h"
 #include "eng_plan.h"
 
@@ -254,10 +255,34 @@ static void recount_uses(eng_plan *p) {
   }
 }
 
+/* Packs the constant weight of every MatMul (A not transposed) and Conv2D. */
+static void pack_weights(eng_plan *p) {
+  const eng_graph *g = eng_model_graph(p->m);
+  p->packed = calloc((size_t)p->n_steps + 1, sizeof *p->packed);
+  if (!p->packed) return;
+  for (int s = 0; s < p->n_steps; s++) {
+    const eng_node *nd = eng_graph_node(g, p->steps[s]);
+    bool mm = !strcmp(nd->op, "MatMul"), conv = !strcmp(nd->op, "Conv2D");
+    if ((!mm && !conv) || nd->n_in != 2) continue;
+    if (mm && eng_node_attr_bool(nd, "transpose_a", false)) continue;
+    const eng_tensor *w = const_of(p, p->base[nd->in[1].node] + nd->in[1].index);
+    if (!w || w->dtype != ENG_DT_FLOAT || w->shape.rank != (mm ? 2 : 4)) continue;
+    const float *wd = eng_tensor_data(w);
+    if (mm) {
+      bool tb = eng_node_attr_bool(nd, "transpose_b", false);
+      p->packed[s] = eng_gemm_pack(wd, w->shape.dim[tb ? 1 : 0], w->shape.dim[tb ? 0 : 1], tb);
+    } else {
+      const int64_t *d = w->shape.dim;
+      p->packed[s] = eng_gemm_pack(wd, d[0] * d[1] * d[2], d[3], false);
+    }
+  }
+}
+
 void eng_plan_compile(eng_plan *p) {
   if (!foldable_plan(p)) return;
   fold(p);
   fuse(p);
+  pack_weights(p);
   recount_uses(p);
 }
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_gemm.h"
 #include "eng_kernels.h"
 
 /* C[m,n] = op(A) op(B), row-major; lda/ldb are the stored row lengths. */
@@ -79,6 +80,18 @@ td_code eng_s_matmul(const eng_node *n, const eng_shape *in, eng_shape *out, td_
   return TD_OK;
 }
 
+/* eng_gemm_run's hook: the fused epilogue on each finished block of rows. */
+struct post_arg {
+  eng_kctx *c;
+  float *y;
+  int64_t n;
+};
+
+static void post_rows(void *arg, int64_t row0, int64_t rows) {
+  struct post_arg *pa = arg;
+  eng_kepilogue(pa->c, pa->y + row0 * pa->n, rows, pa->n);
+}
+
 td_code eng_k_matmul(eng_kctx *c) {
   const eng_tensor *a = &c->in[0], *b = &c->in[1];
   if (a->dtype != b->dtype || (a->dtype != ENG_DT_FLOAT && a->dtype != ENG_DT_DOUBLE))
@@ -101,7 +114,12 @@ td_code eng_k_matmul(eng_kctx *c) {
   eng_shape s = eng_shape_make(2, d);
   if (!rc) rc = eng_kout_raw(c, 0, a->dtype, &s);
   if (rc) return rc;
-  if (a->dtype == ENG_DT_FLOAT) {
+  if (a->dtype == ENG_DT_FLOAT && c->packed && !ta && eng_gemm_k(c->packed) == k &&
+      eng_gemm_n(c->packed) == n && m > 0) {
+    float *y = eng_tensor_data(&c->out[0]);
+    struct post_arg pa = {c, y, n};
+    eng_gemm_run(eng_tensor_data(a), k, m, c->packed, y, n, post_rows, &pa);
+  } else if (a->dtype == ENG_DT_FLOAT) {
     gemm_f32(ta, tb, m, n, k, eng_tensor_data(a), eng_tensor_data(b), eng_tensor_data(&c->out[0]));
     eng_kepilogue(c, eng_tensor_data(&c->out[0]), m, n);
   }

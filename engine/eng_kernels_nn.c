@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_gemm.h"
 #include "eng_kernels.h"
 
 typedef struct geom {
@@ -140,6 +141,18 @@ static void im2col_rows(const geom *g, const float *x, int64_t row0, int64_t row
 }
 
 
+/* eng_gemm_run's hook: the fused epilogue on each finished block of rows. */
+struct post_arg {
+  eng_kctx *c;
+  float *y;
+  int64_t n;
+};
+
+static void post_rows(void *arg, int64_t row0, int64_t rows) {
+  struct post_arg *pa = arg;
+  eng_kepilogue(pa->c, pa->y + row0 * pa->n, rows, pa->n);
+}
+
 td_code eng_k_conv2d(eng_kctx *c) {
   const eng_tensor *x = &c->in[0], *f = &c->in[1];
   td_code rc = eng_kwant(c, 0, ENG_DT_FLOAT);
@@ -164,10 +177,16 @@ td_code eng_k_conv2d(eng_kctx *c) {
   if (!kdim) return TD_OK; /* zero-filled */
   if (rows > INT32_MAX || kdim > INT32_MAX || cout > INT32_MAX)
     return eng_kfail(c, TD_INVALID_ARGUMENT, "convolution too large");
+  bool packed = c->packed && eng_gemm_k(c->packed) == kdim && eng_gemm_n(c->packed) == cout;
   if (g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 &&
       g.oh == g.h && g.ow == g.w) {
     /* 1x1: the input is already the [pixels, channels] matrix. Row blocks
      * keep each block's output in cache for the fused epilogue. */
+    if (packed) {
+      struct post_arg pa = {c, y, cout};
+      eng_gemm_run(xd, kdim, rows, c->packed, y, cout, post_rows, &pa);
+      return TD_OK;
+    }
     int64_t blk = c->epi ? EPI_BLOCK_ROWS : rows;
     for (int64_t r0 = 0; r0 < rows; r0 += blk) {
       int64_t nr = rows - r0 < blk ? rows - r0 : blk;
@@ -186,6 +205,11 @@ td_code eng_k_conv2d(eng_kctx *c) {
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
     int64_t nr = rows - r0 < chunk ? rows - r0 : chunk;
     im2col_rows(&g, xd, r0, nr, col);
+    if (packed) {
+      struct post_arg pa = {c, y + r0 * cout, cout};
+      eng_gemm_run(col, kdim, nr, c->packed, y + r0 * cout, cout, post_rows, &pa);
+      continue;
+    }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nr, (int)cout, (int)kdim, 1.0f,
                 col, (int)kdim, fd, (int)cout, 0.0f, y + r0 * cout, (int)cout);
     eng_kepilogue(c, y + r0 * cout, nr, cout);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_gemm.h"
 #include "eng_inline.h"
 #include "eng_op.h"
 #include "eng_plan.h"
@@ -158,6 +159,9 @@ void eng_plan_destroy(eng_plan *p) {
     }
     free(p->epi);
   }
+  if (p->packed)
+    for (int s = 0; s < p->n_steps; s++) eng_gemm_free(p->packed[s]);
+  free(p->packed);
   for (int i = 0; i < p->n_consts; i++) eng_tensor_release(&p->const_tensor[i]);
   free(p->const_value);
   free(p->const_tensor);
@@ -472,7 +476,8 @@ td_code eng_plan_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, t
     if (!rc) {
       const eng_epilogue *epi = p->epi ? p->epi[s] : NULL;
       eng_kctx ctx = {.node = nd, .node_id = id, .model = p->m, .n_in = nd->n_in, .in = kin,
-                      .n_out = nd->n_out, .out = kout, .err = err, .epi = epi};
+                      .n_out = nd->n_out, .out = kout, .err = err, .epi = epi,
+                      .packed = p->packed ? p->packed[s] : NULL};
       rc = op->cpu(&ctx);
       if (rc && err && !strstr(err->msg, nd->name)) td_err_prefix(err, "node '%s' (%s)", nd->name, nd->op);
       for (int k = 0; k < nd->n_in; k++) {

@@ -33,6 +33,8 @@ typedef struct eng_kctx {
    * epi_done; otherwise the run loop applies it afterwards. */
   const struct eng_epilogue *epi;
   bool epi_done;
+  /* Input 1 (a constant weight) packed at load for eng_gemm, or NULL. */
+  const struct eng_packed *packed;
 } eng_kctx;
 
 typedef td_code (*eng_kernel_fn)(eng_kctx *ctx);

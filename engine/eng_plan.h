@@ -12,7 +12,8 @@
  * table and their producing steps are gone), and some steps carry an
  * epilogue: elementwise per-channel ops (bias, batch-norm scale and shift,
  * ReLU) applied in place to the step's output 0, which is then stored as
- * the value of the last fused node instead of the step's own. */
+ * the value of the last fused node instead of the step's own. MatMul and
+ * Conv2D steps with a constant weight also get it packed for eng_gemm. */
 #ifndef ENG_PLAN_H
 #define ENG_PLAN_H
 
@@ -38,6 +39,7 @@ struct eng_plan {
   int *steps;             /* node ids in run order */
   const eng_op_def **ops; /* per step */
   eng_epilogue **epi;     /* per step: NULL, or ops fused after it */
+  struct eng_packed **packed; /* per step: NULL, or its constant weight packed */
   int *base;              /* per node: first value index */
   int n_values;
   int *uses;              /* per value: number of readers during a run */

@@ -1,0 +1,33 @@
+/* eng_gemm: matrix products against a constant right-hand side packed once
+ * at load (weights of MatMul and Conv2D), C[m,n] = A[m,k] B[k,n].
+ *
+ * OpenBLAS repacks B on every call, which at the batch sizes a server sees
+ * (1 to 64 rows) costs as much as the arithmetic. Packed here, B is laid
+ * out in panels of NR columns, k rows each, so the micro-kernel streams it
+ * with aligned vector loads while a block of MR rows of A is broadcast from
+ * L1. AVX-512 and AVX2+FMA kernels are chosen at run time; on CPUs with
+ * neither, eng_gemm_pack returns NULL and callers keep using BLAS.
+ *
+ * A packed matrix is immutable and may be shared by any number of threads. */
+#ifndef ENG_GEMM_H
+#define ENG_GEMM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct eng_packed eng_packed;
+
+/* Packs B ([k,n] row-major, or [n,k] when trans_b). NULL when the CPU has no
+ * supported vector unit or memory is short. */
+eng_packed *eng_gemm_pack(const float *b, int64_t k, int64_t n, bool trans_b);
+void eng_gemm_free(eng_packed *p);
+int64_t eng_gemm_k(const eng_packed *p);
+int64_t eng_gemm_n(const eng_packed *p);
+
+/* C[m, n] = A[m, k] * B, A rows lda apart, C rows ldc apart. When post is
+ * non-NULL it is called on each block of finished rows of C (row0, rows)
+ * while they are in cache. */
+void eng_gemm_run(const float *a, int64_t lda, int64_t m, const eng_packed *b, float *c,
+                  int64_t ldc, void (*post)(void *arg, int64_t row0, int64_t rows), void *arg);
+
+#endif
