@@ -1,188 +1,21 @@
-/* Design note. All decisions happen under one mutex (mu), on the manager
- * thread (reconcile) or at the end of a load (finish_load); the slow parts
- * (scanning and completeness checks, loading, warmup, freeing a servable)
- * run without it. Each version carries one state (vstate) from which the
- * registry's TF Serving state follows:
- *   WAITING (incomplete on disk)   -> START + reason
- *   IDLE    (complete, not wanted) -> not reported
- *   QUEUED  -> START, LOADING -> LOADING, RETRY -> LOADING + last error
- *   READY   -> AVAILABLE, DRAINING -> UNLOADING
- *   FAILED  -> END + error, UNLOADED -> END
- * A "ticket" counts config changes and scan requests; settled_gen is the
- * newest ticket whose effects have finished (see ldr_manager_wait). */
-#include "ldr_manager.h"
-
+/* The manager's threads and public calls: the manager thread (scan,
+ * decide, free), the load workers (each load on a short-lived thread), and
+ * the config, wait and shutdown entry points. The decisions themselves are
+ * in ldr_manager_decide.c; the design note is in ldr_manager_int.h. */
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
-#include <uv.h>
 
-#include "ldr_scan.h"
+#include "ldr_manager_int.h"
 #include "ldr_warmup.h"
 #include "td_log.h"
 
-#define LOAD_NICE 10 /* load and scan threads: below request threads */
-
-typedef enum {
-  V_WAITING,
-  V_IDLE,
-  V_QUEUED,
-  V_LOADING,
-  V_RETRY,
-  V_READY,
-  V_DRAINING,
-  V_FAILED,
-  V_UNLOADED,
-} vstate;
-
-typedef struct mver {
-  int64_t version;
-  char *path;
-  vstate st;
-  bool on_disk;
-  bool complete;
-  int attempts;         /* failed load attempts so far */
-  uint64_t retry_at_ns; /* RETRY */
-  td_err last_err;      /* WAITING reason or last load error */
-  ldr_servable *held;   /* DRAINING: the reference taken from the registry */
-} mver;
-
-typedef struct mmodel {
-  char *name;
-  char *base_path;
-  cfg_version_policy policy; /* versions owned */
-  bool configured;
-  uint64_t added_gen; /* ticket of the config change that added it */
-  uint64_t scan_gen;  /* ticket current when its last scan started */
-  int scan_state;     /* 0 ok, 1 no versions, 2 base path unreadable: logged on change */
-  int n, cap;
-  mver *v; /* sorted by version */
-} mmodel;
-
-typedef struct job {
-  char *model;
-  int64_t version;
-  char *path;
-  struct job *next;
-} job;
-
-struct ldr_manager {
-  ldr_registry *reg;
-  ldr_manager_options opt;
-  char *tags;
-  uv_mutex_t mu;
-  uv_cond_t wake;    /* manager thread */
-  uv_cond_t work;    /* load workers */
-  uv_cond_t settled; /* ldr_manager_wait */
-  uv_thread_t thread;
-  uv_thread_t *workers;
-  int n_workers;
-  bool stopping;      /* threads exit */
-  bool closing;       /* shutdown: no new loads */
-  bool scan_wanted;
-  bool dirty;
-  int loading;        /* workers inside a load */
-  uint64_t gen;       /* latest ticket */
-  uint64_t cfg_gen;   /* ticket of the latest set_config */
-  uint64_t labels_gen;
-  uint64_t settled_gen;
-  td_err settle_result;
-  cfg_model_config config;
-  int n_models;
-  mmodel **models;
-  job *jobs, *jobs_tail;
-};
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* --- models and versions (mu held) ----------------------------------------- */
-
-static mmodel *find_model(ldr_manager *m, const char *name) {
-  for (int i = 0; i < m->n_models; i++)
-    if (!strcmp(m->models[i]->name, name)) return m->models[i];
-  return NULL;
-}
-
-static mver *find_version(mmodel *mm, int64_t v) {
-  for (int i = 0; i < mm->n; i++)
-    if (mm->v[i].version == v) return &mm->v[i];
-  return NULL;
-}
-
-static mver *add_version(mmodel *mm, int64_t v, const char *path) {
-  int i = 0;
-  while (i < mm->n && mm->v[i].version < v) i++;
-  if (mm->n == mm->cap) {
-    int cap = mm->cap ? mm->cap * 2 : 4;
-    mver *nv = realloc(mm->v, sizeof *nv * (size_t)cap);
-    if (!nv) return NULL;
-    mm->v = nv;
-    mm->cap = cap;
-  }
-  char *p = strdup(path);
-  if (!p) return NULL;
-  memmove(&mm->v[i + 1], &mm->v[i], sizeof *mm->v * (size_t)(mm->n - i));
-  mm->n++;
-  mm->v[i] = (mver){.version = v, .path = p, .st = V_IDLE};
-  return &mm->v[i];
-}
-
-static void remove_version(mmodel *mm, mver *x) {
-  int i = (int)(x - mm->v);
-  free(x->path);
-  memmove(&mm->v[i], &mm->v[i + 1], sizeof *mm->v * (size_t)(mm->n - i - 1));
-  mm->n--;
-}
-
-static void free_model(mmodel *mm) {
-  for (int i = 0; i < mm->n; i++) {
-    free(mm->v[i].path);
-    ldr_servable_unref(mm->v[i].held);
-  }
-  free(mm->v);
-  free(mm->name);
-  free(mm->base_path);
-  free(mm->policy.versions);
-  free(mm);
-}
-
-static void set_reg(ldr_manager *m, mmodel *mm, mver *x, ldr_state st, const td_err *status) {
-  td_err err;
-  if (ldr_registry_set_state(m->reg, mm->name, x->version, st, status, &err))
-    td_log_warn("registry: %s", err.msg);
-}
-
-/* The versions the policy wants, among the complete ones on disk. */
-static bool is_aspired(const mmodel *mm, const mver *x) {
-  if (!mm->configured || !x->on_disk || !x->complete) return false;
-  switch (mm->policy.kind) {
-    case CFG_POLICY_ALL:
-      return true;
-    case CFG_POLICY_SPECIFIC:
-      for (int i = 0; i < mm->policy.n_versions; i++)
-        if (mm->policy.versions[i] == x->version) return true;
-      return false;
-    case CFG_POLICY_LATEST: {
-      uint32_t higher = 0;
-      for (int i = 0; i < mm->n; i++)
-        higher += mm->v[i].on_disk && mm->v[i].complete && mm->v[i].version > x->version;
-      return higher < mm->policy.num_versions;
-    }
-  }
-  return false;
-}
-
 /* --- loading ------------------------------------------------------------------- */
 
-static void queue_load(ldr_manager *m, mmodel *mm, mver *x) {
+void ldr_mgr_queue_load(ldr_manager *m, mmodel *mm, mver *x) {
   job *j = calloc(1, sizeof *j);
   if (j && (j->model = strdup(mm->name)) && (j->path = strdup(x->path))) {
     j->version = x->version;
@@ -192,7 +25,7 @@ static void queue_load(ldr_manager *m, mmodel *mm, mver *x) {
       m->jobs = j;
     m->jobs_tail = j;
     x->st = V_QUEUED;
-    set_reg(m, mm, x, LDR_STATE_START, NULL);
+    ldr_mgr_set_reg(m, mm, x, LDR_STATE_START, NULL);
     uv_cond_signal(&m->work);
     return;
   }
@@ -203,7 +36,7 @@ static void queue_load(ldr_manager *m, mmodel *mm, mver *x) {
 }
 
 /* Drops a queued job for (model, version); true when one was queued. */
-static bool unqueue(ldr_manager *m, const char *model, int64_t version) {
+bool ldr_mgr_unqueue(ldr_manager *m, const char *model, int64_t version) {
   job **pp = &m->jobs, *prev = NULL;
   while (*pp) {
     job *j = *pp;
@@ -230,12 +63,12 @@ static void finish_load(ldr_manager *m, const job *j, ldr_servable *sv, td_code 
     ldr_servable_unref(sv);
     return;
   }
-  if (!rc && (!is_aspired(mm, x) || m->closing)) {
+  if (!rc && (!ldr_mgr_is_aspired(mm, x) || m->closing)) {
     /* No longer wanted (the directory went, the policy changed): never
      * serve it. */
     ldr_servable_unref(sv);
     x->st = V_UNLOADED;
-    set_reg(m, mm, x, LDR_STATE_END, NULL);
+    ldr_mgr_set_reg(m, mm, x, LDR_STATE_END, NULL);
     return;
   }
   if (!rc) {
@@ -257,21 +90,24 @@ static void finish_load(ldr_manager *m, const job *j, ldr_servable *sv, td_code 
     int64_t us = m->opt.load_retry_interval_micros > 0 ? m->opt.load_retry_interval_micros : 0;
     x->retry_at_ns = now_ns() + (uint64_t)us * 1000u;
     x->st = V_RETRY;
-    set_reg(m, mm, x, LDR_STATE_LOADING, lerr);
+    ldr_mgr_set_reg(m, mm, x, LDR_STATE_LOADING, lerr);
     td_log_error("Loading servable: {name: %s version: %lld} failed: %s. Retrying (%d of %d) in "
                  "%.3f s",
                  mm->name, (long long)x->version, lerr->msg, x->attempts,
                  m->opt.max_num_load_retries, us / 1e6);
   } else {
     x->st = V_FAILED;
-    set_reg(m, mm, x, LDR_STATE_END, lerr);
+    ldr_mgr_set_reg(m, mm, x, LDR_STATE_END, lerr);
     td_log_error("Loading servable: {name: %s version: %lld} failed: %s", mm->name,
                  (long long)x->version, lerr->msg);
   }
 }
 
-/* Loads and scans yield the CPU to request threads: Linux gives each
- * thread its own nice value. Best effort. */
+/* The short-lived threads that load and free versions yield the CPU to
+ * request threads (Linux gives each thread its own nice value; best
+ * effort). Only threads that take no lock a request also takes are
+ * lowered: a low-priority thread holding the registry's mutex would stall
+ * every request behind it. */
 static void lower_priority(void) { setpriority(PRIO_PROCESS, (id_t)gettid(), LOAD_NICE); }
 
 typedef struct load_task {
@@ -300,7 +136,6 @@ static void load_main(void *arg) {
 
 static void worker_main(void *arg) {
   ldr_manager *m = arg;
-  lower_priority();
   uv_mutex_lock(&m->mu);
   for (;;) {
     while (!m->stopping && !m->jobs) uv_cond_wait(&m->work, &m->mu);
@@ -317,7 +152,7 @@ static void worker_main(void *arg) {
       continue;
     }
     x->st = V_LOADING;
-    set_reg(m, mm, x, LDR_STATE_LOADING, x->attempts ? &x->last_err : NULL);
+    ldr_mgr_set_reg(m, mm, x, LDR_STATE_LOADING, x->attempts ? &x->last_err : NULL);
     m->loading++;
     uv_mutex_unlock(&m->mu);
 
@@ -343,353 +178,17 @@ static void worker_main(void *arg) {
   uv_mutex_unlock(&m->mu);
 }
 
-/* --- scanning ------------------------------------------------------------------ */
-
-typedef struct scan_dir {
-  int64_t version;
-  char *path;
-  bool known; /* already complete: not checked again */
-  td_code rc;
-  td_err err;
-} scan_dir;
-
-typedef struct scan_model {
-  char *name;
-  char *base_path;
-  int n_known;
-  int64_t *known; /* versions known complete */
-  td_code rc;     /* listing the base path */
-  td_err err;
-  int n;
-  scan_dir *dirs;
-} scan_model;
-
-static void scan_free(scan_model *s, int n) {
-  for (int i = 0; s && i < n; i++) {
-    for (int d = 0; d < s[i].n; d++) free(s[i].dirs[d].path);
-    free(s[i].dirs);
-    free(s[i].known);
-    free(s[i].name);
-    free(s[i].base_path);
-  }
-  free(s);
-}
-
-/* Lists and checks every configured base path (mu NOT held). */
-static void scan_run(scan_model *s, int n) {
-  for (int i = 0; i < n; i++) {
-    ldr_version_dir *dirs = NULL;
-    int nd = 0;
-    s[i].rc = ldr_scan_versions(s[i].base_path, &dirs, &nd, &s[i].err);
-    if (s[i].rc) continue;
-    s[i].dirs = nd ? calloc((size_t)nd, sizeof *s[i].dirs) : NULL;
-    if (nd && !s[i].dirs) {
-      s[i].rc = td_err_set(&s[i].err, TD_RESOURCE_EXHAUSTED, "out of memory");
-      ldr_scan_free(dirs, nd);
-      continue;
-    }
-    for (int d = 0; d < nd; d++) {
-      scan_dir *sd = &s[i].dirs[s[i].n++];
-      sd->version = dirs[d].version;
-      sd->path = dirs[d].path;
-      dirs[d].path = NULL;
-      for (int k = 0; k < s[i].n_known && !sd->known; k++) sd->known = s[i].known[k] == sd->version;
-      if (!sd->known) sd->rc = ldr_scan_check_complete(sd->path, &sd->err);
-    }
-    ldr_scan_free(dirs, nd);
-  }
-}
-
-/* Snapshot of what to scan (mu held). */
-static scan_model *scan_prepare(ldr_manager *m, int *n_out) {
-  scan_model *s = m->n_models ? calloc((size_t)m->n_models, sizeof *s) : NULL;
-  int n = 0;
-  for (int i = 0; s && i < m->n_models; i++) {
-    mmodel *mm = m->models[i];
-    if (!mm->configured) continue;
-    scan_model *sm = &s[n];
-    sm->name = strdup(mm->name);
-    sm->base_path = strdup(mm->base_path);
-    sm->known = mm->n ? calloc((size_t)mm->n, sizeof *sm->known) : NULL;
-    if (!sm->name || !sm->base_path || (mm->n && !sm->known)) {
-      free(sm->name);
-      free(sm->base_path);
-      free(sm->known);
-      *sm = (scan_model){0};
-      continue;
-    }
-    for (int k = 0; k < mm->n; k++)
-      if (mm->v[k].complete && mm->v[k].on_disk) sm->known[sm->n_known++] = mm->v[k].version;
-    n++;
-  }
-  *n_out = n;
-  return s;
-}
-
-/* Folds a scan into the models (mu held). */
-static void scan_merge(ldr_manager *m, scan_model *s, int n, uint64_t gen) {
-  for (int i = 0; i < n; i++) {
-    mmodel *mm = find_model(m, s[i].name);
-    if (!mm || !mm->configured || strcmp(mm->base_path, s[i].base_path)) continue;
-    mm->scan_gen = gen;
-    if (s[i].rc) {
-      /* TF Serving emits nothing then: the versions stay as they are. */
-      if (mm->scan_state != 2)
-        td_log_error("FileSystemStoragePathSource encountered a filesystem access error: %s "
-                     "(servable %s); its versions stay as they are",
-                     s[i].err.msg, mm->name);
-      mm->scan_state = 2;
-      continue;
-    }
-    if (!s[i].n && mm->scan_state != 1)
-      td_log_warn("No versions of servable %s found under base path %s. Did you forget to name "
-                  "your leaf directory as a number (eg. '/1/')?",
-                  mm->name, mm->base_path);
-    mm->scan_state = s[i].n ? 0 : 1;
-    for (int k = 0; k < mm->n; k++) mm->v[k].on_disk = false;
-    for (int d = 0; d < s[i].n; d++) {
-      scan_dir *sd = &s[i].dirs[d];
-      mver *x = find_version(mm, sd->version);
-      if (!x && !(x = add_version(mm, sd->version, sd->path))) continue;
-      x->on_disk = true;
-      bool idle = x->st == V_IDLE || x->st == V_WAITING || x->st == V_UNLOADED ||
-                  x->st == V_FAILED;
-      if (idle && strcmp(x->path, sd->path)) {
-        char *p = strdup(sd->path);
-        if (p) {
-          free(x->path);
-          x->path = p;
-        }
-      }
-      if (sd->known) continue;
-      if (!sd->rc) {
-        x->complete = true;
-        if (x->st == V_WAITING) {
-          td_log_info("version %lld of %s is complete now", (long long)x->version, mm->name);
-          x->st = V_IDLE;
-          ldr_registry_forget(m->reg, mm->name, x->version);
-        }
-      } else if (x->st == V_IDLE || x->st == V_WAITING) {
-        x->complete = false;
-        if (x->st != V_WAITING || strcmp(x->last_err.msg, sd->err.msg))
-          td_log_warn("Not loading servable {name: %s version: %lld} yet: %s", mm->name,
-                      (long long)x->version, sd->err.msg);
-        x->st = V_WAITING;
-        x->last_err = sd->err;
-        set_reg(m, mm, x, LDR_STATE_START, &sd->err);
-      }
-    }
-  }
-}
-
-/* --- decisions (mu held) ---------------------------------------------------------- */
-
-typedef struct freelist {
-  int n, cap;
-  ldr_servable **sv;
-} freelist;
-
-static void retire(ldr_manager *m, mmodel *mm, mver *x) {
-  td_log_info("Unloading servable version {name: %s version: %lld}", mm->name,
-              (long long)x->version);
-  x->held = ldr_registry_retire(m->reg, mm->name, x->version);
-  x->st = V_DRAINING;
-}
-
-/* Returns the earliest retry deadline among the model's versions (0: none). */
-static uint64_t reconcile(ldr_manager *m, mmodel *mm, freelist *fl, bool *draining) {
-  uint64_t now = now_ns(), next = 0;
-  int n_aspired = 0, aspired_ready = 0;
-  for (int i = 0; i < mm->n; i++) {
-    bool a = is_aspired(mm, &mm->v[i]);
-    n_aspired += a;
-    aspired_ready += a && mm->v[i].st == V_READY;
-  }
-  /* Loads, retries, cancellations. Highest versions first. */
-  for (int i = mm->n - 1; i >= 0; i--) {
-    mver *x = &mm->v[i];
-    bool a = is_aspired(mm, x) && !m->closing;
-    switch (x->st) {
-      case V_IDLE:
-      case V_UNLOADED:
-        if (a) {
-          x->attempts = 0;
-          queue_load(m, mm, x);
-        }
-        break;
-      case V_QUEUED:
-        if (!a && unqueue(m, mm->name, x->version)) {
-          x->st = V_IDLE;
-          ldr_registry_forget(m->reg, mm->name, x->version);
-        }
-        break;
-      case V_RETRY:
-        if (!a) {
-          x->st = V_FAILED;
-          set_reg(m, mm, x, LDR_STATE_END, &x->last_err);
-        } else if (now >= x->retry_at_ns) {
-          queue_load(m, mm, x);
-        } else if (!next || x->retry_at_ns < next) {
-          next = x->retry_at_ns;
-        }
-        break;
-      default:
-        break;
-    }
-  }
-  /* Unloads, availability first: an un-aspired version goes once an
-   * aspired one serves, or when nothing is aspired; otherwise the newest
-   * un-aspired one stays until its successor is AVAILABLE. */
-  bool keep_one = n_aspired > 0 && aspired_ready == 0 && !m->closing;
-  for (int i = mm->n - 1; i >= 0; i--) {
-    mver *x = &mm->v[i];
-    if (x->st != V_READY || (is_aspired(mm, x) && !m->closing)) continue;
-    if (keep_one) {
-      keep_one = false;
-      continue;
-    }
-    retire(m, mm, x);
-  }
-  /* Drained versions are freed (outside mu, by the caller). */
-  for (int i = 0; i < mm->n; i++) {
-    mver *x = &mm->v[i];
-    if (x->st != V_DRAINING) continue;
-    if (x->held && ldr_servable_refs(x->held) > 1) {
-      *draining = true;
-      continue;
-    }
-    if (x->held) {
-      if (fl->n == fl->cap) {
-        int cap = fl->cap ? fl->cap * 2 : 8;
-        ldr_servable **nv = realloc(fl->sv, sizeof *nv * (size_t)cap);
-        if (!nv) {
-          *draining = true;
-          continue;
-        }
-        fl->sv = nv;
-        fl->cap = cap;
-      }
-      fl->sv[fl->n++] = x->held;
-      x->held = NULL;
-    }
-    x->st = V_UNLOADED;
-    set_reg(m, mm, x, LDR_STATE_END, NULL);
-    td_log_info("Done unloading servable version {name: %s version: %lld}", mm->name,
-                (long long)x->version);
-  }
-  /* Versions gone from disk and holding nothing are forgotten here; the
-   * registry keeps reporting those that reached END. */
-  for (int i = mm->n - 1; i >= 0; i--) {
-    mver *x = &mm->v[i];
-    if (x->on_disk) continue;
-    if (x->st == V_WAITING) ldr_registry_forget(m->reg, mm->name, x->version);
-    if (x->st == V_WAITING || x->st == V_IDLE || x->st == V_UNLOADED || x->st == V_FAILED)
-      remove_version(mm, x);
-  }
-  return next;
-}
-
-static bool model_busy(const mmodel *mm) {
-  for (int i = 0; i < mm->n; i++) {
-    vstate s = mm->v[i].st;
-    if (s == V_QUEUED || s == V_LOADING || s == V_READY || s == V_DRAINING || s == V_RETRY)
-      return true;
-  }
-  return false;
-}
-
-/* Removes unconfigured models once nothing of them is loaded. */
-static void reap_models(ldr_manager *m) {
-  for (int i = m->n_models - 1; i >= 0; i--) {
-    mmodel *mm = m->models[i];
-    if (mm->configured || model_busy(mm)) continue;
-    td_err err;
-    ldr_registry_remove_model(m->reg, mm->name, &err);
-    td_log_info("Removed model %s", mm->name);
-    free_model(mm);
-    memmove(&m->models[i], &m->models[i + 1], sizeof *m->models * (size_t)(m->n_models - i - 1));
-    m->n_models--;
-  }
-}
-
-/* Applies the config's labels, all or nothing. */
-static td_code apply_labels(ldr_manager *m, td_err *err) {
-  const cfg_model_config *c = &m->config;
-  for (int i = 0; i < c->n_models; i++)
-    for (int k = 0; k < c->models[i].n_labels; k++) {
-      td_code rc = ldr_registry_check_label(m->reg, c->models[i].name, c->models[i].labels[k].label,
-                                            c->models[i].labels[k].version,
-                                            m->opt.allow_labels_for_unavailable, err);
-      if (rc) return rc;
-    }
-  for (int i = 0; i < c->n_models; i++) {
-    const cfg_model *cm = &c->models[i];
-    ldr_label *l = cm->n_labels ? calloc((size_t)cm->n_labels, sizeof *l) : NULL;
-    if (cm->n_labels && !l) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
-    for (int k = 0; k < cm->n_labels; k++) l[k] = (ldr_label){cm->labels[k].label, cm->labels[k].version};
-    td_code rc = ldr_registry_set_labels(m->reg, cm->name, l, cm->n_labels, err);
-    free(l);
-    if (rc) return rc;
-  }
-  return TD_OK;
-}
-
-/* When the newest ticket has settled, records its verdict and wakes waiters. */
-static void check_settled(ldr_manager *m) {
-  if (m->settled_gen >= m->gen || m->scan_wanted) return;
-  for (int i = 0; i < m->n_models; i++) {
-    mmodel *mm = m->models[i];
-    if (!mm->configured) continue;
-    if (mm->scan_gen < m->gen) return;
-    for (int k = 0; k < mm->n; k++) {
-      const mver *x = &mm->v[k];
-      if ((x->st == V_QUEUED || x->st == V_LOADING) && !x->attempts) return;
-    }
-  }
-  td_err res;
-  td_err_clear(&res);
-  if (m->labels_gen < m->cfg_gen) {
-    m->labels_gen = m->cfg_gen;
-    if (apply_labels(m, &res)) td_log_error("Version labels not applied: %s", res.msg);
-  }
-  if (!res.code) {
-    char list[TD_ERR_MSG_MAX] = "";
-    size_t len = 0;
-    int missing = 0;
-    for (int i = 0; i < m->n_models; i++) {
-      mmodel *mm = m->models[i];
-      if (!mm->configured || mm->added_gen <= m->settled_gen) continue;
-      bool ready = false;
-      const mver *bad = NULL;
-      for (int k = 0; k < mm->n; k++) {
-        ready |= mm->v[k].st == V_READY;
-        if (mm->v[k].last_err.code && (mm->v[k].st == V_FAILED || mm->v[k].st == V_RETRY ||
-                                       mm->v[k].st == V_WAITING))
-          bad = &mm->v[k];
-      }
-      if (ready) continue;
-      missing++;
-      if (len < sizeof list)
-        len += (size_t)snprintf(list + len, sizeof list - len, "{name: %s%s%s}, ", mm->name,
-                                bad ? " due to error: " : "", bad ? bad->last_err.msg : "");
-    }
-    if (missing)
-      td_err_set(&res, TD_UNKNOWN, "%d model(s) did not become available: {%s}", missing, list);
-  }
-  m->settled_gen = m->gen;
-  m->settle_result = res;
-  uv_cond_broadcast(&m->settled);
-}
-
 static void unref_all(void *arg) {
   freelist *fl = arg;
+  lower_priority();
   for (int i = 0; i < fl->n; i++) ldr_servable_unref(fl->sv[i]);
+  malloc_trim(0); /* give the freed pages back to the system */
 }
 
 /* Frees unloaded servables on a thread of their own that then exits: any
  * per-thread cache the freeing fills (the engine recycles tensor buffers
- * per thread) goes with it instead of holding the old version's memory.
- * Then the heap is trimmed so the pages go back to the system. */
+ * per thread) goes with it instead of holding the old version's memory;
+ * the heap is trimmed so the pages go back to the system. */
 static void free_servables(freelist *fl) {
   uv_thread_t t;
   if (uv_thread_create(&t, unref_all, fl) == 0)
@@ -697,12 +196,10 @@ static void free_servables(freelist *fl) {
   else
     unref_all(fl);
   fl->n = 0;
-  malloc_trim(0);
 }
 
 static void manager_main(void *arg) {
   ldr_manager *m = arg;
-  lower_priority();
   freelist fl = {0};
   uv_mutex_lock(&m->mu);
   while (!m->stopping) {
@@ -710,24 +207,24 @@ static void manager_main(void *arg) {
       m->scan_wanted = false;
       uint64_t gen = m->gen;
       int n = 0;
-      scan_model *s = scan_prepare(m, &n);
+      scan_model *s = ldr_mgr_scan_prepare(m, &n);
       uv_mutex_unlock(&m->mu);
-      scan_run(s, n);
+      ldr_mgr_scan_run(s, n);
       uv_mutex_lock(&m->mu);
-      scan_merge(m, s, n, gen);
+      ldr_mgr_scan_merge(m, s, n, gen);
       uv_mutex_unlock(&m->mu);
-      scan_free(s, n);
+      ldr_mgr_scan_free(s, n);
       uv_mutex_lock(&m->mu);
     }
     m->dirty = false;
     uint64_t next = 0;
     bool draining = false;
     for (int i = 0; i < m->n_models; i++) {
-      uint64_t t = reconcile(m, m->models[i], &fl, &draining);
+      uint64_t t = ldr_mgr_reconcile(m, m->models[i], &fl, &draining);
       if (t && (!next || t < next)) next = t;
     }
-    reap_models(m);
-    check_settled(m);
+    ldr_mgr_reap_models(m);
+    ldr_mgr_check_settled(m);
     if (fl.n) {
       uv_mutex_unlock(&m->mu);
       free_servables(&fl);
@@ -818,7 +315,7 @@ td_code ldr_manager_set_config(ldr_manager *m, const cfg_model_config *c, uint64
   }
   if (!grown) {
     for (int i = 0; i < c->n_models; i++)
-      if (fresh[i]) free_model(fresh[i]);
+      if (fresh[i]) ldr_mgr_free_model(fresh[i]);
     uv_mutex_unlock(&m->mu);
     free(fresh);
     cfg_model_config_free(&copy);
@@ -839,7 +336,7 @@ td_code ldr_manager_set_config(ldr_manager *m, const cfg_model_config *c, uint64
           aerr.code != TD_ALREADY_EXISTS)
         td_log_error("%s", aerr.msg);
     }
-    if (!mm->configured && (fresh[i] || !model_busy(mm))) mm->added_gen = gen;
+    if (!mm->configured && (fresh[i] || !ldr_mgr_model_busy(mm))) mm->added_gen = gen;
     mm->configured = true;
     char *bp = strdup(cm->base_path);
     int64_t *vs = cm->policy.n_versions
@@ -928,11 +425,11 @@ bool ldr_manager_shutdown(ldr_manager *m, double grace_seconds) {
     job *j = m->jobs;
     mmodel *mm = find_model(m, j->model);
     mver *x = mm ? find_version(mm, j->version) : NULL;
-    unqueue(m, j->model, j->version);
+    ldr_mgr_unqueue(m, j->model, j->version);
     if (x) x->st = V_IDLE;
   }
   m->dirty = true;
-  uv_cond_signal(&m->wake); /* reconcile retires every version now */
+  uv_cond_signal(&m->wake); /* ldr_mgr_reconcile retires every version now */
   bool clean = false;
   for (;;) {
     bool busy = m->loading > 0;
@@ -972,7 +469,7 @@ void ldr_manager_destroy(ldr_manager *m) {
     free(j->path);
     free(j);
   }
-  for (int i = 0; i < m->n_models; i++) free_model(m->models[i]);
+  for (int i = 0; i < m->n_models; i++) ldr_mgr_free_model(m->models[i]);
   free(m->models);
   cfg_model_config_free(&m->config);
   uv_cond_destroy(&m->wake);

@@ -37,8 +37,9 @@
  * what makes them usable.
  *
  * Threads: one manager thread runs scans and decisions; num_load_threads
- * workers load. Both run at nice +10, so that on a busy machine a load
- * takes longer rather than slowing the requests being served. Every public function is thread-safe. The manager holds
+ * workers load. Each load (and each freeing of unloaded versions) runs on
+ * a short-lived thread at nice +10, so that on a busy machine a load takes
+ * longer rather than slowing the requests being served. Every public function is thread-safe. The manager holds
  * its mutex while it updates the registry, never the other way round. */
 #ifndef LDR_MANAGER_H
 #define LDR_MANAGER_H
