@@ -198,7 +198,7 @@ static td_code make_example(const cJSON *obj, td_buf *b, td_err *err) {
     features.n_feature = used;
     features.feature = entries;
     Tensorflow__Example ex = TENSORFLOW__EXAMPLE__INIT;
-    ex.features = &features;
+    ex.features = used ? &features : NULL; /* TF leaves {} without a Features message */
     size_t size = tensorflow__example__get_packed_size(&ex);
     if (!td_buf_reserve(b, size + 1)) {
       rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
