@@ -327,6 +327,27 @@ void eng_epilogue_apply(const eng_epilogue *e, eng_tensor *t) {
   if (n > 0 && c > 0) epilogue_rows(e, eng_tensor_data(t), n, c);
 }
 
+const eng_gemm_epi *eng_kgemm_epi(eng_kctx *c, eng_gemm_epi *buf) {
+  const eng_epilogue *e = c->epi;
+  if (!e) return NULL;
+  static const int kinds[] = {[EPI_ADD] = ENG_GEMM_ADD, [EPI_SUB] = ENG_GEMM_SUB,
+                              [EPI_MUL] = ENG_GEMM_MUL, [EPI_RELU] = ENG_GEMM_RELU,
+                              [EPI_RELU6] = ENG_GEMM_RELU6};
+  buf->n = e->n;
+  for (int i = 0; i < e->n; i++) {
+    const eng_tensor *k = &e->op[i].k;
+    buf->op[i].kind = kinds[e->op[i].kind];
+    buf->op[i].k = NULL;
+    buf->op[i].s = 0;
+    if (k->buf && eng_tensor_numel(k) == 1)
+      buf->op[i].s = *(const float *)eng_tensor_data(k);
+    else if (k->buf)
+      buf->op[i].k = eng_tensor_data(k); /* one per channel: checked when fused */
+  }
+  c->epi_done = true;
+  return buf;
+}
+
 void eng_kepilogue(eng_kctx *c, float *y, int64_t rows, int64_t ch) {
   if (!c->epi) return;
   if (rows > 0 && ch > 0) epilogue_rows(c->epi, y, rows * ch, ch);

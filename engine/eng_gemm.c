@@ -4,7 +4,9 @@
  * packed panel and broadcasts MR values of A. Edge rows use the same kernel
  * with a smaller MR (instantiated for every MR), edge columns a masked
  * store (AVX-512) or a bounce buffer (AVX2). Panels are zero-padded to NR
- * columns so loads never read past the end. */
+ * columns so loads never read past the end. A fused epilogue is applied to
+ * the accumulators with separate add/sub/mul/max/min instructions (no
+ * contraction), so it rounds exactly as the separate kernels would. */
 #include "eng_gemm.h"
 
 #include <immintrin.h>
@@ -73,10 +75,20 @@ int64_t eng_gemm_n(const eng_packed *p) { return p->n; }
 
 /* --- AVX-512: NR = 32 (two zmm per row) ----------------------------------- */
 
+__attribute__((target("avx512f"))) static inline __m512 epi512(int kind, __m512 v, __m512 k) {
+  switch (kind) {
+    case ENG_GEMM_ADD: return _mm512_add_ps(v, k);
+    case ENG_GEMM_SUB: return _mm512_sub_ps(v, k);
+    case ENG_GEMM_MUL: return _mm512_mul_ps(v, k);
+    case ENG_GEMM_RELU: return _mm512_max_ps(v, _mm512_setzero_ps());
+    default: return _mm512_min_ps(_mm512_max_ps(v, _mm512_setzero_ps()), _mm512_set1_ps(6.0f));
+  }
+}
+
 #define K512(R)                                                                                   \
-  __attribute__((target("avx512f"))) static void k512_##R(const float *a, int64_t lda,           \
-                                                          const float *bp, int64_t k, float *c,   \
-                                                          int64_t ldc, int64_t cols) {            \
+  __attribute__((target("avx512f"))) static void k512_##R(                                      \
+      const float *a, int64_t lda, const float *bp, int64_t k, float *c, int64_t ldc,             \
+      int64_t cols, const eng_gemm_epi *epi, int64_t col0) {                                      \
     __m512 acc0[R], acc1[R];                                                                      \
     for (int r = 0; r < R; r++) acc0[r] = acc1[r] = _mm512_setzero_ps();                          \
     for (int64_t kk = 0; kk < k; kk++) {                                                          \
@@ -87,18 +99,23 @@ int64_t eng_gemm_n(const eng_packed *p) { return p->n; }
         acc1[r] = _mm512_fmadd_ps(av, b1, acc1[r]);                                               \
       }                                                                                           \
     }                                                                                             \
-    if (cols == 32) {                                                                             \
-      for (int r = 0; r < R; r++) {                                                               \
-        _mm512_storeu_ps(c + r * ldc, acc0[r]);                                                   \
-        _mm512_storeu_ps(c + r * ldc + 16, acc1[r]);                                              \
+    __mmask16 m0 = cols >= 16 ? 0xFFFF : (__mmask16)((1u << cols) - 1);                           \
+    __mmask16 m1 = cols >= 32 ? 0xFFFF : cols <= 16 ? 0 : (__mmask16)((1u << (cols - 16)) - 1);   \
+    for (int i = 0; epi && i < epi->n; i++) {                                                     \
+      int kind = epi->op[i].kind;                                                                 \
+      __m512 k0 = _mm512_set1_ps(epi->op[i].s), k1 = k0;                                          \
+      if (kind <= ENG_GEMM_MUL && epi->op[i].k) {                                                 \
+        k0 = _mm512_maskz_loadu_ps(m0, epi->op[i].k + col0);                                      \
+        k1 = _mm512_maskz_loadu_ps(m1, epi->op[i].k + col0 + 16);                                 \
       }                                                                                           \
-    } else {                                                                                      \
-      __mmask16 m0 = cols >= 16 ? 0xFFFF : (__mmask16)((1u << cols) - 1);                        \
-      __mmask16 m1 = cols <= 16 ? 0 : (__mmask16)((1u << (cols - 16)) - 1);                      \
       for (int r = 0; r < R; r++) {                                                               \
-        _mm512_mask_storeu_ps(c + r * ldc, m0, acc0[r]);                                          \
-        _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc1[r]);                                     \
+        acc0[r] = epi512(kind, acc0[r], k0);                                                      \
+        acc1[r] = epi512(kind, acc1[r], k1);                                                      \
       }                                                                                           \
+    }                                                                                             \
+    for (int r = 0; r < R; r++) {                                                                 \
+      _mm512_mask_storeu_ps(c + r * ldc, m0, acc0[r]);                                            \
+      _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc1[r]);                                       \
     }                                                                                             \
   }
 
@@ -109,15 +126,26 @@ K512(4)
 K512(5)
 K512(6)
 
-typedef void (*kern_fn)(const float *, int64_t, const float *, int64_t, float *, int64_t, int64_t);
+typedef void (*kern_fn)(const float *, int64_t, const float *, int64_t, float *, int64_t, int64_t,
+                        const eng_gemm_epi *, int64_t);
 static const kern_fn k512[MR + 1] = {NULL, k512_1, k512_2, k512_3, k512_4, k512_5, k512_6};
 
 /* --- AVX2: NR = 16 (two ymm per row) ------------------------------------------ */
 
+__attribute__((target("avx2,fma"))) static inline __m256 epi256(int kind, __m256 v, __m256 k) {
+  switch (kind) {
+    case ENG_GEMM_ADD: return _mm256_add_ps(v, k);
+    case ENG_GEMM_SUB: return _mm256_sub_ps(v, k);
+    case ENG_GEMM_MUL: return _mm256_mul_ps(v, k);
+    case ENG_GEMM_RELU: return _mm256_max_ps(v, _mm256_setzero_ps());
+    default: return _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), _mm256_set1_ps(6.0f));
+  }
+}
+
 #define K256(R)                                                                                   \
-  __attribute__((target("avx2,fma"))) static void k256_##R(const float *a, int64_t lda,          \
-                                                           const float *bp, int64_t k, float *c,  \
-                                                           int64_t ldc, int64_t cols) {           \
+  __attribute__((target("avx2,fma"))) static void k256_##R(                                     \
+      const float *a, int64_t lda, const float *bp, int64_t k, float *c, int64_t ldc,             \
+      int64_t cols, const eng_gemm_epi *epi, int64_t col0) {                                      \
     __m256 acc0[R], acc1[R];                                                                      \
     for (int r = 0; r < R; r++) acc0[r] = acc1[r] = _mm256_setzero_ps();                          \
     for (int64_t kk = 0; kk < k; kk++) {                                                          \
@@ -126,6 +154,20 @@ static const kern_fn k512[MR + 1] = {NULL, k512_1, k512_2, k512_3, k512_4, k512_
         __m256 av = _mm256_broadcast_ss(a + r * lda + kk);                                        \
         acc0[r] = _mm256_fmadd_ps(av, b0, acc0[r]);                                               \
         acc1[r] = _mm256_fmadd_ps(av, b1, acc1[r]);                                               \
+      }                                                                                           \
+    }                                                                                             \
+    for (int i = 0; epi && i < epi->n; i++) {                                                     \
+      int kind = epi->op[i].kind;                                                                 \
+      __m256 k0 = _mm256_set1_ps(epi->op[i].s), k1 = k0;                                          \
+      if (kind <= ENG_GEMM_MUL && epi->op[i].k) {                                                 \
+        float kb[16] = {0};                                                                       \
+        memcpy(kb, epi->op[i].k + col0, sizeof(float) * (size_t)cols);                            \
+        k0 = _mm256_loadu_ps(kb);                                                                 \
+        k1 = _mm256_loadu_ps(kb + 8);                                                             \
+      }                                                                                           \
+      for (int r = 0; r < R; r++) {                                                               \
+        acc0[r] = epi256(kind, acc0[r], k0);                                                      \
+        acc1[r] = epi256(kind, acc1[r], k1);                                                      \
       }                                                                                           \
     }                                                                                             \
     for (int r = 0; r < R; r++) {                                                                 \
@@ -150,13 +192,14 @@ K256(6)
 
 static const kern_fn k256[MR + 1] = {NULL, k256_1, k256_2, k256_3, k256_4, k256_5, k256_6};
 
-/* Rows of A per block: a block's outputs (rows x n) are finished together,
- * then handed to `post` while in cache. */
+/* Rows of A per block: the block stays in L2 while every panel of B passes
+ * over it. */
 #define ROW_BLOCK 48
 
 void eng_gemm_run(const float *a, int64_t lda, int64_t m, const eng_packed *b, float *c,
-                  int64_t ldc, void (*post)(void *arg, int64_t row0, int64_t rows), void *arg) {
+                  int64_t ldc, const eng_gemm_epi *epi) {
   const kern_fn *kern = b->isa == ISA_AVX512 ? k512 : k256;
+  if (epi && !epi->n) epi = NULL;
   for (int64_t r0 = 0; r0 < m; r0 += ROW_BLOCK) {
     int64_t rows = m - r0 < ROW_BLOCK ? m - r0 : ROW_BLOCK;
     for (int64_t pn = 0; pn < b->panels; pn++) {
@@ -164,9 +207,9 @@ void eng_gemm_run(const float *a, int64_t lda, int64_t m, const eng_packed *b, f
       int64_t col0 = pn * b->nr, cols = b->n - col0 < b->nr ? b->n - col0 : b->nr;
       for (int64_t r = 0; r < rows; r += MR) {
         int64_t mr = rows - r < MR ? rows - r : MR;
-        kern[mr](a + (r0 + r) * lda, lda, bp, b->k, c + (r0 + r) * ldc + col0, ldc, cols);
+        kern[mr](a + (r0 + r) * lda, lda, bp, b->k, c + (r0 + r) * ldc + col0, ldc, cols, epi,
+                 col0);
       }
     }
-    if (post) post(arg, r0, rows);
   }
 }

@@ -24,10 +24,23 @@ void eng_gemm_free(eng_packed *p);
 int64_t eng_gemm_k(const eng_packed *p);
 int64_t eng_gemm_n(const eng_packed *p);
 
-/* C[m, n] = A[m, k] * B, A rows lda apart, C rows ldc apart. When post is
- * non-NULL it is called on each block of finished rows of C (row0, rows)
- * while they are in cache. */
+/* Elementwise ops applied to the product in registers before it is stored
+ * (a fused bias / batch-norm / activation chain), in order. k is a vector
+ * over the n columns, or NULL for the scalar s; activations ignore both. */
+enum { ENG_GEMM_ADD, ENG_GEMM_SUB, ENG_GEMM_MUL, ENG_GEMM_RELU, ENG_GEMM_RELU6 };
+#define ENG_GEMM_EPI_MAX 8
+typedef struct eng_gemm_epi {
+  int n;
+  struct {
+    int kind;
+    const float *k;
+    float s;
+  } op[ENG_GEMM_EPI_MAX];
+} eng_gemm_epi;
+
+/* C[m, n] = epi(A[m, k] * B), A rows lda apart, C rows ldc apart; epi may
+ * be NULL. */
 void eng_gemm_run(const float *a, int64_t lda, int64_t m, const eng_packed *b, float *c,
-                  int64_t ldc, void (*post)(void *arg, int64_t row0, int64_t rows), void *arg);
+                  int64_t ldc, const eng_gemm_epi *epi);
 
 #endif

@@ -77,6 +77,10 @@ void eng_contig_strides(const eng_shape *s, int64_t *st);
 /* Applies the kernel's fused epilogue (if any) to `rows` rows of c floats
  * just written, and marks it done (eng_compile.c). */
 void eng_kepilogue(eng_kctx *c, float *y, int64_t rows, int64_t ch);
+/* The kernel's fused epilogue as eng_gemm applies it in registers (over n
+ * output channels); NULL when there is none. Marks it done. */
+struct eng_gemm_epi;
+const struct eng_gemm_epi *eng_kgemm_epi(eng_kctx *c, struct eng_gemm_epi *buf);
 
 /* Broadcast iteration over up to three inputs: st[k][d] is input k's stride
  * along output dim d (0 where broadcast); off[k] follows the odometer. */

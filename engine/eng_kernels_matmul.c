@@ -80,17 +80,6 @@ td_code eng_s_matmul(const eng_node *n, const eng_shape *in, eng_shape *out, td_
   return TD_OK;
 }
 
-/* eng_gemm_run's hook: the fused epilogue on each finished block of rows. */
-struct post_arg {
-  eng_kctx *c;
-  float *y;
-  int64_t n;
-};
-
-static void post_rows(void *arg, int64_t row0, int64_t rows) {
-  struct post_arg *pa = arg;
-  eng_kepilogue(pa->c, pa->y + row0 * pa->n, rows, pa->n);
-}
 
 td_code eng_k_matmul(eng_kctx *c) {
   const eng_tensor *a = &c->in[0], *b = &c->in[1];
@@ -117,8 +106,8 @@ td_code eng_k_matmul(eng_kctx *c) {
   if (a->dtype == ENG_DT_FLOAT && c->packed && !ta && eng_gemm_k(c->packed) == k &&
       eng_gemm_n(c->packed) == n && m > 0) {
     float *y = eng_tensor_data(&c->out[0]);
-    struct post_arg pa = {c, y, n};
-    eng_gemm_run(eng_tensor_data(a), k, m, c->packed, y, n, post_rows, &pa);
+    eng_gemm_epi ge;
+    eng_gemm_run(eng_tensor_data(a), k, m, c->packed, y, n, eng_kgemm_epi(c, &ge));
   } else if (a->dtype == ENG_DT_FLOAT) {
     gemm_f32(ta, tb, m, n, k, eng_tensor_data(a), eng_tensor_data(b), eng_tensor_data(&c->out[0]));
     eng_kepilogue(c, eng_tensor_data(&c->out[0]), m, n);

@@ -141,17 +141,6 @@ static void im2col_rows(const geom *g, const float *x, int64_t row0, int64_t row
 }
 
 
-/* eng_gemm_run's hook: the fused epilogue on each finished block of rows. */
-struct post_arg {
-  eng_kctx *c;
-  float *y;
-  int64_t n;
-};
-
-static void post_rows(void *arg, int64_t row0, int64_t rows) {
-  struct post_arg *pa = arg;
-  eng_kepilogue(pa->c, pa->y + row0 * pa->n, rows, pa->n);
-}
 
 td_code eng_k_conv2d(eng_kctx *c) {
   const eng_tensor *x = &c->in[0], *f = &c->in[1];
@@ -183,8 +172,8 @@ td_code eng_k_conv2d(eng_kctx *c) {
     /* 1x1: the input is already the [pixels, channels] matrix. Row blocks
      * keep each block's output in cache for the fused epilogue. */
     if (packed) {
-      struct post_arg pa = {c, y, cout};
-      eng_gemm_run(xd, kdim, rows, c->packed, y, cout, post_rows, &pa);
+      eng_gemm_epi ge;
+      eng_gemm_run(xd, kdim, rows, c->packed, y, cout, eng_kgemm_epi(c, &ge));
       return TD_OK;
     }
     int64_t blk = c->epi ? EPI_BLOCK_ROWS : rows;
@@ -206,8 +195,8 @@ td_code eng_k_conv2d(eng_kctx *c) {
     int64_t nr = rows - r0 < chunk ? rows - r0 : chunk;
     im2col_rows(&g, xd, r0, nr, col);
     if (packed) {
-      struct post_arg pa = {c, y + r0 * cout, cout};
-      eng_gemm_run(col, kdim, nr, c->packed, y + r0 * cout, cout, post_rows, &pa);
+      eng_gemm_epi ge;
+      eng_gemm_run(col, kdim, nr, c->packed, y + r0 * cout, cout, eng_kgemm_epi(c, &ge));
       continue;
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nr, (int)cout, (int)kdim, 1.0f,
@@ -219,6 +208,46 @@ td_code eng_k_conv2d(eng_kctx *c) {
 }
 
 /* --- DepthwiseConv2dNative --------------------------------------------------- */
+
+#define DW_MAX_TAPS 64
+
+/* One output pixel of a depthwise convolution with multiplier 1: channels
+ * in blocks of 16 summed in registers over the valid taps (in tap order,
+ * from zero, as the plain loop does), stored once. Cloned for AVX-512 and
+ * AVX2 so the block is one or two vector registers. */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void dw_pixel(
+    const float *const *in, const float *const *w, int taps, int64_t c, float *restrict o,
+    const eng_gemm_epi *epi) {
+  int64_t ch = 0;
+  for (; ch < c; ch += 16) {
+    int64_t cw = c - ch < 16 ? c - ch : 16;
+    float acc[16] = {0};
+    if (cw == 16) {
+      for (int t = 0; t < taps; t++) {
+        const float *restrict ip = in[t] + ch, *restrict fp = w[t] + ch;
+        for (int v = 0; v < 16; v++) acc[v] += ip[v] * fp[v];
+      }
+    } else {
+      for (int t = 0; t < taps; t++)
+        for (int64_t v = 0; v < cw; v++) acc[v] += in[t][ch + v] * w[t][ch + v];
+    }
+    /* The fused epilogue while the block is in registers. */
+    for (int i = 0; epi && i < epi->n; i++) {
+      const float *k = epi->op[i].k ? epi->op[i].k + ch : NULL;
+      float s = epi->op[i].s;
+      switch (epi->op[i].kind) {
+        case ENG_GEMM_ADD: for (int v = 0; v < 16; v++) acc[v] = acc[v] + (k && v < cw ? k[v] : s); break;
+        case ENG_GEMM_SUB: for (int v = 0; v < 16; v++) acc[v] = acc[v] - (k && v < cw ? k[v] : s); break;
+        case ENG_GEMM_MUL: for (int v = 0; v < 16; v++) acc[v] = acc[v] * (k && v < cw ? k[v] : s); break;
+        case ENG_GEMM_RELU: for (int v = 0; v < 16; v++) acc[v] = acc[v] > 0 ? acc[v] : 0; break;
+        default:
+          for (int v = 0; v < 16; v++) acc[v] = acc[v] > 0 ? (acc[v] < 6 ? acc[v] : 6) : 0;
+          break;
+      }
+    }
+    for (int64_t v = 0; v < cw; v++) o[ch + v] = acc[v];
+  }
+}
 
 td_code eng_k_depthwise_conv2d(eng_kctx *c) {
   const eng_tensor *x = &c->in[0], *f = &c->in[1];
@@ -238,10 +267,15 @@ td_code eng_k_depthwise_conv2d(eng_kctx *c) {
   const float *xd = eng_tensor_data(x), *fd = eng_tensor_data(f);
   float *y = eng_tensor_data(&c->out[0]);
   int64_t oc = g.c * mult;
+  bool taps_fit = mult == 1 && g.kh * g.kw <= DW_MAX_TAPS;
+  eng_gemm_epi ge;
+  const eng_gemm_epi *epi = taps_fit ? eng_kgemm_epi(c, &ge) : NULL;
   for (int64_t n = 0; n < g.n; n++)
     for (int64_t oh = 0; oh < g.oh; oh++)
       for (int64_t ow = 0; ow < g.ow; ow++) {
         float *restrict o = y + ((n * g.oh + oh) * g.ow + ow) * oc;
+        const float *tin[DW_MAX_TAPS], *tw[DW_MAX_TAPS];
+        int taps = 0;
         for (int64_t i = 0; i < g.kh; i++) {
           int64_t ih = oh * g.sh - g.pt + i * g.dh;
           if (ih < 0 || ih >= g.h) continue;
@@ -250,7 +284,10 @@ td_code eng_k_depthwise_conv2d(eng_kctx *c) {
             if (iw < 0 || iw >= g.w) continue;
             const float *restrict ip = xd + ((n * g.h + ih) * g.w + iw) * g.c;
             const float *restrict fp = fd + (i * g.kw + j) * oc;
-            if (mult == 1) {
+            if (taps_fit) {
+              tin[taps] = ip;
+              tw[taps++] = fp;
+            } else if (mult == 1) {
               for (int64_t ch = 0; ch < g.c; ch++) o[ch] += ip[ch] * fp[ch];
             } else {
               for (int64_t ch = 0; ch < g.c; ch++)
@@ -258,7 +295,8 @@ td_code eng_k_depthwise_conv2d(eng_kctx *c) {
             }
           }
         }
-        eng_kepilogue(c, o, 1, oc);
+        if (taps_fit) dw_pixel(tin, tw, taps, g.c, o, epi);
+        if (!taps_fit) eng_kepilogue(c, o, 1, oc);
       }
   return TD_OK;
 }
