@@ -13,6 +13,7 @@
 #include "td_log.h"
 
 #define MAX_CONFIG_BYTES ((size_t)64 << 20)
+#define REARM_MS 100
 
 typedef struct fs_watch {
   uv_fs_event_t h;
@@ -31,8 +32,8 @@ struct ldr_watch {
   char *config_path;
   char *config_text; /* the file's contents last applied or rejected */
   size_t config_len;
-  uv_timer_t poll, config_timer;
-  bool poll_on, config_on;
+  uv_timer_t poll, config_timer, rearm;
+  bool poll_on, config_on, rearm_on, rearm_running;
   int open_handles;
   bool stopping;
   fs_watch *watches;
@@ -65,13 +66,19 @@ static void on_watch_closed(uv_handle_t *h) {
   maybe_free(w);
 }
 
+static void start_rearm(ldr_watch *w);
+
 static void on_fs_event(uv_fs_event_t *h, const char *filename, int events, int status) {
   fs_watch *fw = (fs_watch *)h;
   /* The watched directory itself went away (its own name is reported, or
-   * an error): this watch is dead; the next tick re-arms it. */
+   * an error): this watch is dead; it is re-armed as soon as the
+   * directory exists again. */
   const char *base = strrchr(fw->path, '/');
   base = base ? base + 1 : fw->path;
-  if (status < 0 || (filename && *base && !strcmp(filename, base))) fw->dead = true;
+  if (status < 0 || (filename && *base && !strcmp(filename, base))) {
+    fw->dead = true;
+    start_rearm(fw->w);
+  }
   ldr_manager_request_scan(fw->w->m);
 }
 
@@ -82,13 +89,13 @@ static void close_watch(fs_watch *fw) {
   uv_close((uv_handle_t *)&fw->h, on_watch_closed);
 }
 
-static void arm(ldr_watch *w, const char *path) {
+static bool arm(ldr_watch *w, const char *path) {
   struct stat st;
-  if (stat(path, &st) || !S_ISDIR(st.st_mode)) return; /* the poll sees it when it appears */
+  if (stat(path, &st) || !S_ISDIR(st.st_mode)) return false; /* not there (yet) */
   fs_watch *fw = calloc(1, sizeof *fw);
   if (!fw || !(fw->path = strdup(path))) {
     free(fw);
-    return;
+    return false;
   }
   fw->w = w;
   fw->ino = st.st_ino;
@@ -96,20 +103,22 @@ static void arm(ldr_watch *w, const char *path) {
   if (uv_fs_event_init(w->loop, &fw->h)) {
     free(fw->path);
     free(fw);
-    return;
+    return false;
   }
   w->open_handles++;
   int rc = uv_fs_event_start(&fw->h, on_fs_event, path, 0);
   if (rc) {
     td_log_warn("cannot watch %s for changes (%s); polling only", path, uv_strerror(rc));
     uv_close((uv_handle_t *)&fw->h, on_watch_closed);
-    return;
+    return true; /* inotify unavailable here: nothing to retry */
   }
   fw->next = w->watches;
   w->watches = fw;
+  return true;
 }
 
-static void resync_watches(ldr_watch *w) {
+/* Returns true when every configured base path has a live watch. */
+static bool resync_watches(ldr_watch *w) {
   char **paths = NULL;
   int n = ldr_manager_base_paths(w->m, &paths);
   fs_watch **pp = &w->watches;
@@ -126,13 +135,33 @@ static void resync_watches(ldr_watch *w) {
     *pp = fw->next;
     close_watch(fw);
   }
+  bool all = true;
   for (int i = 0; i < n; i++) {
     bool have = false;
     for (fs_watch *fw = w->watches; fw && !have; fw = fw->next) have = !strcmp(fw->path, paths[i]);
-    if (!have) arm(w, paths[i]);
+    if (!have) have = arm(w, paths[i]);
+    all &= have;
     free(paths[i]);
   }
   free(paths);
+  return all;
+}
+
+/* While a watched directory is gone, look for it every REARM_MS rather
+ * than only at the next poll, and rescan once it is back. */
+static void on_rearm(uv_timer_t *t) {
+  ldr_watch *w = t->data;
+  if (resync_watches(w)) {
+    uv_timer_stop(&w->rearm);
+    w->rearm_running = false;
+    ldr_manager_request_scan(w->m); /* what changed while nothing watched */
+  }
+}
+
+static void start_rearm(ldr_watch *w) {
+  if (!w->rearm_on || w->rearm_running || w->stopping) return;
+  w->rearm_running = true;
+  uv_timer_start(&w->rearm, on_rearm, REARM_MS, REARM_MS);
 }
 
 static void on_poll(uv_timer_t *t) {
@@ -233,6 +262,10 @@ td_code ldr_watch_start(uv_loop_t *loop, ldr_manager *m, const ldr_watch_options
     w->poll_on = true;
     uint64_t ms = ms_of(opt->poll_seconds);
     uv_timer_start(&w->poll, on_poll, ms, ms);
+    uv_timer_init(loop, &w->rearm);
+    w->rearm.data = w;
+    w->open_handles++;
+    w->rearm_on = true;
     resync_watches(w);
   }
   if (w->config_path && opt->config_poll_seconds > 0) {
@@ -258,6 +291,10 @@ void ldr_watch_stop(ldr_watch *w) {
   if (w->poll_on) {
     uv_timer_stop(&w->poll);
     uv_close((uv_handle_t *)&w->poll, on_handle_closed);
+  }
+  if (w->rearm_on) {
+    uv_timer_stop(&w->rearm);
+    uv_close((uv_handle_t *)&w->rearm, on_handle_closed);
   }
   if (w->config_on) {
     uv_timer_stop(&w->config_timer);

@@ -5,10 +5,11 @@
  * configured base path also gets an inotify watch (uv_fs_event) whose
  * events only trigger an early rescan: they are hints, never applied as
  * deltas, because they are not recursive, coalesce, and stop when the
- * watched directory is deleted. On each tick the watches are re-armed for
- * paths that were deleted and re-created (another inode), whose watch
- * reported its own directory gone, or that the config added; watches of
- * paths no longer configured are closed. poll_seconds <= 0: no polling and
+ * watched directory is deleted. A watch that reports its own directory
+ * gone is re-armed as soon as the directory exists again (checked every
+ * 100 ms), followed by a rescan; on each tick the watches are also re-armed
+ * for paths deleted and re-created unseen (another inode) or added by the
+ * config, and closed for paths no longer configured. poll_seconds <= 0: no polling and
  * no inotify (TF Serving's "0 = poll once"; the manager scans on every
  * config change).
  *

@@ -230,6 +230,35 @@ def test_memory_returns_after_swaps(life, tmp_path):
     assert max(sizes[3:]) <= sizes[2] * 1.05 + 512, sizes
 
 
+def test_inotify_hints_and_rearm_after_base_path_deleted(life, tmp_path):
+    """With polling every minute, only inotify can pick changes up quickly:
+    a version renamed in, and a base path deleted and re-created."""
+    base = tmp_path / "m"
+    base.mkdir()
+    shutil.copytree(V1, base / "1")
+    s = life("--model_name=m", f"--model_base_path={base}", "--file_system_poll_wait_seconds=60")
+    assert predict(s) == (200, 3.0)
+    stage(base, 2, V2)
+    assert wait_for(lambda: predict(s) == (200, 4.0), 3)
+    # The whole base path goes (moved away at once; deleting it file by
+    # file would first empty it, which unloads everything as in TF
+    # Serving): a base path that cannot be read changes nothing.
+    os.rename(base, tmp_path / "old")
+    time.sleep(0.3)
+    assert predict(s) == (200, 4.0)
+    # It comes back (renamed in whole) with version 3: the dead watch is
+    # re-armed and the path rescanned without waiting for the next poll.
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    shutil.copytree(V1, fresh / "3")
+    os.rename(fresh, base)
+    assert wait_for(lambda: predict(s) == (200, 3.0), 3), status(s)
+    assert wait_for(lambda: status(s).get(2, {}).get("state") == "END", 3), status(s)
+    # And the new watch works: version 4 is picked up at once too.
+    stage(base, 4, V2)
+    assert wait_for(lambda: predict(s) == (200, 4.0), 3), status(s)
+
+
 # --- versions that must not be served ---------------------------------------------
 
 

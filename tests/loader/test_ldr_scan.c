@@ -175,6 +175,49 @@ START_TEST(scan_fixture) {
 }
 END_TEST
 
+#define ck_incomplete(dir, want, substr)                                                   \
+  do {                                                                                     \
+    td_err e_;                                                                             \
+    td_err_clear(&e_);                                                                     \
+    td_code rc_ = ldr_scan_check_complete(dir, &e_);                                       \
+    ck_assert_msg(rc_ == (want), "got %s (%s)", td_code_name(rc_), e_.msg);                \
+    ck_assert_msg(strstr(e_.msg, substr), "message '%s' lacks '%s'", e_.msg, substr);     \
+  } while (0)
+
+START_TEST(check_complete) {
+  td_err err;
+  ck_assert_int_eq(ldr_scan_check_complete(TD_FIXTURES "/models/half_plus_three_tf2/00000002", &err),
+                   TD_OK);
+  ck_assert_int_eq(ldr_scan_check_complete(TD_FIXTURES "/models/half_plus_two_tf1/00000123", &err),
+                   TD_OK);
+  char v[512], p[600];
+  snprintf(v, sizeof v, "%s/7", root);
+  td_testfs_copy_tree(TD_FIXTURES "/models/half_plus_three_tf2/00000002", v);
+  /* A copy in progress, file by file backwards: each state is refused. */
+  snprintf(p, sizeof p, "%s/variables/variables.data-00000-of-00001", v);
+  ck_assert_int_eq(unlink(p), 0);
+  ck_incomplete(v, TD_NOT_FOUND, "variables.data-00000-of-00001");
+  snprintf(p, sizeof p, "%s/variables/variables.index", v);
+  ck_assert_int_eq(truncate(p, 10), 0);
+  ck_incomplete(v, TD_DATA_LOSS, "variables.index");
+  ck_assert_int_eq(unlink(p), 0);
+  ck_incomplete(v, TD_NOT_FOUND, "variables.index");
+  snprintf(p, sizeof p, "%s/saved_model.pb", v);
+  ck_assert_int_eq(truncate(p, 64), 0);
+  ck_incomplete(v, TD_DATA_LOSS, "saved_model.pb");
+  ck_assert_int_eq(unlink(p), 0);
+  ck_incomplete(v, TD_NOT_FOUND, "saved_model.pb");
+  snprintf(p, sizeof p, "%s/saved_model.pbtxt", v);
+  FILE *f = fopen(p, "w");
+  fclose(f);
+  ck_incomplete(v, TD_UNIMPLEMENTED, "text-format");
+  /* saved_model.pb that is a directory cannot be read. */
+  snprintf(p, sizeof p, "%s/saved_model.pb", v);
+  ck_assert_int_eq(mkdir(p, 0755), 0);
+  ck_incomplete(v, TD_INVALID_ARGUMENT, "not a regular file");
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("ldr_scan");
   TCase *tc = tcase_create("names");
@@ -190,6 +233,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, scan_duplicates);
   tcase_add_test(tc, scan_empty);
   tcase_add_test(tc, scan_missing_base);
+  tcase_add_test(tc, check_complete);
   suite_add_tcase(s, tc);
   return s;
 }
