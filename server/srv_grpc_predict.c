@@ -329,15 +329,19 @@ static void arena_free(arena *a) {
   }
 }
 
+/* The TensorInfo as the SavedModel declares it: the DataType number (refs
+ * included), the shape only when there is one, dim names when any. */
 static Tensorflow__TensorInfo *tensor_info(arena *a, const ldr_tensor_info *t) {
   Tensorflow__TensorInfo *ti = arena_alloc(a, sizeof *ti);
-  Tensorflow__TensorShapeProto *sp = arena_alloc(a, sizeof *sp);
-  if (!ti || !sp) return NULL;
+  if (!ti) return NULL;
   tensorflow__tensor_info__init(ti);
-  tensorflow__tensor_shape_proto__init(sp);
   ti->encoding_case = TENSORFLOW__TENSOR_INFO__ENCODING_NAME;
   ti->name = t->name;
-  ti->dtype = (Tensorflow__DataType)t->dtype;
+  ti->dtype = (Tensorflow__DataType)t->tf_dtype;
+  if (!t->has_shape) return ti;
+  Tensorflow__TensorShapeProto *sp = arena_alloc(a, sizeof *sp);
+  if (!sp) return NULL;
+  tensorflow__tensor_shape_proto__init(sp);
   if (t->shape.rank < 0) {
     sp->unknown_rank = true;
   } else {
@@ -349,6 +353,7 @@ static Tensorflow__TensorInfo *tensor_info(arena *a, const ldr_tensor_info *t) {
       if (!dim) return NULL;
       tensorflow__tensor_shape_proto__dim__init(dim);
       dim->size = t->shape.dim[d];
+      if (t->dim_names) dim->name = t->dim_names[d];
       sp->dim[d] = dim;
     }
   }
