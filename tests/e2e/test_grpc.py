@@ -770,3 +770,31 @@ def test_garbage_and_mutated_requests_never_crash(grpc_serve):
             except grpc.RpcError as e:
                 assert e.code() != grpc.StatusCode.UNAVAILABLE, (m, body)
     assert list(c.predict(predict_request()).outputs["y"].float_val) == [2.5, 3.0, 4.5]
+
+
+def test_batching_errors_same_as_rest(grpc_serve, tmp_path):
+    # With --enable_batching: a full batch queue is RESOURCE_EXHAUSTED at once
+    # and a request larger than the largest batch INVALID_ARGUMENT, with TF
+    # Serving's messages (the REST side of this is tests/e2e/test_batching.py).
+    cfg = tmp_path / "batching.txt"
+    cfg.write_text("max_batch_size { value: 4 }\n"
+                   "batch_timeout_micros { value: 2000000 }\n"
+                   "max_enqueued_batches { value: 1 }\n"
+                   "num_batch_threads { value: 1 }\n")
+    s, c = grpc_serve("half_plus_two", HPT, "--enable_batching",
+                      f"--batching_parameters_file={cfg}")
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(c.predict, predict_request(x=[1.0]), 30)  # waits up to 2 s
+        time.sleep(0.3)
+        req = predict_request(x=None)  # another non-batch shape needs a second batch
+        req.inputs["x"].CopyFrom(tf.make_tensor_proto(np.array([[1.0, 2.0]], np.float32)))
+        assert rpc_error(c.predict, req) == (
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "The batch scheduling queue to which this task was submitted is full")
+        status, out = s.json("POST", "/v1/models/half_plus_two:predict",
+                             '{"instances": [[1.0, 2.0]]}')
+        assert status == 429 and out["error"] == (
+            "The batch scheduling queue to which this task was submitted is full")
+        assert list(waiting.result().outputs["y"].float_val) == [2.5]
+    assert rpc_error(c.predict, predict_request(x=[1, 2, 3, 4, 5])) == (
+        grpc.StatusCode.INVALID_ARGUMENT, "Task size 5 is larger than maximum input batch size 4")
