@@ -798,3 +798,34 @@ def test_batching_errors_same_as_rest(grpc_serve, tmp_path):
         assert list(waiting.result().outputs["y"].float_val) == [2.5]
     assert rpc_error(c.predict, predict_request(x=[1, 2, 3, 4, 5])) == (
         grpc.StatusCode.INVALID_ARGUMENT, "Task size 5 is larger than maximum input batch size 4")
+
+
+def test_sigterm_under_grpc_load_exits_cleanly(serve):
+    # The shutdown pattern of the platform notes: stop accepting, cancel what
+    # is in flight, close the queues only once no call is alive. Under load,
+    # SIGTERM must end the process with status 0 (no abort, no hang).
+    import threading
+    s = serve("half_plus_two", HPT, "--tensord_shutdown_grace_seconds=1")
+    stop = threading.Event()
+    counts = {"ok": 0, "err": 0}
+
+    def hammer():
+        c = Client(f"127.0.0.1:{s.grpc_port}")
+        while not stop.is_set():
+            try:
+                c.predict(predict_request(), timeout=5)
+                counts["ok"] += 1
+            except grpc.RpcError:
+                counts["err"] += 1
+        c.close()
+
+    threads = [threading.Thread(target=hammer) for _ in range(8)]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)
+    s.proc.terminate()
+    assert s.proc.wait(timeout=30) == 0, s.output()
+    stop.set()
+    for t in threads:
+        t.join()
+    assert counts["ok"] > 0
