@@ -57,29 +57,20 @@ static void drop_steps(eng_plan *p, const bool *gone) {
   p->n_steps = k;
 }
 
-static void fold(eng_plan *p) {
+/* Removes the steps marked constant (cstep; cnode per graph node) after
+ * computing, with one sub-plan run fed `in` (may be none), the constant
+ * values that the remaining steps or the fetches read. Leaves the plan
+ * untouched when that run fails. */
+static bool fold_steps(eng_plan *p, const bool *cstep, const bool *cnode, const eng_tensor *in) {
   const eng_graph *g = eng_model_graph(p->m);
-  int n = eng_graph_node_count(g);
-  bool *cnode = calloc((size_t)n + 1, sizeof *cnode);
-  bool *cstep = calloc((size_t)p->n_steps + 1, sizeof *cstep);
   bool *front = calloc((size_t)p->n_values + 1, sizeof *front);
   int *fv = malloc(sizeof *fv * ((size_t)p->n_values + 1));
   char **names = calloc((size_t)p->n_values + 1, sizeof *names);
   eng_tensor *vals = NULL;
   eng_plan *sub = NULL;
-  int nf = 0, nconst = 0;
-  if (!cnode || !cstep || !front || !fv || !names) goto out;
-  for (int s = 0; s < p->n_steps; s++) {
-    const eng_node *nd = eng_graph_node(g, p->steps[s]);
-    bool c = strcmp(nd->op, "Placeholder") != 0;
-    for (int k = 0; k < nd->n_in && c; k++)
-      c = cnode[nd->in[k].node] && !is_fed(p, p->base[nd->in[k].node] + nd->in[k].index);
-    for (int k = 0; k < nd->n_ctrl && c; k++) c = cnode[nd->ctrl[k]];
-    cnode[p->steps[s]] = cstep[s] = c;
-    nconst += c;
-  }
-  if (!nconst) goto out;
-  /* The frontier: constant values read by steps that stay, or fetched. */
+  int nf = 0;
+  bool ok = false;
+  if (!front || !fv || !names) goto out;
   for (int s = 0; s < p->n_steps; s++) {
     if (cstep[s]) continue;
     const eng_node *nd = eng_graph_node(g, p->steps[s]);
@@ -112,25 +103,24 @@ static void fold(eng_plan *p) {
   if (!vals) goto out;
   td_err err;
   td_err_clear(&err);
-  if (nf && (eng_plan_build(p->m, 0, NULL, nf, (const char *const *)names, 0, NULL, &sub, &err) ||
-             eng_plan_run(sub, NULL, vals, &err)))
+  int n_in = in ? p->n_inputs : 0;
+  if (nf && (eng_plan_build(p->m, n_in, (const char *const *)p->in_name, nf,
+                            (const char *const *)names, 0, NULL, &sub, &err) ||
+             eng_plan_run(sub, in, vals, &err)))
     goto out; /* leave the plan unfolded: the run reports the error */
-  p->const_value = malloc(sizeof *p->const_value * ((size_t)nf + 1));
-  p->const_tensor = calloc((size_t)nf + 1, sizeof *p->const_tensor);
-  if (!p->const_value || !p->const_tensor) {
-    free(p->const_value);
-    free(p->const_tensor);
-    p->const_value = NULL;
-    p->const_tensor = NULL;
-    goto out;
-  }
+  int *cv = realloc(p->const_value, sizeof *cv * ((size_t)(p->n_consts + nf) + 1));
+  if (cv) p->const_value = cv;
+  eng_tensor *ct = cv ? realloc(p->const_tensor, sizeof *ct * ((size_t)(p->n_consts + nf) + 1)) : NULL;
+  if (ct) p->const_tensor = ct;
+  if (!cv || !ct) goto out;
   for (int i = 0; i < nf; i++) {
-    p->const_value[i] = fv[i];
-    p->const_tensor[i] = vals[i];
+    p->const_value[p->n_consts + i] = fv[i];
+    p->const_tensor[p->n_consts + i] = vals[i];
     vals[i] = (eng_tensor){0};
   }
-  p->n_consts = nf;
+  p->n_consts += nf;
   drop_steps(p, cstep);
+  ok = true;
 out:
   if (vals)
     for (int i = 0; i < nf; i++) eng_tensor_release(&vals[i]);
@@ -140,6 +130,26 @@ out:
   free(names);
   free(fv);
   free(front);
+  return ok;
+}
+
+static void fold(eng_plan *p) {
+  const eng_graph *g = eng_model_graph(p->m);
+  int n = eng_graph_node_count(g), nconst = 0;
+  bool *cnode = calloc((size_t)n + 1, sizeof *cnode);
+  bool *cstep = calloc((size_t)p->n_steps + 1, sizeof *cstep);
+  if (cnode && cstep) {
+    for (int s = 0; s < p->n_steps; s++) {
+      const eng_node *nd = eng_graph_node(g, p->steps[s]);
+      bool c = strcmp(nd->op, "Placeholder") != 0;
+      for (int k = 0; k < nd->n_in && c; k++)
+        c = cnode[nd->in[k].node] && !is_fed(p, p->base[nd->in[k].node] + nd->in[k].index);
+      for (int k = 0; k < nd->n_ctrl && c; k++) c = cnode[nd->ctrl[k]];
+      cnode[p->steps[s]] = cstep[s] = c;
+      nconst += c;
+    }
+    if (nconst) fold_steps(p, cstep, cnode, NULL);
+  }
   free(cstep);
   free(cnode);
 }
@@ -354,9 +364,196 @@ void eng_kepilogue(eng_kctx *c, float *y, int64_t rows, int64_t ch) {
   c->epi_done = true;
 }
 
+
+/* --- shape specialisation --------------------------------------------------
+ *
+ * Dynamic-shape Keras graphs compute shapes at run time (Shape ->
+ * StridedSlice -> Pack -> Reshape, tensordot's GatherV2/Prod/ConcatV2).
+ * Given the shapes of the fed inputs, every value computed from shapes and
+ * constants alone is fixed, so a plan specialised to one set of input
+ * shapes folds them as constants. Two flags per node, from the inputs
+ * forward: V (its value depends on no fed data: constants, variables, the
+ * Shape of a tensor whose shape is known) and S (its shape is known: from
+ * the feeds' shapes and the V inputs that ops read shapes from). An op
+ * missing from the table below never has a known shape. The V steps are
+ * then folded like constants, evaluated once on the first request of that
+ * shape (their values cannot depend on its data). */
+
+#define MAX_SPECS 4
+
+typedef struct eng_spec {
+  eng_shape *shapes;
+  eng_dtype *dtypes;
+  eng_plan *plan;
+} eng_spec;
+
+/* Output shape is a function of the input shapes and of the values of the
+ * inputs in vmask (bit i = input i; ~0u = the last input, ConcatV2's axis). */
+static const struct shape_rule {
+  const char *op;
+  unsigned vmask;
+} shape_rules[] = {
+    {"Abs", 0},          {"Add", 0},          {"AddN", 0},         {"AddV2", 0},
+    {"All", 2},          {"Any", 2},          {"AvgPool", 0},      {"BatchMatMul", 0},
+    {"BatchMatMulV2", 0}, {"BatchMatMulV3", 0}, {"BiasAdd", 0},    {"BroadcastTo", 2},
+    {"Cast", 0},         {"Ceil", 0},         {"CheckNumerics", 0}, {"ConcatV2", ~0u},
+    {"Conv2D", 0},       {"Cos", 0},          {"DepthwiseConv2dNative", 0}, {"Einsum", 0},
+    {"Elu", 0},          {"EnsureShape", 0},  {"Equal", 0},        {"Erf", 0},
+    {"Erfc", 0},         {"Exp", 0},          {"ExpandDims", 2},   {"Expm1", 0},
+    {"Fill", 1},         {"Floor", 0},        {"FusedBatchNorm", 0}, {"FusedBatchNormV2", 0},
+    {"FusedBatchNormV3", 0}, {"GatherV2", 4}, {"Greater", 0},      {"GreaterEqual", 0},
+    {"Identity", 0},     {"IdentityN", 0},    {"LeakyRelu", 0},    {"Less", 0},
+    {"LessEqual", 0},    {"Log", 0},          {"Log1p", 0},        {"LogSoftmax", 0},
+    {"LogicalAnd", 0},   {"LogicalNot", 0},   {"LogicalOr", 0},    {"MatMul", 0},
+    {"Max", 2},          {"MaxPool", 0},      {"Maximum", 0},      {"Mean", 2},
+    {"Min", 2},          {"Minimum", 0},      {"Mul", 0},          {"Neg", 0},
+    {"NotEqual", 0},     {"OnesLike", 0},     {"Pack", 0},         {"Pad", 2},
+    {"PadV2", 2},        {"Pow", 0},          {"PreventGradient", 0}, {"Prod", 2},
+    {"RealDiv", 0},      {"Reciprocal", 0},   {"Relu", 0},         {"Relu6", 0},
+    {"Reshape", 2},      {"Round", 0},        {"Rsqrt", 0},        {"Select", 0},
+    {"SelectV2", 0},     {"Selu", 0},         {"Shape", 0},        {"Sigmoid", 0},
+    {"Sign", 0},         {"Sin", 0},          {"Slice", 6},        {"Snapshot", 0},
+    {"Softmax", 0},      {"Softplus", 0},     {"Softsign", 0},     {"Sqrt", 0},
+    {"Square", 0},       {"SquaredDifference", 0}, {"Squeeze", 0}, {"StopGradient", 0},
+    {"StridedSlice", 14}, {"Sub", 0},         {"Sum", 2},          {"Tanh", 0},
+    {"Tile", 2},         {"Transpose", 2},    {"Unpack", 0},       {"ZerosLike", 0},
+};
+
+static const struct shape_rule *find_rule(const char *op) {
+  for (size_t i = 0; i < sizeof shape_rules / sizeof *shape_rules; i++)
+    if (!strcmp(shape_rules[i].op, op)) return &shape_rules[i];
+  return NULL;
+}
+
+/* Marks the steps whose values follow from the input shapes; true when
+ * there is any. */
+static bool shape_consts(eng_plan *p, bool *cnode, bool *cstep) {
+  const eng_graph *g = eng_model_graph(p->m);
+  int n = eng_graph_node_count(g), nv = 0;
+  bool *snode = calloc((size_t)n + 1, sizeof *snode);
+  if (!snode) return false;
+  for (int s = 0; s < p->n_steps; s++) {
+    const eng_node *nd = eng_graph_node(g, p->steps[s]);
+    bool v = strcmp(nd->op, "Placeholder") != 0, sh = true;
+    const struct shape_rule *rule = find_rule(nd->op);
+    for (int k = 0; k < nd->n_in; k++) {
+      int in = nd->in[k].node;
+      bool fed = is_fed(p, p->base[in] + nd->in[k].index);
+      bool iv = !fed && cnode[in], is = fed || snode[in];
+      v = v && iv;
+      bool need_value = rule && (rule->vmask == ~0u ? k == nd->n_in - 1 : (rule->vmask >> k) & 1);
+      sh = sh && (need_value ? iv : is);
+    }
+    for (int k = 0; k < nd->n_ctrl && v; k++) v = cnode[nd->ctrl[k]];
+    if (!strcmp(nd->op, "Shape") && nd->n_in == 1) {
+      int in = nd->in[0].node;
+      v = v || is_fed(p, p->base[in] + nd->in[0].index) || snode[in];
+    }
+    cnode[p->steps[s]] = cstep[s] = v;
+    snode[p->steps[s]] = v || (rule && sh);
+    nv += v;
+  }
+  free(snode);
+  return nv > 0;
+}
+
+static bool spec_match(const eng_spec *s, int n, const eng_tensor *in) {
+  for (int i = 0; i < n; i++)
+    if (s->dtypes[i] != in[i].dtype || !eng_shape_equal(&s->shapes[i], &in[i].shape)) return false;
+  return true;
+}
+
+static eng_plan *build_spec(eng_plan *p, const eng_tensor *in) {
+  eng_plan *sp = NULL;
+  td_err err;
+  td_err_clear(&err);
+  if (eng_plan_build(p->m, p->n_inputs, (const char *const *)p->in_name, p->n_outputs,
+                     (const char *const *)p->out_name, 0, NULL, &sp, &err))
+    return NULL;
+  const eng_graph *g = eng_model_graph(p->m);
+  int n = eng_graph_node_count(g);
+  bool *cnode = calloc((size_t)n + 1, sizeof *cnode);
+  bool *cstep = calloc((size_t)sp->n_steps + 1, sizeof *cstep);
+  bool ok = cnode && cstep && shape_consts(sp, cnode, cstep) && fold_steps(sp, cstep, cnode, in);
+  free(cnode);
+  free(cstep);
+  if (!ok) {
+    eng_plan_destroy(sp);
+    return NULL;
+  }
+  fuse(sp);
+  pack_weights(sp);
+  recount_uses(sp);
+  sp->is_specialised = true;
+  return sp;
+}
+
+const eng_plan *eng_plan_specialised(eng_plan *p, const eng_tensor *in) {
+  int n = p->n_inputs;
+  mtx_lock(&p->spec_lock);
+  for (int i = 0; i < p->n_specs; i++)
+    if (spec_match(&p->specs[i], n, in)) {
+      eng_plan *hit = p->specs[i].plan;
+      mtx_unlock(&p->spec_lock);
+      return hit;
+    }
+  bool full = p->n_specs >= MAX_SPECS;
+  mtx_unlock(&p->spec_lock);
+  if (full) return NULL;
+  for (int i = 0; i < n; i++) /* a bad feed is the general plan's to report */
+    if (eng_plan_check_feed(p, i, &in[i], NULL) || in[i].shape.rank < 0) return NULL;
+  eng_plan *sp = build_spec(p, in); /* NULL when it fails: remembered as such */
+  eng_shape *shapes = malloc(sizeof *shapes * ((size_t)n + 1));
+  eng_dtype *dtypes = malloc(sizeof *dtypes * ((size_t)n + 1));
+  const eng_plan *result = NULL;
+  bool found = false;
+  mtx_lock(&p->spec_lock);
+  if (!p->specs) p->specs = calloc(MAX_SPECS, sizeof *p->specs);
+  for (int i = 0; i < p->n_specs && !found; i++)
+    if (spec_match(&p->specs[i], n, in)) { /* another thread was first */
+      result = p->specs[i].plan;
+      found = true;
+    }
+  if (!found && p->specs && shapes && dtypes && p->n_specs < MAX_SPECS) {
+    for (int i = 0; i < n; i++) {
+      shapes[i] = in[i].shape;
+      dtypes[i] = in[i].dtype;
+    }
+    p->specs[p->n_specs++] = (eng_spec){shapes, dtypes, sp};
+    result = sp;
+    sp = NULL;
+    shapes = NULL;
+    dtypes = NULL;
+  }
+  mtx_unlock(&p->spec_lock);
+  eng_plan_destroy(sp); /* not stored */
+  free(shapes);
+  free(dtypes);
+  return result;
+}
+
+void eng_plan_free_specs(eng_plan *p) {
+  if (!p->can_specialise) return;
+  for (int i = 0; p->specs && i < p->n_specs; i++) {
+    eng_plan_destroy(p->specs[i].plan);
+    free(p->specs[i].shapes);
+    free(p->specs[i].dtypes);
+  }
+  free(p->specs);
+  mtx_destroy(&p->spec_lock);
+}
+
 eng_plan_info eng_plan_get_info(const eng_plan *p) {
   eng_plan_info info = {.steps = p->n_steps, .consts = p->n_consts};
   for (int s = 0; p->epi && s < p->n_steps; s++)
     if (p->epi[s]) info.fused_ops += p->epi[s]->n;
+  if (p->can_specialise) {
+    mtx_lock((mtx_t *)&p->spec_lock);
+    for (int i = 0; i < p->n_specs; i++) {
+      if (!p->specs[i].plan) continue;
+      if (!info.shape_plans++) info.shape_plan_steps = p->specs[i].plan->n_steps;
+    }
+    mtx_unlock((mtx_t *)&p->spec_lock);
+  }
   return info;
 }

@@ -143,6 +143,9 @@ void eng_plan_destroy(eng_plan *p) {
   if (!p) return;
   for (int i = 0; i < p->n_inputs; i++) free(p->in_name ? p->in_name[i] : NULL);
   free(p->in_name);
+  eng_plan_free_specs(p);
+  for (int i = 0; p->out_name && i < p->n_outputs; i++) free(p->out_name[i]);
+  free(p->out_name);
   free(p->steps);
   free(p->ops);
   free(p->base);
@@ -184,6 +187,8 @@ td_code eng_plan_create(eng_model *m, int n_inputs, const char *const *inputs, i
                         eng_plan **out, td_err *err) {
   td_code rc = eng_plan_build(m, n_inputs, inputs, n_outputs, outputs, n_targets, targets, out, err);
   if (!rc) eng_plan_compile(*out);
+  if (!rc && n_inputs && !n_targets && (*out)->epi && mtx_init(&(*out)->spec_lock, mtx_plain) == thrd_success)
+    (*out)->can_specialise = true; /* compiled (epi set) serving plan */
   return rc;
 }
 
@@ -209,6 +214,12 @@ td_code eng_plan_build(eng_model *m, int n_inputs, const char *const *inputs, in
   p->in_shape = calloc((size_t)n_inputs + 1, sizeof *p->in_shape);
   p->in_dtype = calloc((size_t)n_inputs + 1, sizeof *p->in_dtype);
   p->in_name = calloc((size_t)n_inputs + 1, sizeof *p->in_name);
+  p->out_name = calloc((size_t)n_outputs + 1, sizeof *p->out_name);
+  for (int i = 0; p->out_name && i < n_outputs; i++)
+    if (!(p->out_name[i] = strdup(outputs[i]))) {
+      rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+      goto fail;
+    }
   p->out_value = calloc((size_t)n_outputs + 1, sizeof *p->out_value);
   p->base = malloc(sizeof *p->base * ((size_t)n + 1));
   if (!p->in_value || !p->in_shape || !p->in_dtype || !p->in_name || !p->out_value || !p->base) {
@@ -219,6 +230,10 @@ td_code eng_plan_build(eng_model *m, int n_inputs, const char *const *inputs, in
     rc = eng_graph_parse_edge(g, inputs[i], &feeds[i], err);
     if (rc) goto fail;
     p->in_name[i] = strdup(inputs[i]);
+    if (!p->in_name[i]) {
+      rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+      goto fail;
+    }
     fill_declared(eng_graph_node(g, feeds[i].node), &p->in_shape[i], &p->in_dtype[i]);
     if (feeds[i].index != 0) p->in_shape[i] = eng_shape_unknown();
   }
@@ -398,7 +413,7 @@ fail:
   return rc;
 }
 
-static td_code check_feed(const eng_plan *p, int i, const eng_tensor *t, td_err *err) {
+td_code eng_plan_check_feed(const eng_plan *p, int i, const eng_tensor *t, td_err *err) {
   char want[128], got[128];
   if (p->in_dtype[i] != ENG_DT_INVALID && t->dtype != p->in_dtype[i])
     return td_err_set(err, TD_INVALID_ARGUMENT, "input '%s': expected %s, got %s", p->in_name[i],
@@ -416,6 +431,10 @@ static void drop_use(eng_tensor *values, int *left, int v) {
 }
 
 td_code eng_plan_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, td_err *err) {
+  if (p->can_specialise) {
+    const eng_plan *sp = eng_plan_specialised((eng_plan *)p, in);
+    if (sp) return eng_plan_run(sp, in, out, err);
+  }
   const eng_graph *g = p->m->g;
   td_code rc = TD_OK;
   eng_tensor *values = calloc((size_t)p->n_values + 1, sizeof *values);
@@ -429,7 +448,7 @@ td_code eng_plan_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, t
   memcpy(left, p->uses, sizeof *left * (size_t)p->n_values);
   bool *fed = NULL;
   for (int i = 0; i < p->n_inputs; i++) {
-    rc = check_feed(p, i, &in[i], err);
+    rc = eng_plan_check_feed(p, i, &in[i], err);
     if (rc) goto done;
     eng_tensor_release(&values[p->in_value[i]]);
     values[p->in_value[i]] = eng_tensor_share(&in[i]);

@@ -64,16 +64,23 @@ td_code eng_plan_create(eng_model *m, int n_inputs, const char *const *inputs, i
 void eng_plan_destroy(eng_plan *p);
 /* Static shape of plan input i as the graph declares it (rank -1 unknown). */
 eng_shape eng_plan_input_shape(const eng_plan *p, int i);
-/* in[i] feeds inputs[i]; out[i] receives outputs[i] (caller releases). */
+/* in[i] feeds inputs[i]; out[i] receives outputs[i] (caller releases).
+ * A serving plan specialises itself to the input shapes it sees: the first
+ * request of a new shape builds (and caches, a few per plan) a plan in which
+ * everything computed from shapes alone is folded; later requests of that
+ * shape run it. */
 td_code eng_plan_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, td_err *err);
 
 /* What compiling did to a plan (for `tensord inspect` and benchmarks):
  * steps left to run per request, values computed once at load, and ops
- * fused into the epilogue of a Conv2D/DepthwiseConv2dNative/MatMul. */
+ * fused into the epilogue of a Conv2D/DepthwiseConv2dNative/MatMul, and
+ * the shape-specialised plans built so far (see eng_plan_run). */
 typedef struct eng_plan_info {
   int steps;
   int consts;
   int fused_ops;
+  int shape_plans;      /* plans specialised to input shapes so far */
+  int shape_plan_steps; /* steps per request in the first of them */
 } eng_plan_info;
 eng_plan_info eng_plan_get_info(const eng_plan *p);
 

@@ -17,6 +17,8 @@
 #ifndef ENG_PLAN_H
 #define ENG_PLAN_H
 
+#include <threads.h>
+
 #include "eng_model.h"
 #include "eng_op.h"
 
@@ -53,7 +55,22 @@ struct eng_plan {
   int n_consts;
   int *const_value;       /* value indices computed at load */
   eng_tensor *const_tensor;
+  /* Shape specialisations (eng_compile.c): plans for one set of input
+   * shapes in which everything computed from shapes alone is folded. */
+  char **out_name;
+  bool can_specialise; /* a compiled serving plan with inputs */
+  bool is_specialised;
+  mtx_t spec_lock;
+  int n_specs;
+  struct eng_spec *specs;
 };
+
+/* The specialised plan for these inputs, built on first use (cached, at
+ * most a few per plan); NULL to run the general plan. Thread-safe. */
+const eng_plan *eng_plan_specialised(eng_plan *p, const eng_tensor *in);
+void eng_plan_free_specs(eng_plan *p);
+/* TensorFlow's feed check of input i (dtype, declared shape). */
+td_code eng_plan_check_feed(const eng_plan *p, int i, const eng_tensor *t, td_err *err);
 
 /* Builds the schedule only (no folding or fusion). */
 td_code eng_plan_build(eng_model *m, int n_inputs, const char *const *inputs, int n_outputs,

@@ -2,8 +2,9 @@
  * plain schedule, and do what eng_plan_get_info says: constant subgraphs
  * (variable reads included) leave the schedule, a MatMul/Conv2D followed
  * by bias, scale and ReLU runs them in place, a chain is cut where a value
- * has another reader or is fetched, and a plan whose variables are not yet
- * set is left unfolded (the read fails when it runs, as before). */
+ * has another reader or is fetched, a plan whose variables are not yet
+ * set is left unfolded (the read fails when it runs, as before), and a
+ * plan specialises itself per input shape, folding the shape arithmetic. */
 #include <check.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -197,6 +198,66 @@ START_TEST(conv_bias_relu6_fuses) {
 }
 END_TEST
 
+
+static void int_const(eng_graph *g, const char *name, int n, const int32_t *v) {
+  int id = node(g, name, "Const", 1, NULL);
+  eng_attr *a = eng_graph_add_attr(g, id, "value");
+  a->kind = ENG_ATTR_TENSOR;
+  int64_t d = n;
+  eng_shape s = n ? eng_shape_make(1, &d) : eng_shape_scalar();
+  ck_assert_int_eq(eng_tensor_alloc(&a->tensor, ENG_DT_INT32, &s, NULL), TD_OK);
+  memcpy(eng_tensor_data(&a->tensor), v, sizeof *v * (size_t)(n ? n : 1));
+}
+
+START_TEST(shape_arithmetic_folds_per_input_shape) {
+  /* Keras's Flatten: y = Reshape(x, Pack(StridedSlice(Shape(x), 0, 1), -1)) * 2 */
+  eng_graph *g = eng_graph_create();
+  placeholder(g, "x");
+  node(g, "shape", "Shape", 1, "x", NULL);
+  int_const(g, "b", 1, (int32_t[]){0});
+  int_const(g, "e", 1, (int32_t[]){1});
+  int_const(g, "st", 1, (int32_t[]){1});
+  int_const(g, "m1", 0, (int32_t[]){-1});
+  int ss = node(g, "n", "StridedSlice", 1, "shape", "b", "e", "st", NULL);
+  eng_attr *a = eng_graph_add_attr(g, ss, "shrink_axis_mask");
+  a->kind = ENG_ATTR_I;
+  a->i = 1;
+  node(g, "dims", "Pack", 1, "n", "m1", NULL);
+  node(g, "flat", "Reshape", 1, "x", "dims", NULL);
+  konst(g, "two", 0, NULL, (float[]){2});
+  node(g, "y", "Mul", 1, "flat", "two", NULL);
+  eng_model *m;
+  td_err err;
+  ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
+  const char *in[] = {"x:0"}, *out[] = {"y:0"};
+  eng_plan *p;
+  ck_assert_int_eq(eng_plan_create(m, 1, in, 1, out, 0, NULL, &p, &err), TD_OK);
+  ck_assert_int_eq(eng_plan_get_info(p).steps, 5); /* Shape, StridedSlice, Pack, Reshape, Mul */
+  for (int round = 0; round < 3; round++) {
+    int64_t d[3] = {2, round == 1 ? 3 : 1, round == 1 ? 1 : 3};
+    eng_tensor x = tensor(3, d, (float[]){1, 2, 3, 4, 5, 6}), y = {0};
+    ck_assert_msg(eng_plan_run(p, &x, &y, &err) == TD_OK, "%s", err.msg);
+    ck_assert_int_eq(y.shape.rank, 2);
+    ck_assert_int_eq(y.shape.dim[0], 2);
+    ck_assert_int_eq(y.shape.dim[1], 3);
+    ck_assert_float_eq(((float *)eng_tensor_data(&y))[5], 12);
+    eng_tensor_release(&y);
+    eng_tensor_release(&x);
+  }
+  eng_plan_info info = eng_plan_get_info(p);
+  ck_assert_int_eq(info.shape_plans, 2);     /* [2,1,3] and [2,3,1] */
+  ck_assert_int_eq(info.shape_plan_steps, 2); /* Reshape and Mul are left */
+  /* A feed the plan rejects is reported as before, not specialised. */
+  eng_tensor bad = tensor(1, (int64_t[]){1}, (float[]){1}), y = {0};
+  bad.dtype = ENG_DT_INT32;
+  ck_assert_int_eq(eng_plan_run(p, &bad, &y, &err), TD_INVALID_ARGUMENT);
+  bad.dtype = ENG_DT_FLOAT;
+  eng_tensor_release(&bad);
+  eng_plan_destroy(p);
+  eng_model_destroy(m);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("eng_compile");
   TCase *tc = tcase_create("compile");
@@ -204,6 +265,7 @@ int main(void) {
   tcase_add_test(tc, fetched_value_cuts_the_chain);
   tcase_add_test(tc, variable_reads_fold_after_restore);
   tcase_add_test(tc, conv_bias_relu6_fuses);
+  tcase_add_test(tc, shape_arithmetic_folds_per_input_shape);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
