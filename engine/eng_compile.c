@@ -417,6 +417,8 @@ static const struct shape_rule {
     {"Square", 0},       {"SquaredDifference", 0}, {"Squeeze", 0}, {"StopGradient", 0},
     {"StridedSlice", 14}, {"Sub", 0},         {"Sum", 2},          {"Tanh", 0},
     {"Tile", 2},         {"Transpose", 2},    {"Unpack", 0},       {"ZerosLike", 0},
+    {"Split", 1},        {"SplitV", 6},       {"OneHot", 2},       {"MirrorPad", 2},
+    {"Cumsum", 0},
 };
 
 static const struct shape_rule *find_rule(const char *op) {

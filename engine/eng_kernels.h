@@ -146,11 +146,16 @@ td_code eng_k_gather_v2(eng_kctx *c);
 td_code eng_k_transpose(eng_kctx *c);
 td_code eng_k_pad(eng_kctx *c);
 td_code eng_k_tile(eng_kctx *c);
+td_code eng_k_split(eng_kctx *c);
+td_code eng_k_split_v(eng_kctx *c);
+td_code eng_k_one_hot(eng_kctx *c);
+td_code eng_k_mirror_pad(eng_kctx *c);
 td_code eng_s_pack(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
 td_code eng_s_unpack(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
 
 /* eng_kernels_reduce.c: Sum, Mean, Max, Min, Prod, All, Any. */
 td_code eng_k_reduce(eng_kctx *c);
+td_code eng_k_cumsum(eng_kctx *c);
 
 /* eng_kernels_matmul.c: MatMul, BatchMatMul, Einsum (OpenBLAS). */
 td_code eng_k_matmul(eng_kctx *c);

@@ -536,3 +536,163 @@ td_code eng_k_tile(eng_kctx *c) {
   }
   return TD_OK;
 }
+
+/* --- Split / SplitV ------------------------------------------------------------- */
+
+/* Splits x along axis a into c->n_out pieces of the given sizes. */
+static td_code split_sizes(eng_kctx *c, const eng_tensor *x, int a, const int64_t *sizes) {
+  size_t es = eng_dtype_size(x->dtype);
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < a; d++) outer *= x->shape.dim[d];
+  for (int d = a + 1; d < x->shape.rank; d++) inner *= x->shape.dim[d];
+  int64_t off = 0;
+  for (int k = 0; k < c->n_out; k++) {
+    eng_shape s = x->shape;
+    s.dim[a] = sizes[k];
+    td_code rc = eng_kout_raw(c, k, x->dtype, &s);
+    if (rc) return rc;
+    size_t chunk = (size_t)(sizes[k] * inner) * es, row = (size_t)(x->shape.dim[a] * inner) * es;
+    char *dst = eng_tensor_data(&c->out[k]);
+    for (int64_t o = 0; o < outer; o++)
+      memcpy(dst + (size_t)o * chunk,
+             (const char *)eng_tensor_data(x) + (size_t)o * row + (size_t)(off * inner) * es, chunk);
+    off += sizes[k];
+  }
+  return TD_OK;
+}
+
+td_code eng_k_split(eng_kctx *c) {
+  const eng_tensor *x = &c->in[1];
+  int64_t axis;
+  int a;
+  td_code rc = eng_karg_int(c, 0, &axis);
+  if (!rc) rc = want_fixed(c, 1);
+  if (!rc) rc = eng_kaxis(c, axis, x->shape.rank, &a);
+  if (rc) return rc;
+  int n = c->n_out;
+  if (n < 1 || x->shape.dim[a] % n)
+    return eng_kfail(c, TD_INVALID_ARGUMENT,
+                     "Number of ways to split should evenly divide the split dimension, but got "
+                     "split_dim %d (size = %lld) and num_split %d",
+                     a, (long long)x->shape.dim[a], n);
+  int64_t sizes[256];
+  if (n > 256) return eng_kfail(c, TD_UNIMPLEMENTED, "more than 256 pieces");
+  for (int k = 0; k < n; k++) sizes[k] = x->shape.dim[a] / n;
+  return split_sizes(c, x, a, sizes);
+}
+
+td_code eng_k_split_v(eng_kctx *c) {
+  const eng_tensor *x = &c->in[0];
+  int64_t axis, sizes[256];
+  int a, n;
+  td_code rc = want_fixed(c, 0);
+  if (!rc) rc = eng_karg_int(c, 2, &axis);
+  if (!rc) rc = eng_kaxis(c, axis, x->shape.rank, &a);
+  if (!rc) rc = eng_karg_ints(c, 1, sizes, 256, &n);
+  if (rc) return rc;
+  if (n != c->n_out)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "size_splits has %d entries for %d outputs", n,
+                     c->n_out);
+  int64_t total = 0;
+  int unknown = -1;
+  for (int k = 0; k < n; k++) {
+    if (sizes[k] == -1 && unknown < 0)
+      unknown = k;
+    else if (sizes[k] < 0)
+      return eng_kfail(c, TD_INVALID_ARGUMENT, "size_splits[%d] is %lld", k, (long long)sizes[k]);
+    else
+      total += sizes[k];
+  }
+  if (unknown >= 0) sizes[unknown] = x->shape.dim[a] - total;
+  if ((unknown >= 0 && sizes[unknown] < 0) || (unknown < 0 && total != x->shape.dim[a]))
+    return eng_kfail(c, TD_INVALID_ARGUMENT,
+                     "Determined shape must either match input shape along split_dim exactly if "
+                     "fully specified, or be less than the size of the input along split_dim if "
+                     "not fully specified");
+  return split_sizes(c, x, a, sizes);
+}
+
+/* --- OneHot ------------------------------------------------------------------------ */
+
+td_code eng_k_one_hot(eng_kctx *c) {
+  const eng_tensor *ix = &c->in[0], *on = &c->in[2], *off = &c->in[3];
+  int64_t depth;
+  td_code rc = eng_karg_int(c, 1, &depth);
+  if (rc) return rc;
+  if (ix->dtype != ENG_DT_INT32 && ix->dtype != ENG_DT_INT64 && ix->dtype != ENG_DT_UINT8)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "indices must be an integer tensor");
+  size_t es = eng_dtype_size(on->dtype);
+  if (!es || on->dtype != off->dtype || eng_tensor_numel(on) != 1 || eng_tensor_numel(off) != 1)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "on_value and off_value must be scalars of one type");
+  if (depth < 0) return eng_kfail(c, TD_INVALID_ARGUMENT, "depth must be non-negative, got %lld",
+                                  (long long)depth);
+  int r = ix->shape.rank;
+  if (r + 1 > ENG_MAX_RANK) return eng_kfail(c, TD_UNIMPLEMENTED, "rank above %d", ENG_MAX_RANK);
+  int64_t axis = eng_node_attr_int(c->node, "axis", -1);
+  if (axis < -1 || axis > r) return eng_kfail(c, TD_INVALID_ARGUMENT, "axis %lld out of range",
+                                              (long long)axis);
+  int a = axis == -1 ? r : (int)axis;
+  eng_shape s = {.rank = r + 1};
+  for (int d = 0, k = 0; d <= r; d++) s.dim[d] = d == a ? depth : ix->shape.dim[k++];
+  if ((rc = eng_kout_raw(c, 0, on->dtype, &s))) return rc;
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < a; d++) outer *= ix->shape.dim[d];
+  for (int d = a; d < r; d++) inner *= ix->shape.dim[d];
+  char *dst = eng_tensor_data(&c->out[0]);
+  const void *iv = eng_tensor_data(ix);
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t dd = 0; dd < depth; dd++)
+      for (int64_t i = 0; i < inner; i++) {
+        int64_t j = o * inner + i;
+        int64_t v = ix->dtype == ENG_DT_INT32   ? ((const int32_t *)iv)[j]
+                    : ix->dtype == ENG_DT_INT64 ? ((const int64_t *)iv)[j]
+                                                : ((const uint8_t *)iv)[j];
+        memcpy(dst + (size_t)((o * depth + dd) * inner + i) * es,
+               eng_tensor_data(v == dd ? on : off), es);
+      }
+  return TD_OK;
+}
+
+/* --- MirrorPad ------------------------------------------------------------------------ */
+
+td_code eng_k_mirror_pad(eng_kctx *c) {
+  const eng_tensor *x = &c->in[0];
+  int64_t pads[ENG_MAX_RANK * 2];
+  int n;
+  td_code rc = want_fixed(c, 0);
+  if (!rc) rc = eng_karg_ints(c, 1, pads, ENG_MAX_RANK * 2, &n);
+  if (rc) return rc;
+  int r = x->shape.rank;
+  bool sym = !strcmp(eng_attr_str(c->node, "mode", "REFLECT"), "SYMMETRIC");
+  if (n != 2 * r) return eng_kfail(c, TD_INVALID_ARGUMENT, "paddings must be [%d,2]", r);
+  eng_shape s = {.rank = r};
+  for (int d = 0; d < r; d++) {
+    int64_t lim = x->shape.dim[d] - (sym ? 0 : 1);
+    if (pads[2 * d] < 0 || pads[2 * d + 1] < 0 || pads[2 * d] > lim || pads[2 * d + 1] > lim)
+      return eng_kfail(c, TD_INVALID_ARGUMENT,
+                       "paddings must be no greater than the dimension size: %lld, %lld greater "
+                       "than %lld",
+                       (long long)pads[2 * d], (long long)pads[2 * d + 1], (long long)lim);
+    s.dim[d] = x->shape.dim[d] + pads[2 * d] + pads[2 * d + 1];
+  }
+  if ((rc = eng_kout_raw(c, 0, x->dtype, &s))) return rc;
+  size_t es = eng_dtype_size(x->dtype);
+  int64_t total = eng_shape_numel(&s), in_st[ENG_MAX_RANK], idx[ENG_MAX_RANK] = {0};
+  eng_contig_strides(&x->shape, in_st);
+  char *dst = eng_tensor_data(&c->out[0]);
+  for (int64_t i = 0; i < total; i++) {
+    int64_t src = 0;
+    for (int d = 0; d < r; d++) {
+      int64_t p = idx[d] - pads[2 * d], dim = x->shape.dim[d];
+      if (p < 0) p = sym ? -p - 1 : -p;
+      else if (p >= dim) p = sym ? 2 * dim - p - 1 : 2 * dim - p - 2;
+      src += p * in_st[d];
+    }
+    memcpy(dst + (size_t)i * es, (const char *)eng_tensor_data(x) + (size_t)src * es, es);
+    for (int d = r - 1; d >= 0; d--) {
+      if (++idx[d] < s.dim[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return TD_OK;
+}

@@ -169,3 +169,50 @@ td_code eng_k_reduce(eng_kctx *c) {
   }
   return TD_OK;
 }
+
+/* --- Cumsum (float, double, int32, int64; exclusive, reverse) ------------------- */
+
+#define CUMSUM(T)                                                                         \
+  {                                                                                       \
+    const T *x = eng_tensor_data(&c->in[0]);                                              \
+    T *y = eng_tensor_data(&c->out[0]);                                                   \
+    for (int64_t o = 0; o < outer; o++)                                                   \
+      for (int64_t i = 0; i < inner; i++) {                                               \
+        T acc = 0;                                                                        \
+        for (int64_t k = 0; k < len; k++) {                                               \
+          int64_t kk = reverse ? len - 1 - k : k, at = (o * len + kk) * inner + i;         \
+          if (exclusive) {                                                                \
+            y[at] = acc;                                                                  \
+            acc += x[at];                                                                 \
+          } else {                                                                        \
+            acc += x[at];                                                                 \
+            y[at] = acc;                                                                  \
+          }                                                                               \
+        }                                                                                 \
+      }                                                                                   \
+  }
+
+td_code eng_k_cumsum(eng_kctx *c) {
+  const eng_tensor *xt = &c->in[0];
+  int64_t axis;
+  int a;
+  td_code rc = eng_karg_int(c, 1, &axis);
+  if (!rc) rc = eng_kaxis(c, axis, xt->shape.rank, &a);
+  if (rc) return rc;
+  if (xt->dtype != ENG_DT_FLOAT && xt->dtype != ENG_DT_DOUBLE && xt->dtype != ENG_DT_INT32 &&
+      xt->dtype != ENG_DT_INT64)
+    return eng_kfail(c, TD_UNIMPLEMENTED, "%s input is not supported", eng_dtype_name(xt->dtype));
+  if ((rc = eng_kout_raw(c, 0, xt->dtype, &xt->shape))) return rc;
+  bool exclusive = eng_node_attr_bool(c->node, "exclusive", false);
+  bool reverse = eng_node_attr_bool(c->node, "reverse", false);
+  int64_t outer = 1, inner = 1, len = xt->shape.dim[a];
+  for (int d = 0; d < a; d++) outer *= xt->shape.dim[d];
+  for (int d = a + 1; d < xt->shape.rank; d++) inner *= xt->shape.dim[d];
+  switch (xt->dtype) {
+    case ENG_DT_FLOAT: CUMSUM(float) break;
+    case ENG_DT_DOUBLE: CUMSUM(double) break;
+    case ENG_DT_INT32: CUMSUM(int32_t) break;
+    default: CUMSUM(int64_t) break;
+  }
+  return TD_OK;
+}

@@ -153,6 +153,20 @@ case("Pad", [A23, a([1, 0], [0, 2], dt=i32)], call=lambda x, p: R.Pad(input=x, p
 case("PadV2", [A23, a([0, 1], [2, 0], dt=i32), sc(-1.0)], call=lambda x, p, v: R.PadV2(input=x, paddings=p, constant_values=v))
 case("Tile", [A23, a(2, 2, dt=i32)], call=lambda x, m: R.Tile(input=x, multiples=m))
 
+case("Split", [sc(1, i32), r([2, 6], 40)], {"num_split": 3}, n_out=3,
+     call=lambda ax, x: R.Split(axis=ax, value=x, num_split=3))
+case("SplitV", [r([5, 2], 41), a(1, -1, 2, dt=i32), sc(0, i32)], n_out=3,
+     call=lambda x, s, ax: R.SplitV(value=x, size_splits=s, axis=ax, num_split=3))
+case("OneHot", [a([0, 2], [3, 1], dt=i32), sc(3, i32), sc(5.0), sc(-1.0)], {"axis": 1},
+     call=lambda i, d, on, off: R.OneHot(indices=i, depth=d, on_value=on, off_value=off, axis=1))
+case("MirrorPad", [A23, a([1, 1], [2, 1], dt=i32)], {"mode": "REFLECT"},
+     call=lambda x, p: R.MirrorPad(input=x, paddings=p, mode="REFLECT"))
+case("MirrorPad", [A23, a([2, 0], [0, 3], dt=i32)], {"mode": "SYMMETRIC"},
+     call=lambda x, p: R.MirrorPad(input=x, paddings=p, mode="SYMMETRIC"))
+case("Cumsum", [X234, sc(1, i32)], call=lambda x, ax: R.Cumsum(x=x, axis=ax))
+case("Cumsum", [a([1, 2, 3], [4, 5, 6], dt=i32), sc(-1, i32)], {"exclusive": True, "reverse": True},
+     call=lambda x, ax: R.Cumsum(x=x, axis=ax, exclusive=True, reverse=True))
+
 # --- reductions
 for op in ["Sum", "Mean", "Max", "Min", "Prod"]:
     case(op, [X234, a(0, -1, dt=i32)], call=lambda x, ax, op=op: getattr(R, op)(input=x, axis=ax))
