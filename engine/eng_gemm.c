@@ -42,7 +42,7 @@ eng_packed *eng_gemm_pack(const float *b, int64_t k, int64_t n, bool trans_b) {
   p->k = k;
   p->n = n;
   p->isa = v;
-  p->nr = v == ISA_AVX512 ? 32 : 16;
+  p->nr = v == ISA_AVX512 && n > 16 ? 32 : 16;
   p->panels = (n + p->nr - 1) / p->nr;
   size_t bytes = sizeof(float) * (size_t)(p->panels * k * p->nr);
   void *mem = NULL;
@@ -126,9 +126,40 @@ K512(4)
 K512(5)
 K512(6)
 
+/* AVX-512 with NR = 16 (one zmm per row), for narrow outputs (n <= 16:
+ * early CNN layers), where a 32-wide panel would be at least half padding. */
+#define K512H(R)                                                                                  \
+  __attribute__((target("avx512f"))) static void k512h_##R(                                     \
+      const float *a, int64_t lda, const float *bp, int64_t k, float *c, int64_t ldc,             \
+      int64_t cols, const eng_gemm_epi *epi, int64_t col0) {                                      \
+    __m512 acc[R];                                                                                \
+    for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();                                     \
+    for (int64_t kk = 0; kk < k; kk++) {                                                          \
+      __m512 b0 = _mm512_load_ps(bp + kk * 16);                                                   \
+      for (int r = 0; r < R; r++)                                                                 \
+        acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + kk]), b0, acc[r]);                    \
+    }                                                                                             \
+    __mmask16 m0 = cols >= 16 ? 0xFFFF : (__mmask16)((1u << cols) - 1);                           \
+    for (int i = 0; epi && i < epi->n; i++) {                                                     \
+      int kind = epi->op[i].kind;                                                                 \
+      __m512 k0 = _mm512_set1_ps(epi->op[i].s);                                                   \
+      if (kind <= ENG_GEMM_MUL && epi->op[i].k) k0 = _mm512_maskz_loadu_ps(m0, epi->op[i].k + col0); \
+      for (int r = 0; r < R; r++) acc[r] = epi512(kind, acc[r], k0);                              \
+    }                                                                                             \
+    for (int r = 0; r < R; r++) _mm512_mask_storeu_ps(c + r * ldc, m0, acc[r]);                   \
+  }
+
+K512H(1)
+K512H(2)
+K512H(3)
+K512H(4)
+K512H(5)
+K512H(6)
+
 typedef void (*kern_fn)(const float *, int64_t, const float *, int64_t, float *, int64_t, int64_t,
                         const eng_gemm_epi *, int64_t);
 static const kern_fn k512[MR + 1] = {NULL, k512_1, k512_2, k512_3, k512_4, k512_5, k512_6};
+static const kern_fn k512h[MR + 1] = {NULL, k512h_1, k512h_2, k512h_3, k512h_4, k512h_5, k512h_6};
 
 /* --- AVX2: NR = 16 (two ymm per row) ------------------------------------------ */
 
@@ -198,7 +229,7 @@ static const kern_fn k256[MR + 1] = {NULL, k256_1, k256_2, k256_3, k256_4, k256_
 
 void eng_gemm_run(const float *a, int64_t lda, int64_t m, const eng_packed *b, float *c,
                   int64_t ldc, const eng_gemm_epi *epi) {
-  const kern_fn *kern = b->isa == ISA_AVX512 ? k512 : k256;
+  const kern_fn *kern = b->isa != ISA_AVX512 ? k256 : b->nr == 32 ? k512 : k512h;
   if (epi && !epi->n) epi = NULL;
   for (int64_t r0 = 0; r0 < m; r0 += ROW_BLOCK) {
     int64_t rows = m - r0 < ROW_BLOCK ? m - r0 : ROW_BLOCK;
