@@ -262,8 +262,11 @@ int main(int argc, char **argv) {
   rc = 0;
 
 out_grpc:
-  /* Requests in flight finish, new ones are refused, versions unload;
-   * then the transports stop. */
+  /* The listening sockets close, requests in flight finish (new requests
+   * on open connections are refused), versions unload; then the transports
+   * stop. */
+  srv_rest_quiesce(rest);
+  srv_grpc_quiesce(grpc);
   clean = ldr_manager_shutdown(manager, opt.shutdown_grace_seconds);
   srv_rest_stop(rest);
   srv_grpc_stop(grpc);

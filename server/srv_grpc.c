@@ -88,6 +88,7 @@ struct srv_grpc {
   int port;
   atomic_int live;      /* call contexts alive */
   atomic_bool stopping; /* no new request_call once set */
+  atomic_bool quiesced; /* shutdown_and_notify already called */
   grpc_completion_queue *shutdown_cq;
 };
 
@@ -516,10 +517,15 @@ td_code srv_grpc_start(const srv_grpc_options *opt, srv_grpc **out, td_err *err)
 
 int srv_grpc_port(const srv_grpc *s) { return s->port; }
 
-void srv_grpc_stop(srv_grpc *s) {
-  if (!s) return;
+void srv_grpc_quiesce(srv_grpc *s) {
+  if (!s || atomic_exchange(&s->quiesced, true)) return;
   atomic_store(&s->stopping, true);
   grpc_server_shutdown_and_notify(s->server, s->shutdown_cq, s);
+}
+
+void srv_grpc_stop(srv_grpc *s) {
+  if (!s) return;
+  srv_grpc_quiesce(s); /* the one notification plucked below */
   grpc_server_cancel_all_calls(s->server);
   grpc_completion_queue_pluck(s->shutdown_cq, s, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
   /* Pending request_call tags complete with ok=false and free themselves;

@@ -66,6 +66,9 @@ td_code srv_grpc_start(const srv_grpc_options *opt, srv_grpc **out, td_err *err)
 /* The bound TCP port (useful with port 0 only when a listener was asked
  * for); 0 when there is no TCP listener. */
 int srv_grpc_port(const srv_grpc *g);
+/* Graceful shutdown, step one: the server stops listening and takes no
+ * new calls; calls already started finish. srv_grpc_stop follows. */
+void srv_grpc_quiesce(srv_grpc *g);
 void srv_grpc_stop(srv_grpc *g);
 
 #endif

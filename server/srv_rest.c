@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <strings.h>
 #include <uv.h>
 #include <zlib.h>
@@ -670,6 +671,14 @@ td_code srv_rest_start(const srv_rest_options *opt, srv_rest **out, td_err *err)
 }
 
 int srv_rest_port(const srv_rest *s) { return s->port; }
+
+void srv_rest_quiesce(srv_rest *s) {
+  if (!s || !s->d) return;
+  /* MHD hands the listening socket back (suspend/resume implies the
+   * inter-thread channel quiescing needs); closing it refuses new clients. */
+  MHD_socket fd = MHD_quiesce_daemon(s->d);
+  if (fd != MHD_INVALID_SOCKET) close(fd);
+}
 
 void srv_rest_stop(srv_rest *s) {
   if (!s) return;

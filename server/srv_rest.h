@@ -68,6 +68,10 @@ typedef struct srv_rest_options {
 td_code srv_rest_start(const srv_rest_options *opt, srv_rest **out, td_err *err);
 /* Port actually bound (useful with port 0). */
 int srv_rest_port(const srv_rest *s);
+/* Graceful shutdown, step one: closes the listening socket so no new
+ * connection is accepted; requests already received still get their
+ * answers. srv_rest_stop follows. */
+void srv_rest_quiesce(srv_rest *s);
 void srv_rest_stop(srv_rest *s);
 
 #endif

@@ -105,3 +105,33 @@ def test_batching_file_needs_enable_batching(tmp_path):
                        capture_output=True, text=True, timeout=30)
     assert r.returncode != 0
     assert "batching_parameters_file is set without setting" in r.stderr
+
+
+def test_sigterm_closes_ports_and_finishes_requests_in_flight(tmp_path):
+    """A request held in a batch (2 s timeout) is in flight when SIGTERM
+    arrives: the ports stop accepting at once, the request still gets its
+    answer, and the process exits 0."""
+    import signal
+    import socket
+    import time
+    from conftest import Server
+    cfg = write(tmp_path, "max_batch_size { value: 8 }\n"
+                          "batch_timeout_micros { value: 2000000 }\n")
+    s = Server("half_plus_two", HALF_PLUS_TWO, ("--enable_batching",
+                                                f"--batching_parameters_file={cfg}"))
+    try:
+        got = {}
+        t = threading.Thread(target=lambda: got.setdefault(
+            "r", s.json("POST", "/v1/models/half_plus_two:predict", '{"instances": [4.0]}')))
+        t.start()
+        time.sleep(0.3)
+        s.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        for port in (s.rest_port, s.grpc_port):
+            with pytest.raises(ConnectionRefusedError):
+                socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        t.join(timeout=30)
+        assert got["r"] == (200, {"predictions": [4.0]})
+        assert s.proc.wait(timeout=30) == 0
+    finally:
+        s.stop()
