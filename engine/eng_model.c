@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <threads.h>
 
 #include "eng_gemm.h"
 #include "eng_inline.h"
@@ -426,6 +427,49 @@ td_code eng_plan_check_feed(const eng_plan *p, int i, const eng_tensor *t, td_er
   return TD_OK;
 }
 
+/* The run loop's value table lives in a per-thread scratch block that only
+ * grows, so a warm run makes no allocation of its own (tensor buffers come
+ * from eng_tensor's per-thread cache). A nested run on the same thread, which
+ * the engine does not do today, would fall back to malloc. */
+typedef struct run_scratch {
+  void *p;
+  size_t cap;
+  bool busy;
+} run_scratch;
+
+static tss_t scratch_key;
+static once_flag scratch_once = ONCE_FLAG_INIT;
+
+static void scratch_free(void *arg) {
+  run_scratch *rs = arg;
+  if (rs) free(rs->p);
+  free(rs);
+}
+
+static void scratch_init(void) { tss_create(&scratch_key, scratch_free); }
+
+static run_scratch *scratch_take(size_t bytes) {
+  call_once(&scratch_once, scratch_init);
+  run_scratch *rs = tss_get(scratch_key);
+  if (!rs) {
+    rs = calloc(1, sizeof *rs);
+    if (!rs || tss_set(scratch_key, rs) != thrd_success) {
+      free(rs);
+      return NULL;
+    }
+  }
+  if (rs->busy) return NULL;
+  if (rs->cap < bytes) {
+    size_t cap = bytes < 4096 ? 4096 : bytes + bytes / 2;
+    void *np = realloc(rs->p, cap);
+    if (!np) return NULL;
+    rs->p = np;
+    rs->cap = cap;
+  }
+  rs->busy = true;
+  return rs;
+}
+
 static void drop_use(eng_tensor *values, int *left, int v) {
   if (--left[v] <= 0) eng_tensor_release(&values[v]);
 }
@@ -437,27 +481,23 @@ td_code eng_plan_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, t
   }
   const eng_graph *g = p->m->g;
   td_code rc = TD_OK;
-  eng_tensor *values = calloc((size_t)p->n_values + 1, sizeof *values);
-  int *left = malloc(sizeof *left * ((size_t)p->n_values + 1));
+  size_t nv = (size_t)p->n_values + 1;
+  size_t bytes = nv * (sizeof(eng_tensor) + sizeof(int) + sizeof(bool));
+  run_scratch *rs = scratch_take(bytes);
+  void *mem = rs ? rs->p : malloc(bytes);
   eng_tensor inbuf[16], outbuf[16];
-  if (!values || !left) {
-    free(values);
-    free(left);
-    return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
-  }
+  if (!mem) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  memset(mem, 0, bytes);
+  eng_tensor *values = mem;
+  int *left = (int *)(values + nv);
+  bool *fed = (bool *)(left + nv);
   memcpy(left, p->uses, sizeof *left * (size_t)p->n_values);
-  bool *fed = NULL;
   for (int i = 0; i < p->n_inputs; i++) {
     rc = eng_plan_check_feed(p, i, &in[i], err);
     if (rc) goto done;
     eng_tensor_release(&values[p->in_value[i]]);
     values[p->in_value[i]] = eng_tensor_share(&in[i]);
     left[p->in_value[i]]++; /* fed values are never overwritten */
-  }
-  fed = calloc((size_t)p->n_values + 1, sizeof *fed);
-  if (!fed) {
-    rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
-    goto done;
   }
   for (int i = 0; i < p->n_inputs; i++) fed[p->in_value[i]] = true;
   for (int i = 0; i < p->n_consts; i++)
@@ -531,9 +571,10 @@ td_code eng_plan_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, t
   }
 done:
   for (int v = 0; v < p->n_values; v++) eng_tensor_release(&values[v]);
-  free(values);
-  free(left);
-  free(fed);
+  if (rs)
+    rs->busy = false;
+  else
+    free(mem);
   return rc;
 }
 
