@@ -215,7 +215,7 @@ td_code eng_k_conv2d(eng_kctx *c) {
  * in blocks of 16 summed in registers over the valid taps (in tap order,
  * from zero, as the plain loop does), stored once. Cloned for AVX-512 and
  * AVX2 so the block is one or two vector registers. */
-__attribute__((target_clones("avx512f", "avx2", "default"))) static void dw_pixel(
+static inline __attribute__((always_inline)) void dw_pixel(
     const float *const *in, const float *const *w, int taps, int64_t c, float *restrict o,
     const eng_gemm_epi *epi) {
   int64_t ch = 0;
@@ -249,6 +249,29 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) static void dw_pixe
   }
 }
 
+/* The whole multiplier-1 depthwise convolution, cloned for AVX-512 / AVX2 /
+ * baseline once per call (dw_pixel inlines into each clone). */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void dw_all(
+    const geom *g, const float *xd, const float *fd, float *y, const eng_gemm_epi *epi) {
+  for (int64_t n = 0; n < g->n; n++)
+    for (int64_t oh = 0; oh < g->oh; oh++)
+      for (int64_t ow = 0; ow < g->ow; ow++) {
+        const float *tin[DW_MAX_TAPS], *tw[DW_MAX_TAPS];
+        int taps = 0;
+        for (int64_t i = 0; i < g->kh; i++) {
+          int64_t ih = oh * g->sh - g->pt + i * g->dh;
+          if (ih < 0 || ih >= g->h) continue;
+          for (int64_t j = 0; j < g->kw; j++) {
+            int64_t iw = ow * g->sw - g->pl + j * g->dw;
+            if (iw < 0 || iw >= g->w) continue;
+            tin[taps] = xd + ((n * g->h + ih) * g->w + iw) * g->c;
+            tw[taps++] = fd + (i * g->kw + j) * g->c;
+          }
+        }
+        dw_pixel(tin, tw, taps, g->c, y + ((n * g->oh + oh) * g->ow + ow) * g->c, epi);
+      }
+}
+
 td_code eng_k_depthwise_conv2d(eng_kctx *c) {
   const eng_tensor *x = &c->in[0], *f = &c->in[1];
   td_code rc = eng_kwant(c, 0, ENG_DT_FLOAT);
@@ -268,14 +291,15 @@ td_code eng_k_depthwise_conv2d(eng_kctx *c) {
   float *y = eng_tensor_data(&c->out[0]);
   int64_t oc = g.c * mult;
   bool taps_fit = mult == 1 && g.kh * g.kw <= DW_MAX_TAPS;
-  eng_gemm_epi ge;
-  const eng_gemm_epi *epi = taps_fit ? eng_kgemm_epi(c, &ge) : NULL;
+  if (taps_fit) {
+    eng_gemm_epi ge;
+    dw_all(&g, xd, fd, y, eng_kgemm_epi(c, &ge));
+    return TD_OK;
+  }
   for (int64_t n = 0; n < g.n; n++)
     for (int64_t oh = 0; oh < g.oh; oh++)
       for (int64_t ow = 0; ow < g.ow; ow++) {
         float *restrict o = y + ((n * g.oh + oh) * g.ow + ow) * oc;
-        const float *tin[DW_MAX_TAPS], *tw[DW_MAX_TAPS];
-        int taps = 0;
         for (int64_t i = 0; i < g.kh; i++) {
           int64_t ih = oh * g.sh - g.pt + i * g.dh;
           if (ih < 0 || ih >= g.h) continue;
@@ -284,10 +308,7 @@ td_code eng_k_depthwise_conv2d(eng_kctx *c) {
             if (iw < 0 || iw >= g.w) continue;
             const float *restrict ip = xd + ((n * g.h + ih) * g.w + iw) * g.c;
             const float *restrict fp = fd + (i * g.kw + j) * oc;
-            if (taps_fit) {
-              tin[taps] = ip;
-              tw[taps++] = fp;
-            } else if (mult == 1) {
+            if (mult == 1) {
               for (int64_t ch = 0; ch < g.c; ch++) o[ch] += ip[ch] * fp[ch];
             } else {
               for (int64_t ch = 0; ch < g.c; ch++)
@@ -295,8 +316,7 @@ td_code eng_k_depthwise_conv2d(eng_kctx *c) {
             }
           }
         }
-        if (taps_fit) dw_pixel(tin, tw, taps, g.c, o, epi);
-        if (!taps_fit) eng_kepilogue(c, o, 1, oc);
+        eng_kepilogue(c, o, 1, oc);
       }
   return TD_OK;
 }
