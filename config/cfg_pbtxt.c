@@ -14,6 +14,8 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "td_file.h"
+
 #define MAX_DEPTH 100
 #define MAX_FILE_BYTES ((size_t)64 << 20)
 
@@ -525,23 +527,11 @@ td_code cfg_pbtxt_parse(const char *text, size_t len, const ProtobufCMessageDesc
 
 td_code cfg_pbtxt_parse_file(const char *path, const ProtobufCMessageDescriptor *desc,
                              ProtobufCMessage **out, td_err *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return td_err_set(err, TD_NOT_FOUND, "%s: cannot open (%s)", path, strerror(errno));
-  struct stat st;
-  if (fstat(fileno(f), &st) || (size_t)st.st_size > MAX_FILE_BYTES) {
-    fclose(f);
-    return td_err_set(err, TD_INVALID_ARGUMENT, "%s: unreadable or larger than 64 MiB", path);
-  }
-  size_t n = (size_t)st.st_size;
-  char *text = malloc(n + 1);
-  if (!text) {
-    fclose(f);
-    return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
-  }
-  size_t got = fread(text, 1, n, f);
-  fclose(f);
-  td_code rc = got == n ? cfg_pbtxt_parse(text, n, desc, out, err)
-                        : td_err_set(err, TD_DATA_LOSS, "%s: short read", path);
+  uint8_t *text;
+  size_t n;
+  td_code rc = td_file_read(path, MAX_FILE_BYTES, &text, &n, err);
+  if (rc) return rc;
+  rc = cfg_pbtxt_parse((const char *)text, n, desc, out, err);
   free(text);
   if (rc) td_err_prefix(err, "%s", path);
   return rc;

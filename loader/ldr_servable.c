@@ -13,6 +13,7 @@
 #include "ldr_bundle.h"
 #include "ldr_import.h"
 #include "ldr_proto.h"
+#include "td_file.h"
 #include "td_log.h"
 #include "tensorflow/core/protobuf/saved_model.pb-c.h"
 
@@ -41,29 +42,6 @@ static bool file_exists(const char *path) {
   return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-static td_code read_file(const char *path, uint8_t **data, size_t *len, td_err *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return td_err_set(err, TD_NOT_FOUND, "%s: cannot open (%m)", path);
-  struct stat st;
-  if (fstat(fileno(f), &st) || st.st_size < 0 || (size_t)st.st_size > MAX_SAVED_MODEL_BYTES) {
-    fclose(f);
-    return td_err_set(err, TD_INVALID_ARGUMENT, "%s: unreadable or larger than 2 GiB", path);
-  }
-  *len = (size_t)st.st_size;
-  *data = malloc(*len ? *len : 1);
-  if (!*data) {
-    fclose(f);
-    return td_err_set(err, TD_RESOURCE_EXHAUSTED, "%s: out of memory", path);
-  }
-  size_t got = fread(*data, 1, *len, f);
-  fclose(f);
-  if (got != *len) {
-    free(*data);
-    return td_err_set(err, TD_DATA_LOSS, "%s: short read", path);
-  }
-  return TD_OK;
-}
-
 static td_code read_saved_model(const char *dir, Tensorflow__SavedModel **out, td_err *err) {
   char *pb = join(dir, "saved_model.pb");
   char *pbtxt = join(dir, "saved_model.pbtxt");
@@ -79,7 +57,7 @@ static td_code read_saved_model(const char *dir, Tensorflow__SavedModel **out, t
   } else {
     uint8_t *data = NULL;
     size_t len = 0;
-    rc = read_file(pb, &data, &len, err);
+    rc = td_file_read(pb, MAX_SAVED_MODEL_BYTES, &data, &len, err);
     if (!rc) {
       *out = tensorflow__saved_model__unpack(NULL, len, data);
       free(data);

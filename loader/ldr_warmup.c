@@ -15,6 +15,7 @@
 #include "ldr_proto.h"
 #include "td_log.h"
 #include "tensorflow_serving/apis/prediction_log.pb-c.h"
+#include "td_file.h"
 
 #define MAX_FILE_BYTES ((size_t)1 << 30)
 #define TFRECORD_HINT ". Please verify your warmup data is in TFRecord format."
@@ -28,33 +29,6 @@ static uint64_t le64(const uint8_t *p) {
 
 static uint32_t le32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static td_code read_all(const char *path, uint8_t **data, size_t *len, td_err *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return td_err_set(err, errno == EACCES ? TD_PERMISSION_DENIED : TD_NOT_FOUND,
-                      "%s: cannot open (%s)", path, strerror(errno));
-  struct stat st;
-  if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode) || st.st_size < 0 ||
-      (size_t)st.st_size > MAX_FILE_BYTES) {
-    fclose(f);
-    return td_err_set(err, TD_INVALID_ARGUMENT, "%s: not a regular file, or larger than 1 GiB",
-                      path);
-  }
-  *len = (size_t)st.st_size;
-  *data = malloc(*len ? *len : 1);
-  if (!*data) {
-    fclose(f);
-    return td_err_set(err, TD_RESOURCE_EXHAUSTED, "%s: out of memory", path);
-  }
-  size_t got = fread(*data, 1, *len, f);
-  fclose(f);
-  if (got != *len) {
-    free(*data);
-    return td_err_set(err, TD_DATA_LOSS, "%s: short read", path);
-  }
-  return TD_OK;
 }
 
 /* The log type a record holds when it is not predict_log, from its unknown
@@ -133,7 +107,7 @@ td_code ldr_warmup_run(const ldr_servable *sv, const char *version_dir, int iter
   double t0 = now_us();
   uint8_t *data = NULL;
   size_t len = 0;
-  td_code rc = read_all(path, &data, &len, err);
+  td_code rc = td_file_read(path, MAX_FILE_BYTES, &data, &len, err);
   if (rc) return td_err_prefix(err, "warmup");
   size_t off = 0;
   int count = 0;

@@ -81,21 +81,9 @@ static td_code value_error(td_err *err, td_code code, const char *before, const 
   return code;
 }
 
-static const char *json_type_name(const cJSON *v) {
-  switch (v->type & 0xFF) {
-    case cJSON_NULL: return "Null";
-    case cJSON_False: return "False";
-    case cJSON_True: return "True";
-    case cJSON_Object: return "Object";
-    case cJSON_Array: return "Array";
-    case cJSON_String: return "String";
-    default: return "Number";
-  }
-}
-
 static td_code type_error(td_err *err, const cJSON *v, eng_dtype dt) {
   return value_error(err, TD_INVALID_ARGUMENT, "JSON Value: ", v,
-                     " Type: %s is not of expected type: %s", json_type_name(v),
+                     " Type: %s is not of expected type: %s", srv_json_type_name(v),
                      eng_dtype_name(dt));
 }
 

@@ -13,18 +13,6 @@
 
 #include "tensorflow/core/example/example.pb-c.h"
 
-static const char *type_name(const cJSON *v) {
-  switch (v->type & 0xFF) {
-    case cJSON_NULL: return "Null";
-    case cJSON_False: return "False";
-    case cJSON_True: return "True";
-    case cJSON_Object: return "Object";
-    case cJSON_Array: return "Array";
-    case cJSON_String: return "String";
-    default: return "Number";
-  }
-}
-
 /* "<before><value><after>", the shape of TF's FormatError messages. */
 static td_code value_error(td_err *err, const char *before, const cJSON *v, const char *after) {
   td_buf b;
@@ -108,7 +96,8 @@ static td_code add_value(feat *f, const cJSON *v, const char *name, td_err *err)
   if (cJSON_IsNull(v) || cJSON_IsArray(v) || (cJSON_IsObject(v) && !srv_json_is_b64_object(v))) {
     td_buf b;
     td_buf_init(&b);
-    td_buf_printf(&b, "Feature: %s has element with unexpected JSON type: %s", name, type_name(v));
+    td_buf_printf(&b, "Feature: %s has element with unexpected JSON type: %s", name,
+                  srv_json_type_name(v));
     td_err_set(err, TD_INVALID_ARGUMENT, "%s", b.data && !b.oom ? b.data : "bad feature");
     td_buf_free(&b);
     return TD_INVALID_ARGUMENT;
@@ -166,7 +155,7 @@ static bool shadowed(const cJSON *m) {
 static td_code make_example(const cJSON *obj, td_buf *b, td_err *err) {
   if (!cJSON_IsObject(obj))
     return td_err_set(err, TD_INVALID_ARGUMENT, "Example must be JSON object but got JSON %s",
-                      type_name(obj));
+                      srv_json_type_name(obj));
   size_t n = 0;
   for (const cJSON *m = obj->child; m; m = m->next) n++;
   feat *fs = calloc(n + 1, sizeof *fs);

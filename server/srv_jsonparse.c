@@ -426,3 +426,15 @@ bool srv_json_is_b64_object(const cJSON *v) {
   return cJSON_IsObject(v) && v->child && !v->child->next && v->child->string &&
          strcmp(v->child->string, "b64") == 0 && cJSON_IsString(v->child);
 }
+
+const char *srv_json_type_name(const cJSON *v) {
+  switch (v->type & 0xFF) {
+    case cJSON_NULL: return "Null";
+    case cJSON_False: return "False";
+    case cJSON_True: return "True";
+    case cJSON_Object: return "Object";
+    case cJSON_Array: return "Array";
+    case cJSON_String: return "String";
+    default: return "Number";
+  }
+}

@@ -70,6 +70,10 @@ srv_json_numkind srv_json_number(const cJSON *v, int64_t *i, uint64_t *u);
  * escaped NUL, which strlen(valuestring) would not); 0 for non-strings. */
 size_t srv_json_string_len(const cJSON *v);
 
+/* The value's kind as rapidjson names it in TF Serving's messages: "Null",
+ * "False", "True", "Object", "Array", "String" or "Number". */
+const char *srv_json_type_name(const cJSON *v);
+
 /* True for {"b64": "<string>"}: an object with exactly one member, "b64",
  * holding a string (TF's IsValBase64Object). */
 bool srv_json_is_b64_object(const cJSON *v);
