@@ -180,7 +180,9 @@ static void worker_main(void *arg) {
 
 static void unref_all(void *arg) {
   freelist *fl = arg;
-  lower_priority();
+  /* Normal priority on purpose: malloc_trim locks every malloc arena in
+   * turn, the request threads' too, and a lowered thread preempted while
+   * holding one stalls those requests (priority inversion). */
   for (int i = 0; i < fl->n; i++) ldr_servable_unref(fl->sv[i]);
   malloc_trim(0); /* give the freed pages back to the system */
 }
