@@ -192,17 +192,20 @@ td_code eng_graph_copy_attr(eng_graph *g, int node, const eng_attr *src, td_err 
       }
       a->li = NULL;
       if (src->n && es) {
-        a->li = malloc((size_t)src->n * es);
+        /* Zeroed, so that after a failed string copy the elements not yet
+         * copied are NULL rather than pointers into src (freed twice). */
+        a->li = calloc((size_t)src->n, es);
         if (!a->li) {
           a->kind = ENG_ATTR_NONE;
           ok = false;
           break;
         }
-        memcpy(a->li, src->li, (size_t)src->n * es);
         if (src->list_kind == ENG_ATTR_S)
-          for (int i = 0; i < src->n; i++) ok = ok && copy_bytes(&a->ls[i], &src->ls[i]);
-        if (src->list_kind == ENG_ATTR_FUNC)
-          for (int i = 0; i < src->n; i++) ok = ok && (a->lfunc[i] = strdup(src->lfunc[i]));
+          for (int i = 0; i < src->n && ok; i++) ok = copy_bytes(&a->ls[i], &src->ls[i]);
+        else if (src->list_kind == ENG_ATTR_FUNC)
+          for (int i = 0; i < src->n && ok; i++) ok = (a->lfunc[i] = strdup(src->lfunc[i])) != NULL;
+        else
+          memcpy(a->li, src->li, (size_t)src->n * es);
       }
       break;
     }

@@ -45,7 +45,7 @@ typedef struct srv_route {
   bool has_version;
   int64_t version;
   const char *label; /* NULL unless /labels/L */
-  char buf[512];
+  char buf[4096]; /* name and label copies; longer paths are refused as malformed */
 } srv_route;
 
 /* Returns TD_OK with the route, or INVALID_ARGUMENT with TF Serving's
