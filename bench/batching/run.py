@@ -105,6 +105,8 @@ def run_h2load(port, frame, clients, duration, work):
     conns = min(clients, 32)
     streams = max(1, (clients + conns - 1) // conns)
     log = os.path.join(work, "lat.tsv")
+    if os.path.exists(log):
+        os.remove(log)  # h2load appends to an existing log file
     out = subprocess.run(["h2load", "-D", str(duration), "-c", str(conns), "-m", str(streams),
                           "-t", "1", "-H", "content-type: application/grpc", "-H", "te: trailers",
                           "-d", req, "--log-file", log,
