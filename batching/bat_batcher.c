@@ -15,6 +15,15 @@
 
 #include "eng_model.h"
 
+/* The parameters one signature queue runs with: the global ones, or its
+ * model's own. Batches carry a copy, since their queue may be freed while
+ * they run. */
+typedef struct qparams {
+  cfg_batching p;
+  int64_t exec_size;
+  uint64_t queue_timeout_ns; /* 0: none */
+} qparams;
+
 typedef struct task_state {
   bat_task *t;
   uint64_t submitted_ns;
@@ -37,6 +46,7 @@ typedef struct batch {
   int n, cap;
   piece *pieces;
   int n_live;   /* pieces [0, n_live) run; the rest expired while queued */
+  qparams qp;
   int64_t rows; /* rows of the live pieces */
   uint64_t opened_ns;
   bat_task run;
@@ -44,15 +54,17 @@ typedef struct batch {
 
 typedef struct sigq {
   const ldr_signature *sig;
+  qparams qp;
   batch *head, *tail;
   int n_batches;
   struct sigq *next;
 } sigq;
 
 struct bat_batcher {
-  cfg_batching p;
+  cfg_batching p; /* global; p.num_batch_threads bounds every queue */
+  bat_model_params_fn lookup;
+  void *lookup_ctx;
   bat_batcher_stats stats;
-  int64_t exec_size;
   bat_queue *queue;
   uv_mutex_t mu;
   uv_cond_t cv;
@@ -73,11 +85,11 @@ static uint64_t now_ns(void) {
 static bool batchable_dtype(eng_dtype dt) { return eng_dtype_size(dt) > 0; }
 
 /* Can task t join a batch whose first task is ref? */
-static bool compatible(const bat_batcher *b, const bat_task *ref, const bat_task *t) {
+static bool compatible(const qparams *qp, const bat_task *ref, const bat_task *t) {
   for (int i = 0; i < t->sig->n_inputs; i++) {
     const eng_shape *a = &ref->inputs[i].shape, *c = &t->inputs[i].shape;
     if (a->rank != c->rank || ref->inputs[i].dtype != t->inputs[i].dtype) return false;
-    if (b->p.pad_variable_length_inputs) continue;
+    if (qp->p.pad_variable_length_inputs) continue;
     for (int d = 1; d < a->rank; d++)
       if (a->dim[d] != c->dim[d]) return false;
   }
@@ -202,9 +214,9 @@ static td_code split_outputs(batch *bt, int64_t total, eng_tensor *out, td_err *
   return TD_OK;
 }
 
-static int64_t padded_size(const bat_batcher *b, int64_t rows) {
-  for (int i = 0; i < b->p.n_allowed_batch_sizes; i++)
-    if (b->p.allowed_batch_sizes[i] >= rows) return b->p.allowed_batch_sizes[i];
+static int64_t padded_size(const qparams *qp, int64_t rows) {
+  for (int i = 0; i < qp->p.n_allowed_batch_sizes; i++)
+    if (qp->p.allowed_batch_sizes[i] >= rows) return qp->p.allowed_batch_sizes[i];
   return rows;
 }
 
@@ -239,7 +251,7 @@ static td_code run_batch(bat_task *rt) {
   if (!sig->plan)
     return td_err_set(&rt->err, TD_FAILED_PRECONDITION, "signature '%s' cannot run: %s", sig->key,
                       sig->plan_error ? sig->plan_error : "no plan");
-  int64_t total = padded_size(bt->owner, bt->rows);
+  int64_t total = padded_size(&bt->qp, bt->rows);
   eng_tensor *in = calloc((size_t)sig->n_inputs + 1, sizeof *in);
   eng_tensor *out = calloc((size_t)sig->n_outputs + 1, sizeof *out);
   td_code rc = in && out ? TD_OK : td_err_set(&rt->err, TD_RESOURCE_EXHAUSTED, "out of memory");
@@ -286,7 +298,7 @@ static void batch_done(bat_task *rt) { finish_batch(rt->user, rt->code, &rt->err
 
 /* Counts a batch as it leaves for the engine (mutex held). */
 static void count_batch(bat_batcher *b, const batch *bt, uint64_t now) {
-  int64_t padded = padded_size(b, bt->rows);
+  int64_t padded = padded_size(&bt->qp, bt->rows);
   b->stats.batches++;
   b->stats.rows += bt->rows;
   b->stats.padding_rows += padded - bt->rows;
@@ -308,7 +320,6 @@ static void dispatch(bat_batcher *b, batch *bt) {
 
 static void scheduler(void *arg) {
   bat_batcher *b = arg;
-  uint64_t timeout = (uint64_t)b->p.batch_timeout_micros * 1000u;
   uv_mutex_lock(&b->mu);
   for (;;) {
     uint64_t now = now_ns(), wake = UINT64_MAX;
@@ -316,7 +327,8 @@ static void scheduler(void *arg) {
     for (sigq **qp = &b->queues; *qp; qp = &(*qp)->next) {
       sigq *q = *qp;
       batch *h = q->head;
-      bool is_ready = b->stopping || h != q->tail || h->rows >= b->exec_size ||
+      uint64_t timeout = (uint64_t)q->qp.p.batch_timeout_micros * 1000u;
+      bool is_ready = b->stopping || h != q->tail || h->rows >= q->qp.exec_size ||
                       now - h->opened_ns >= timeout;
       if (!is_ready) {
         if (h->opened_ns + timeout < wake) wake = h->opened_ns + timeout;
@@ -359,11 +371,21 @@ static void scheduler(void *arg) {
 
 /* --- submission ---------------------------------------------------------- */
 
-static batch *new_batch(bat_batcher *b, const ldr_signature *sig) {
+static void qparams_for(const bat_batcher *b, const char *model, qparams *qp) {
+  int64_t timeout_us = 0;
+  qp->p = b->p;
+  if (b->lookup && model && b->lookup(b->lookup_ctx, model, &qp->p, &timeout_us))
+    qp->p.num_batch_threads = b->p.num_batch_threads;
+  qp->exec_size = cfg_batching_exec_size(&qp->p);
+  qp->queue_timeout_ns = timeout_us > 0 ? (uint64_t)timeout_us * 1000u : 0;
+}
+
+static batch *new_batch(bat_batcher *b, const sigq *q) {
   batch *bt = calloc(1, sizeof *bt);
   if (!bt) return NULL;
   bt->owner = b;
-  bt->sig = sig;
+  bt->sig = q->sig;
+  bt->qp = q->qp;
   bt->opened_ns = now_ns();
   return bt;
 }
@@ -398,9 +420,27 @@ td_code bat_batcher_submit(bat_batcher *b, bat_task *t, td_err *err) {
     rows = x->shape.dim[0];
   }
   if (direct || rows == 0) return bat_queue_submit(b->queue, t, err);
-  if (rows > b->p.max_batch_size)
+
+  /* The queue's parameters: an existing queue keeps the ones it was made
+   * with; a new one asks for the model's own (outside the lock). */
+  uv_mutex_lock(&b->mu);
+  sigq *q = b->queues;
+  while (q && q->sig != sig) q = q->next;
+  qparams qp;
+  if (q) {
+    qp = q->qp;
+  } else {
+    uv_mutex_unlock(&b->mu);
+    qparams_for(b, t->model, &qp);
+    uv_mutex_lock(&b->mu);
+    q = b->queues;
+    while (q && q->sig != sig) q = q->next;
+    if (q) qp = q->qp;
+  }
+  uv_mutex_unlock(&b->mu);
+  if (rows > qp.p.max_batch_size)
     return td_err_set(err, TD_INVALID_ARGUMENT, "Task size %lld is larger than maximum input batch size %lld",
-                      (long long)rows, (long long)b->p.max_batch_size);
+                      (long long)rows, (long long)qp.p.max_batch_size);
 
   task_state *ts = calloc(1, sizeof *ts);
   if (!ts) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
@@ -408,6 +448,10 @@ td_code bat_batcher_submit(bat_batcher *b, bat_task *t, td_err *err) {
   ts->rows = rows;
   ts->submitted_ns = now_ns();
   for (int o = 0; o < sig->n_outputs; o++) t->outputs[o] = (eng_tensor){0};
+  if (qp.queue_timeout_ns) {
+    uint64_t limit = uv_hrtime() + qp.queue_timeout_ns;
+    if (!t->deadline_ns || limit < t->deadline_ns) t->deadline_ns = limit;
+  }
 
   td_code rc = TD_OK;
   uv_mutex_lock(&b->mu);
@@ -415,16 +459,17 @@ td_code bat_batcher_submit(bat_batcher *b, bat_task *t, td_err *err) {
     rc = td_err_set(err, TD_UNAVAILABLE, "server is shutting down");
     goto out;
   }
-  sigq *q = b->queues;
+  q = b->queues;
   while (q && q->sig != sig) q = q->next;
+  if (q) qp = q->qp; /* made meanwhile by another submitter */
   batch *open = q ? q->tail : NULL;
   int64_t room = 0;
-  if (open && compatible(b, open->pieces[0].ts->t, t)) room = b->exec_size - open->rows;
+  if (open && compatible(&qp, open->pieces[0].ts->t, t)) room = qp.exec_size - open->rows;
   if (room < 0) room = 0;
   int64_t first = rows < room ? rows : room;
   int64_t rest = rows - first;
-  int64_t fresh = (rest + b->exec_size - 1) / b->exec_size;
-  if ((q ? q->n_batches : 0) + fresh > b->p.max_enqueued_batches) {
+  int64_t fresh = (rest + qp.exec_size - 1) / qp.exec_size;
+  if ((q ? q->n_batches : 0) + fresh > qp.p.max_enqueued_batches) {
     rc = td_err_set(err, TD_RESOURCE_EXHAUSTED,
                     "The batch scheduling queue to which this task was submitted is full");
     goto out;
@@ -436,6 +481,7 @@ td_code bat_batcher_submit(bat_batcher *b, bat_task *t, td_err *err) {
       goto out;
     }
     q->sig = sig;
+    q->qp = qp;
     sigq **end = &b->queues;
     while (*end) end = &(*end)->next;
     *end = q;
@@ -443,10 +489,10 @@ td_code bat_batcher_submit(bat_batcher *b, bat_task *t, td_err *err) {
   /* Allocate every new batch first, so nothing half-applies on failure. */
   batch **fresh_b = calloc((size_t)fresh + 1, sizeof *fresh_b);
   bool ok = fresh_b != NULL;
-  for (int64_t k = 0; ok && k < fresh; k++) ok = (fresh_b[k] = new_batch(b, sig)) != NULL;
+  for (int64_t k = 0; ok && k < fresh; k++) ok = (fresh_b[k] = new_batch(b, q)) != NULL;
   if (ok && first) ok = add_piece(open, ts, 0, first);
   for (int64_t k = 0, off = first; ok && k < fresh; k++) {
-    int64_t len = rows - off < b->exec_size ? rows - off : b->exec_size;
+    int64_t len = rows - off < qp.exec_size ? rows - off : qp.exec_size;
     ok = add_piece(fresh_b[k], ts, off, len);
     off += len;
   }
@@ -488,14 +534,15 @@ out:
   return rc;
 }
 
-td_code bat_batcher_create(const cfg_batching *params, bat_queue *queue, bat_batcher **out,
-                           td_err *err) {
+td_code bat_batcher_create(const cfg_batching *params, bat_queue *queue, bat_model_params_fn lookup,
+                           void *lookup_ctx, bat_batcher **out, td_err *err) {
   td_code rc = cfg_batching_validate(params, err);
   if (rc) return rc;
   bat_batcher *b = calloc(1, sizeof *b);
   if (!b) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
   b->p = *params;
-  b->exec_size = cfg_batching_exec_size(params);
+  b->lookup = lookup;
+  b->lookup_ctx = lookup_ctx;
   b->queue = queue;
   if (uv_mutex_init(&b->mu) || uv_cond_init(&b->cv)) {
     free(b);

@@ -44,9 +44,18 @@ typedef struct bat_batcher_stats {
   uint64_t max_queue_delay_ns; /* the longest such wait */
 } bat_batcher_stats;
 
-/* The queue must outlive the batcher. */
-td_code bat_batcher_create(const cfg_batching *params, bat_queue *queue, bat_batcher **out,
-                           td_err *err);
+/* Per-model parameters (beyond TF Serving, as Triton users expect): asked
+ * when a signature's queue is created for a task naming its model
+ * (bat_task.model). Returns true with *out set to replace the global
+ * parameters for that model (its num_batch_threads is ignored: the thread
+ * count is shared); *queue_timeout_micros > 0 fails tasks that wait longer
+ * than that in the queue with DEADLINE_EXCEEDED. Must be thread-safe. */
+typedef bool (*bat_model_params_fn)(void *ctx, const char *model, cfg_batching *out,
+                                    int64_t *queue_timeout_micros);
+
+/* The queue must outlive the batcher. lookup may be NULL. */
+td_code bat_batcher_create(const cfg_batching *params, bat_queue *queue, bat_model_params_fn lookup,
+                           void *lookup_ctx, bat_batcher **out, td_err *err);
 td_code bat_batcher_submit(bat_batcher *b, bat_task *t, td_err *err);
 void bat_batcher_get_stats(bat_batcher *b, bat_batcher_stats *out);
 void bat_batcher_destroy(bat_batcher *b);

@@ -37,6 +37,8 @@ struct bat_task {
   /* Optional: uv_hrtime() value (CLOCK_MONOTONIC ns) after which the task
    * is abandoned instead of run; 0 = no deadline. */
   uint64_t deadline_ns;
+  /* Optional: the model's name, for per-model batching parameters. */
+  const char *model;
   void *user;
   bat_task *next; /* queue link; owned by the queue while queued */
 };

@@ -59,7 +59,7 @@ td_code cfg_batching_validate(const cfg_batching *b, td_err *err) {
   return TD_OK;
 }
 
-static td_code from_proto(const batching_proto *p, int cpus, cfg_batching *b, td_err *err) {
+td_code cfg_batching_from_proto(const batching_proto *p, int cpus, cfg_batching *b, td_err *err) {
   cfg_batching_defaults(b, cpus);
   if (p->max_batch_size) b->max_batch_size = p->max_batch_size->value;
   if (p->batch_timeout_micros) b->batch_timeout_micros = p->batch_timeout_micros->value;
@@ -84,7 +84,7 @@ td_code cfg_batching_parse(const char *text, int cpus, cfg_batching *out, td_err
   td_code rc = cfg_pbtxt_parse(text, strlen(text),
                                &tensorflow__serving__batching_parameters__descriptor, &m, err);
   if (rc) return td_err_prefix(err, "Error parsing text-format tensorflow.serving.BatchingParameters");
-  rc = from_proto((const batching_proto *)m, cpus, out, err);
+  rc = cfg_batching_from_proto((const batching_proto *)m, cpus, out, err);
   protobuf_c_message_free_unpacked(m, NULL);
   return rc;
 }
@@ -94,7 +94,7 @@ td_code cfg_batching_load(const char *path, int cpus, cfg_batching *out, td_err 
   td_code rc = cfg_pbtxt_parse_file(path, &tensorflow__serving__batching_parameters__descriptor,
                                     &m, err);
   if (rc) return td_err_prefix(err, "Error parsing text-format tensorflow.serving.BatchingParameters");
-  rc = from_proto((const batching_proto *)m, cpus, out, err);
+  rc = cfg_batching_from_proto((const batching_proto *)m, cpus, out, err);
   protobuf_c_message_free_unpacked(m, NULL);
   if (rc) td_err_prefix(err, "%s", path);
   return rc;

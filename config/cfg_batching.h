@@ -31,6 +31,11 @@ void cfg_batching_defaults(cfg_batching *b, int cpus);
  * and column. */
 td_code cfg_batching_load(const char *path, int cpus, cfg_batching *out, td_err *err);
 td_code cfg_batching_parse(const char *text, int cpus, cfg_batching *out, td_err *err);
+struct Tensorflow__Serving__BatchingParameters;
+/* From a parsed BatchingParameters message: TF Serving's defaults for unset
+ * fields, then validation. */
+td_code cfg_batching_from_proto(const struct Tensorflow__Serving__BatchingParameters *p, int cpus,
+                                cfg_batching *out, td_err *err);
 /* TF Serving's rules: positive sizes, allowed sizes increasing, the last
  * allowed size equal to the execution batch size. */
 td_code cfg_batching_validate(const cfg_batching *b, td_err *err);

@@ -125,6 +125,15 @@ static td_code convert_model(const MC *mc, int index, cfg_model *m, td_err *err)
     }
     qsort(m->labels, (size_t)m->n_labels, sizeof *m->labels, cmp_label);
   }
+  if (mc->batching_parameters) {
+    rc = cfg_batching_from_proto(mc->batching_parameters, 1, &m->batching, err);
+    if (rc) return td_err_prefix(err, "Model %s: batching_parameters", name);
+    m->has_batching = true;
+  }
+  if (mc->batch_queue_timeout_micros < 0)
+    return td_err_set(err, TD_INVALID_ARGUMENT, "Model %s: batch_queue_timeout_micros is negative",
+                      name);
+  m->batch_queue_timeout_micros = mc->batch_queue_timeout_micros;
   return TD_OK;
 }
 
@@ -201,7 +210,11 @@ td_code cfg_model_config_single(const char *name, const char *base_path, cfg_mod
 }
 
 static td_code copy_model(const cfg_model *s, cfg_model *d, td_err *err) {
-  *d = (cfg_model){.policy = s->policy, .n_labels = s->n_labels};
+  *d = (cfg_model){.policy = s->policy,
+                   .n_labels = s->n_labels,
+                   .has_batching = s->has_batching,
+                   .batching = s->batching,
+                   .batch_queue_timeout_micros = s->batch_queue_timeout_micros};
   d->policy.versions = NULL;
   d->n_labels = 0;
   if (!(d->name = strdup(s->name)) || !(d->base_path = strdup(s->base_path))) return oom(err);

@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cfg_batching.h"
 #include "td_status.h"
 
 typedef enum {
@@ -57,6 +58,11 @@ typedef struct cfg_model {
   cfg_version_policy policy;
   int n_labels; /* sorted by label, unique */
   cfg_label *labels;
+  /* tensord extensions (ModelConfig fields 1001, 1002): per-model dynamic
+   * batching replacing the global parameters, and a batch queue timeout. */
+  bool has_batching;
+  cfg_batching batching;
+  int64_t batch_queue_timeout_micros; /* 0: none */
 } cfg_model;
 
 typedef struct cfg_model_config {

@@ -482,3 +482,14 @@ void ldr_manager_destroy(ldr_manager *m) {
   free(m->tags);
   free(m);
 }
+
+bool ldr_manager_model_batching(ldr_manager *m, const char *name, cfg_batching *out,
+                                int64_t *queue_timeout_micros) {
+  uv_mutex_lock(&m->mu);
+  const cfg_model *cm = cfg_model_config_find(&m->config, name);
+  bool has = cm && cm->has_batching;
+  if (has) *out = cm->batching;
+  *queue_timeout_micros = cm ? cm->batch_queue_timeout_micros : 0;
+  uv_mutex_unlock(&m->mu);
+  return has;
+}

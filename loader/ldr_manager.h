@@ -92,6 +92,12 @@ td_code ldr_manager_wait(ldr_manager *m, uint64_t ticket, int64_t timeout_ms, td
  * string and the array. Returns the count. */
 int ldr_manager_base_paths(ldr_manager *m, char ***paths);
 
+/* The current config's per-model batching for `name` (tensord's
+ * ModelConfig extensions): true with *out set when the model has its own
+ * parameters; *queue_timeout_micros is set either way (0: none). */
+bool ldr_manager_model_batching(ldr_manager *m, const char *name, cfg_batching *out,
+                                int64_t *queue_timeout_micros);
+
 /* Shutdown, step one: the registry stops handing out versions
  * (ldr_registry_close), queued loads are dropped, and the call waits up to
  * grace_seconds for running loads and for requests in flight to finish,

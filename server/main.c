@@ -76,6 +76,12 @@ static void fix_malloc_thresholds(void) {
   if (!getenv("MALLOC_TRIM_THRESHOLD_")) mallopt(M_TRIM_THRESHOLD, 128 * 1024);
 }
 
+/* Per-model batching parameters from the current model config. */
+static bool model_batching(void *ctx, const char *model, cfg_batching *out,
+                           int64_t *queue_timeout_micros) {
+  return ldr_manager_model_batching(ctx, model, out, queue_timeout_micros);
+}
+
 static int cpu_count(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? (int)n : 1;
@@ -209,7 +215,7 @@ int main(int argc, char **argv) {
     goto out;
   }
   if (opt.enable_batching) {
-    if (bat_batcher_create(&batching, queue, &batcher, &err)) {
+    if (bat_batcher_create(&batching, queue, model_batching, manager, &batcher, &err)) {
       td_log_error("%s", err.msg);
       goto out;
     }

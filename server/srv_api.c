@@ -40,6 +40,11 @@ td_code srv_call_begin(srv_call *c, srv_api *api, const srv_model_spec *spec, td
     goto fail;
   }
   c->version = ldr_servable_version(c->servable);
+  c->model = strdup(spec->name);
+  if (!c->model) {
+    rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    goto fail;
+  }
   c->inputs = calloc((size_t)c->sig->n_inputs + 1, sizeof *c->inputs);
   c->outputs = calloc((size_t)c->sig->n_outputs + 1, sizeof *c->outputs);
   if (!c->inputs || !c->outputs) {
@@ -54,7 +59,8 @@ fail:
 
 td_code srv_call_submit(srv_call *c, td_err *err) {
   c->task = (bat_task){.sig = c->sig, .inputs = c->inputs, .outputs = c->outputs,
-                       .done = call_done, .user = c, .deadline_ns = c->deadline_ns};
+                       .done = call_done, .user = c, .deadline_ns = c->deadline_ns,
+                       .model = c->model};
   if (c->api->batcher) return bat_batcher_submit(c->api->batcher, &c->task, err);
   return bat_queue_submit(c->api->queue, &c->task, err);
 }
@@ -64,6 +70,8 @@ void srv_call_end(srv_call *c) {
   for (int i = 0; c->sig && i < c->sig->n_outputs; i++) eng_tensor_release(&c->outputs[i]);
   free(c->inputs);
   free(c->outputs);
+  free(c->model);
+  c->model = NULL;
   ldr_servable_unref(c->servable);
   c->inputs = c->outputs = NULL;
   c->servable = NULL;

@@ -172,7 +172,7 @@ START_TEST(test_concurrent_clients_get_their_own_answers) {
   cfg_batching p = params(32, 2000, 2);
   p.max_enqueued_batches = 1000;
   bat_batcher *b;
-  ck_assert_int_eq(bat_batcher_create(&p, q, &b, NULL), TD_OK);
+  ck_assert_int_eq(bat_batcher_create(&p, q, NULL, NULL, &b, NULL), TD_OK);
   static req reqs[N_SUBMITTERS][PER_SUBMITTER];
   submitter subs[N_SUBMITTERS];
   uv_thread_t th[N_SUBMITTERS];
@@ -243,7 +243,7 @@ START_TEST(test_padding_to_allowed_sizes) {
   p.allowed_batch_sizes[1] = 4;
   p.allowed_batch_sizes[2] = 8;
   bat_batcher *b;
-  ck_assert_int_eq(bat_batcher_create(&p, q, &b, NULL), TD_OK);
+  ck_assert_int_eq(bat_batcher_create(&p, q, NULL, NULL, &b, NULL), TD_OK);
   /* First task runs alone (a thread is free); the engine is then held so
    * the next three accumulate into one batch of 3, padded to 4. */
   gate g;
@@ -283,7 +283,7 @@ START_TEST(test_large_requests_split_or_rejected) {
   ck_assert_int_eq(bat_queue_create(2, 64, &q, NULL), TD_OK);
   cfg_batching p = params(10, 0, 2);
   bat_batcher *b;
-  ck_assert_int_eq(bat_batcher_create(&p, q, &b, NULL), TD_OK);
+  ck_assert_int_eq(bat_batcher_create(&p, q, NULL, NULL, &b, NULL), TD_OK);
   req big;
   req_init(&big, &f, 1, 11, 2, 3.0f, -1.0f);
   td_err err;
@@ -294,7 +294,7 @@ START_TEST(test_large_requests_split_or_rejected) {
 
   p.enable_large_batch_splitting = true;
   p.max_execution_batch_size = 4;
-  ck_assert_int_eq(bat_batcher_create(&p, q, &b, NULL), TD_OK);
+  ck_assert_int_eq(bat_batcher_create(&p, q, NULL, NULL, &b, NULL), TD_OK);
   req_init(&big, &f, 2, 10, 3, 3.0f, -1.0f);
   ck_assert_int_eq(bat_batcher_submit(b, &big.t, NULL), TD_OK);
   wait_done(1);
@@ -318,7 +318,7 @@ START_TEST(test_shapes_and_signatures_never_mix) {
   ck_assert_int_eq(bat_queue_create(1, 64, &q, NULL), TD_OK);
   cfg_batching p = params(16, 0, 1);
   bat_batcher *b;
-  ck_assert_int_eq(bat_batcher_create(&p, q, &b, NULL), TD_OK);
+  ck_assert_int_eq(bat_batcher_create(&p, q, NULL, NULL, &b, NULL), TD_OK);
   gate g;
   gate_hold(&g, q, &f1);
   req r[6];
@@ -341,7 +341,7 @@ START_TEST(test_shapes_and_signatures_never_mix) {
   /* With pad_variable_length_inputs the widths merge; columns beyond a
    * task's own width are padding. */
   p.pad_variable_length_inputs = true;
-  ck_assert_int_eq(bat_batcher_create(&p, q, &b, NULL), TD_OK);
+  ck_assert_int_eq(bat_batcher_create(&p, q, NULL, NULL, &b, NULL), TD_OK);
   atomic_store(&n_done, 0);
   gate_hold(&g, q, &f1);
   /* The batch thread's one slot goes to r[2], which then waits behind the
@@ -382,7 +382,7 @@ START_TEST(test_full_queue_is_rejected_at_once) {
   cfg_batching p = params(2, 0, 1);
   p.max_enqueued_batches = 1;
   bat_batcher *b;
-  ck_assert_int_eq(bat_batcher_create(&p, q, &b, NULL), TD_OK);
+  ck_assert_int_eq(bat_batcher_create(&p, q, NULL, NULL, &b, NULL), TD_OK);
   gate g;
   gate_hold(&g, q, &f);
   req r[4];
@@ -415,7 +415,7 @@ START_TEST(test_timeout_gathers_and_destroy_flushes) {
   /* A long timeout: the batch waits to fill; destroy must still run it. */
   cfg_batching p = params(64, 10 * 1000 * 1000, 2);
   bat_batcher *b;
-  ck_assert_int_eq(bat_batcher_create(&p, q, &b, NULL), TD_OK);
+  ck_assert_int_eq(bat_batcher_create(&p, q, NULL, NULL, &b, NULL), TD_OK);
   req r[5];
   for (int i = 0; i < 5; i++) {
     req_init(&r[i], &f, i, 1, 2, 2.0f, 1.0f);
@@ -441,7 +441,7 @@ START_TEST(test_expired_tasks_are_dropped_from_their_batch) {
   ck_assert_int_eq(bat_queue_create(1, 64, &q, NULL), TD_OK);
   cfg_batching p = params(16, 0, 1);
   bat_batcher *b;
-  ck_assert_int_eq(bat_batcher_create(&p, q, &b, NULL), TD_OK);
+  ck_assert_int_eq(bat_batcher_create(&p, q, NULL, NULL, &b, NULL), TD_OK);
   gate g;
   gate_hold(&g, q, &f);
   req r[4];
@@ -466,6 +466,62 @@ START_TEST(test_expired_tasks_are_dropped_from_their_batch) {
 }
 END_TEST
 
+/* Per-model parameters: "small" has its own limits and a queue timeout. */
+static bool small_model(void *ctx, const char *model, cfg_batching *out, int64_t *timeout_us) {
+  (void)ctx;
+  *timeout_us = 0;
+  if (strcmp(model, "small")) return false;
+  cfg_batching_defaults(out, 1);
+  out->max_batch_size = out->max_execution_batch_size = 2;
+  *timeout_us = 5000;
+  return true;
+}
+
+START_TEST(test_per_model_parameters_and_queue_timeout) {
+  fixture f, g2;
+  fixture_init(&f, 2.0f, 1.0f);
+  fixture_init(&g2, 2.0f, 1.0f);
+  bat_queue *q;
+  ck_assert_int_eq(bat_queue_create(1, 64, &q, NULL), TD_OK);
+  cfg_batching p = params(16, 0, 1);
+  bat_batcher *b;
+  ck_assert_int_eq(bat_batcher_create(&p, q, small_model, NULL, &b, NULL), TD_OK);
+  req r[4];
+  req_init(&r[0], &f, 0, 3, 2, 2.0f, 1.0f);
+  r[0].t.model = "small";
+  td_err err;
+  ck_assert_int_eq(bat_batcher_submit(b, &r[0].t, &err), TD_INVALID_ARGUMENT);
+  ck_assert_str_eq(err.msg, "Task size 3 is larger than maximum input batch size 2");
+  /* The same rows are fine for a model on the global parameters. */
+  req_init(&r[1], &g2, 1, 3, 2, 2.0f, 1.0f);
+  r[1].t.model = "other";
+  ck_assert_int_eq(bat_batcher_submit(b, &r[1].t, NULL), TD_OK);
+  wait_done(1);
+  req_check(&r[1]);
+  /* A "small" task waiting longer than its 5 ms queue timeout fails. */
+  gate g;
+  gate_hold(&g, q, &f);
+  req_init(&r[2], &f, 2, 1, 2, 2.0f, 1.0f);
+  r[2].t.model = "small";
+  req_init(&r[3], &f, 3, 1, 2, 2.0f, 1.0f);
+  r[3].t.model = "small";
+  ck_assert_int_eq(bat_batcher_submit(b, &r[2].t, NULL), TD_OK); /* waits behind the gate */
+  uv_sleep(50);
+  gate_release(&g);
+  wait_done(2);
+  ck_assert_int_eq(r[2].t.code, TD_DEADLINE_EXCEEDED);
+  ck_assert_int_eq(bat_batcher_submit(b, &r[3].t, NULL), TD_OK); /* nothing in the way now */
+  wait_done(3);
+  req_check(&r[3]);
+  for (int i = 0; i < 4; i++) req_free(&r[i]);
+  bat_batcher_destroy(b);
+  bat_queue_destroy(q);
+  uv_sem_destroy(&g.open);
+  fixture_free(&f);
+  fixture_free(&g2);
+}
+END_TEST
+
 START_TEST(test_invalid_tasks_and_params) {
   fixture f;
   fixture_init(&f, 2.0f, 1.0f);
@@ -473,7 +529,7 @@ START_TEST(test_invalid_tasks_and_params) {
   ck_assert_int_eq(bat_queue_create(1, 64, &q, NULL), TD_OK);
   cfg_batching p = params(8, 0, 1);
   bat_batcher *b;
-  ck_assert_int_eq(bat_batcher_create(&p, q, &b, NULL), TD_OK);
+  ck_assert_int_eq(bat_batcher_create(&p, q, NULL, NULL, &b, NULL), TD_OK);
   req r;
   memset(&r, 0, sizeof r);
   eng_shape sc = eng_shape_scalar();
@@ -488,11 +544,11 @@ START_TEST(test_invalid_tasks_and_params) {
   p.n_allowed_batch_sizes = 2;
   p.allowed_batch_sizes[0] = 4;
   p.allowed_batch_sizes[1] = 6;
-  ck_assert_int_eq(bat_batcher_create(&p, q, &b, &err), TD_INVALID_ARGUMENT);
+  ck_assert_int_eq(bat_batcher_create(&p, q, NULL, NULL, &b, &err), TD_INVALID_ARGUMENT);
   ck_assert_str_eq(err.msg,
                    "Last entry in allowed_batch_sizes must match max_batch_size; last entry was 6; expected 8");
   p.allowed_batch_sizes[1] = 3;
-  ck_assert_int_eq(bat_batcher_create(&p, q, &b, &err), TD_INVALID_ARGUMENT);
+  ck_assert_int_eq(bat_batcher_create(&p, q, NULL, NULL, &b, &err), TD_INVALID_ARGUMENT);
   fixture_free(&f);
 }
 END_TEST
@@ -509,6 +565,7 @@ int main(void) {
   tcase_add_test(tc, test_full_queue_is_rejected_at_once);
   tcase_add_test(tc, test_timeout_gathers_and_destroy_flushes);
   tcase_add_test(tc, test_expired_tasks_are_dropped_from_their_batch);
+  tcase_add_test(tc, test_per_model_parameters_and_queue_timeout);
   tcase_add_test(tc, test_invalid_tasks_and_params);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

@@ -135,3 +135,39 @@ def test_sigterm_closes_ports_and_finishes_requests_in_flight(tmp_path):
         assert s.proc.wait(timeout=30) == 0
     finally:
         s.stop()
+
+
+def test_per_model_batching_parameters_from_the_model_config(serve, tmp_path):
+    """tensord's ModelConfig extension: a model's own batching_parameters
+    replace the global ones for it; other models keep the global ones."""
+    cfg = tmp_path / "models.config"
+    three = os.path.join(os.path.dirname(EXAMPLES), "tests", "fixtures", "models",
+                         "half_plus_three_tf2")
+    cfg.write_text(
+        "model_config_list {\n"
+        f"  config {{ name: 'small' base_path: '{HALF_PLUS_TWO}' model_platform: 'tensorflow'\n"
+        "           batching_parameters { max_batch_size { value: 2 } }\n"
+        "           batch_queue_timeout_micros: 1000000 }\n"
+        f"  config {{ name: 'big' base_path: '{three}' model_platform: 'tensorflow' }}\n"
+        "}\n")
+    s = serve("unused", HALF_PLUS_TWO, f"--model_config_file={cfg}", "--enable_batching")
+    status, out = s.json("POST", "/v1/models/small:predict", '{"instances": [1, 2, 3]}')
+    assert status == 400
+    assert out == {"error": "Task size 3 is larger than maximum input batch size 2"}
+    status, out = s.json("POST", "/v1/models/small:predict", '{"instances": [1, 2]}')
+    assert (status, out) == (200, {"predictions": [2.5, 3.0]})
+    status, out = s.json("POST", "/v1/models/big:predict", '{"instances": [1, 2, 3]}')
+    assert (status, out) == (200, {"predictions": [4.5, 5.0, 5.5]})
+
+
+def test_bad_per_model_batching_parameters_refuse_start(tmp_path):
+    cfg = tmp_path / "models.config"
+    cfg.write_text(
+        "model_config_list { config { name: 'm' base_path: '" + HALF_PLUS_TWO + "'\n"
+        "  model_platform: 'tensorflow'\n"
+        "  batching_parameters { max_batch_size { value: 8 } allowed_batch_sizes: [4] } } }\n")
+    r = subprocess.run([BINARY, "--port=0", "--rest_api_port=0", f"--model_config_file={cfg}",
+                        "--enable_batching"], capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0
+    assert "Model m: batching_parameters" in r.stderr
+    assert "Last entry in allowed_batch_sizes must match max_batch_size" in r.stderr
