@@ -251,8 +251,26 @@ td_code cfg_model_config_copy(const cfg_model_config *src, cfg_model_config *out
   return TD_OK;
 }
 
+static bool batching_equal(const cfg_batching *a, const cfg_batching *b) {
+  if (a->max_batch_size != b->max_batch_size || a->batch_timeout_micros != b->batch_timeout_micros ||
+      a->max_enqueued_batches != b->max_enqueued_batches ||
+      a->num_batch_threads != b->num_batch_threads ||
+      a->n_allowed_batch_sizes != b->n_allowed_batch_sizes ||
+      a->pad_variable_length_inputs != b->pad_variable_length_inputs ||
+      a->enable_large_batch_splitting != b->enable_large_batch_splitting ||
+      a->max_execution_batch_size != b->max_execution_batch_size)
+    return false;
+  for (int i = 0; i < a->n_allowed_batch_sizes; i++)
+    if (a->allowed_batch_sizes[i] != b->allowed_batch_sizes[i]) return false;
+  return true;
+}
+
 static bool model_equal(const cfg_model *a, const cfg_model *b) {
   if (strcmp(a->name, b->name) || strcmp(a->base_path, b->base_path)) return false;
+  if (a->has_batching != b->has_batching ||
+      a->batch_queue_timeout_micros != b->batch_queue_timeout_micros ||
+      (a->has_batching && !batching_equal(&a->batching, &b->batching)))
+    return false;
   if (a->policy.kind != b->policy.kind || a->policy.num_versions != b->policy.num_versions ||
       a->policy.n_versions != b->policy.n_versions || a->n_labels != b->n_labels)
     return false;
