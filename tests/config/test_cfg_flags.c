@@ -7,15 +7,7 @@
 #include <string.h>
 
 #include "cfg_flags.h"
-
-#define ck_err(rc, err, want, substr)                                                           \
-  do {                                                                                          \
-    td_code rc_ = (rc);                                                                         \
-    ck_assert_msg(rc_ == (want), "got %s (%s), want %s", td_code_name(rc_), (err).msg,          \
-                  td_code_name(want));                                                          \
-    ck_assert_int_eq((err).code, (want));                                                       \
-    ck_assert_msg(strstr((err).msg, (substr)), "message '%s' lacks '%s'", (err).msg, (substr)); \
-  } while (0)
+#include "td_testcheck.h"
 
 /* Parses a NULL-terminated argument list (argv[0] is added). */
 static td_code parse(cfg_options *o, td_err *err, ...) {

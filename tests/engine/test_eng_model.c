@@ -15,21 +15,7 @@
 
 #include "eng_graph.h"
 #include "eng_model.h"
-
-#define ck_err(rc, err, want, substr)                                                           \
-  do {                                                                                          \
-    td_code rc_ = (rc);                                                                         \
-    ck_assert_msg(rc_ == (want), "got %s (%s), want %s", td_code_name(rc_), (err).msg,          \
-                  td_code_name(want));                                                          \
-    ck_assert_int_eq((err).code, (want));                                                       \
-    ck_assert_msg(strstr((err).msg, (substr)), "message '%s' lacks '%s'", (err).msg, (substr)); \
-  } while (0)
-
-#define ck_ok(rc, err)                                                       \
-  do {                                                                       \
-    td_code rc_ = (rc);                                                      \
-    ck_assert_msg(rc_ == TD_OK, "got %s: %s", td_code_name(rc_), (err).msg); \
-  } while (0)
+#include "td_testcheck.h"
 
 /* --- graph building ------------------------------------------------------ */
 

@@ -20,6 +20,7 @@
 #include "ldr_bundle.h"
 #include "ldr_crc32c.h"
 #include "tensorflow/core/protobuf/tensor_bundle.pb-c.h"
+#include "td_testcheck.h"
 
 #define TF1 TD_FIXTURES "/models/half_plus_two_tf1/00000123/variables/variables"
 #define TF2 TD_EXAMPLES "/half_plus_two/00000123/variables/variables"
@@ -29,14 +30,6 @@
 #define A2 "a/.ATTRIBUTES/VARIABLE_VALUE"
 #define B2 "b/.ATTRIBUTES/VARIABLE_VALUE"
 #define TABLE_MAGIC 0xdb4775248b80fb57ull
-
-#define ck_err(rc, err, want, substr)                                                           \
-  do {                                                                                          \
-    ck_assert_msg((rc) == (want), "got %s (%s), want %s", td_code_name(rc), (err).msg,          \
-                  td_code_name(want));                                                          \
-    ck_assert_int_eq((err).code, (want));                                                       \
-    ck_assert_msg(strstr((err).msg, (substr)), "message '%s' lacks '%s'", (err).msg, (substr)); \
-  } while (0)
 
 /* --- bytes and files --------------------------------------------------- */
 

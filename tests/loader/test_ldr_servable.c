@@ -14,21 +14,13 @@
 #include "eng_model.h"
 #include "ldr_servable.h"
 #include "td_testfs.h"
+#include "td_testcheck.h"
 
 #define EX_TF2 TD_EXAMPLES "/half_plus_two/00000123"
 #define FX_TF1 TD_FIXTURES "/models/half_plus_two_tf1/00000123"
 #define FX_B3 TD_FIXTURES "/models/half_plus_three_tf2/00000001"
 #define FX_B4 TD_FIXTURES "/models/half_plus_three_tf2/00000002"
 #define FX_MISSING TD_FIXTURES "/models/missing_var/00000001"
-
-#define ck_err(rc, err, want, substr)                                                           \
-  do {                                                                                          \
-    td_code rc_ = (rc);                                                                         \
-    ck_assert_msg(rc_ == (want), "got %s (%s), want %s", td_code_name(rc_), (err).msg,          \
-                  td_code_name(want));                                                          \
-    ck_assert_int_eq((err).code, (want));                                                       \
-    ck_assert_msg(strstr((err).msg, (substr)), "message '%s' lacks '%s'", (err).msg, (substr)); \
-  } while (0)
 
 /* --- reference data (tests/fixtures/reference.json) ----------------------- */
 
