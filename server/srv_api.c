@@ -40,8 +40,9 @@ td_code srv_call_begin(srv_call *c, srv_api *api, const srv_model_spec *spec, td
     goto fail;
   }
   c->version = ldr_servable_version(c->servable);
-  c->model = strdup(spec->name);
-  if (!c->model) {
+  /* Only the batcher reads the name (per-model parameters): no copy on the
+   * unbatched hot path. */
+  if (api->batcher && !(c->model = strdup(spec->name))) {
     rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
     goto fail;
   }

@@ -66,7 +66,7 @@ struct srv_call {
   ldr_servable *servable;   /* reference held from begin to end */
   const ldr_signature *sig; /* owned by servable */
   int64_t version;          /* the version actually served */
-  char *model;              /* the model's name (per-model batching) */
+  char *model;              /* the model's name, kept when batching (per-model parameters) */
   eng_tensor *inputs;       /* sig->n_inputs, filled by the transport */
   eng_tensor *outputs;      /* sig->n_outputs, filled by the engine */
   bat_task task;            /* task.code / task.err hold the run's result */
