@@ -1,6 +1,7 @@
 /* Neural-network ops on NHWC float32: Conv2D (im2col + sgemm; 1x1 stride-1
- * convolutions skip the im2col), DepthwiseConv2dNative (direct loop over
- * channels), MaxPool and AvgPool (SAME averages over the valid cells only),
+ * convolutions skip the im2col), DepthwiseConv2dNative (eng_dwconv for
+ * multiplier 1, a plain loop otherwise), MaxPool and AvgPool (SAME averages
+ * over the valid cells only),
  * FusedBatchNorm{,V2,V3} and Softmax/LogSoftmax over the last axis.
  *
  * Window geometry follows TensorFlow (kernels/ops_util, conv_ops): VALID
@@ -12,16 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_dwconv.h"
 #include "eng_gemm.h"
 #include "eng_kernels.h"
 
-typedef struct geom {
-  int64_t n, h, w, c;    /* input */
-  int64_t kh, kw;        /* window */
-  int64_t sh, sw, dh, dw;
-  int64_t oh, ow;        /* output */
-  int64_t pt, pl;        /* padding before (top, left) */
-} geom;
+typedef eng_conv_geom geom;
 
 static td_code window_1d(eng_kctx *c, const char *pad, int64_t in, int64_t k, int64_t s, int64_t d,
                          const int64_t *explicit_pad, int64_t *out, int64_t *before) {
@@ -209,69 +205,6 @@ td_code eng_k_conv2d(eng_kctx *c) {
 
 /* --- DepthwiseConv2dNative --------------------------------------------------- */
 
-#define DW_MAX_TAPS 64
-
-/* One output pixel of a depthwise convolution with multiplier 1: channels
- * in blocks of 16 summed in registers over the valid taps (in tap order,
- * from zero, as the plain loop does), stored once. Cloned for AVX-512 and
- * AVX2 so the block is one or two vector registers. */
-static inline __attribute__((always_inline)) void dw_pixel(
-    const float *const *in, const float *const *w, int taps, int64_t c, float *restrict o,
-    const eng_gemm_epi *epi) {
-  int64_t ch = 0;
-  for (; ch < c; ch += 16) {
-    int64_t cw = c - ch < 16 ? c - ch : 16;
-    float acc[16] = {0};
-    if (cw == 16) {
-      for (int t = 0; t < taps; t++) {
-        const float *restrict ip = in[t] + ch, *restrict fp = w[t] + ch;
-        for (int v = 0; v < 16; v++) acc[v] += ip[v] * fp[v];
-      }
-    } else {
-      for (int t = 0; t < taps; t++)
-        for (int64_t v = 0; v < cw; v++) acc[v] += in[t][ch + v] * w[t][ch + v];
-    }
-    /* The fused epilogue while the block is in registers. */
-    for (int i = 0; epi && i < epi->n; i++) {
-      const float *k = epi->op[i].k ? epi->op[i].k + ch : NULL;
-      float s = epi->op[i].s;
-      switch (epi->op[i].kind) {
-        case ENG_GEMM_ADD: for (int v = 0; v < 16; v++) acc[v] = acc[v] + (k && v < cw ? k[v] : s); break;
-        case ENG_GEMM_SUB: for (int v = 0; v < 16; v++) acc[v] = acc[v] - (k && v < cw ? k[v] : s); break;
-        case ENG_GEMM_MUL: for (int v = 0; v < 16; v++) acc[v] = acc[v] * (k && v < cw ? k[v] : s); break;
-        case ENG_GEMM_RELU: for (int v = 0; v < 16; v++) acc[v] = acc[v] > 0 ? acc[v] : 0; break;
-        default:
-          for (int v = 0; v < 16; v++) acc[v] = acc[v] > 0 ? (acc[v] < 6 ? acc[v] : 6) : 0;
-          break;
-      }
-    }
-    for (int64_t v = 0; v < cw; v++) o[ch + v] = acc[v];
-  }
-}
-
-/* The whole multiplier-1 depthwise convolution, cloned for AVX-512 / AVX2 /
- * baseline once per call (dw_pixel inlines into each clone). */
-__attribute__((target_clones("avx512f", "avx2", "default"))) static void dw_all(
-    const geom *g, const float *xd, const float *fd, float *y, const eng_gemm_epi *epi) {
-  for (int64_t n = 0; n < g->n; n++)
-    for (int64_t oh = 0; oh < g->oh; oh++)
-      for (int64_t ow = 0; ow < g->ow; ow++) {
-        const float *tin[DW_MAX_TAPS], *tw[DW_MAX_TAPS];
-        int taps = 0;
-        for (int64_t i = 0; i < g->kh; i++) {
-          int64_t ih = oh * g->sh - g->pt + i * g->dh;
-          if (ih < 0 || ih >= g->h) continue;
-          for (int64_t j = 0; j < g->kw; j++) {
-            int64_t iw = ow * g->sw - g->pl + j * g->dw;
-            if (iw < 0 || iw >= g->w) continue;
-            tin[taps] = xd + ((n * g->h + ih) * g->w + iw) * g->c;
-            tw[taps++] = fd + (i * g->kw + j) * g->c;
-          }
-        }
-        dw_pixel(tin, tw, taps, g->c, y + ((n * g->oh + oh) * g->ow + ow) * g->c, epi);
-      }
-}
-
 td_code eng_k_depthwise_conv2d(eng_kctx *c) {
   const eng_tensor *x = &c->in[0], *f = &c->in[1];
   td_code rc = eng_kwant(c, 0, ENG_DT_FLOAT);
@@ -286,14 +219,13 @@ td_code eng_k_depthwise_conv2d(eng_kctx *c) {
   if (f->shape.dim[2] != g.c)
     return eng_kfail(c, TD_INVALID_ARGUMENT, "input depth %lld does not match the filter's %lld",
                      (long long)g.c, (long long)f->shape.dim[2]);
-  if ((rc = out_nhwc(c, &g, g.c * mult, true))) return rc;
+  if ((rc = out_nhwc(c, &g, g.c * mult, mult != 1))) return rc;
   const float *xd = eng_tensor_data(x), *fd = eng_tensor_data(f);
   float *y = eng_tensor_data(&c->out[0]);
   int64_t oc = g.c * mult;
-  bool taps_fit = mult == 1 && g.kh * g.kw <= DW_MAX_TAPS;
-  if (taps_fit) {
+  if (mult == 1) {
     eng_gemm_epi ge;
-    dw_all(&g, xd, fd, y, eng_kgemm_epi(c, &ge));
+    eng_dwconv_run(&g, xd, fd, y, eng_kgemm_epi(c, &ge));
     return TD_OK;
   }
   for (int64_t n = 0; n < g.n; n++)
@@ -308,12 +240,8 @@ td_code eng_k_depthwise_conv2d(eng_kctx *c) {
             if (iw < 0 || iw >= g.w) continue;
             const float *restrict ip = xd + ((n * g.h + ih) * g.w + iw) * g.c;
             const float *restrict fp = fd + (i * g.kw + j) * oc;
-            if (mult == 1) {
-              for (int64_t ch = 0; ch < g.c; ch++) o[ch] += ip[ch] * fp[ch];
-            } else {
-              for (int64_t ch = 0; ch < g.c; ch++)
-                for (int64_t m = 0; m < mult; m++) o[ch * mult + m] += ip[ch] * fp[ch * mult + m];
-            }
+            for (int64_t ch = 0; ch < g.c; ch++)
+              for (int64_t m = 0; m < mult; m++) o[ch * mult + m] += ip[ch] * fp[ch * mult + m];
           }
         }
         eng_kepilogue(c, o, 1, oc);

@@ -1,0 +1,158 @@
+/* Depthwise convolution: one vector kernel written once (eng_dwconv_body.h)
+ * and instantiated for AVX-512 and AVX2+FMA, plus a scalar loop in the same
+ * summation order for other CPUs. The instruction set is looked up once. */
+#include "eng_dwconv.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+/* --- AVX-512 ----------------------------------------------------------------- */
+
+#define DW_FN(name) name##_512
+#define DW_TARGET "avx512f"
+#define DW_W 16
+typedef __m512 dw_v512;
+typedef __mmask16 dw_m512;
+#define dw_v dw_v512
+#define dw_m dw_m512
+#define DW_MASK(cw) ((__mmask16)((1u << (cw)) - 1))
+#define DW_ZERO() _mm512_setzero_ps()
+#define DW_SET1(s) _mm512_set1_ps(s)
+#define DW_LOAD(p, m) _mm512_maskz_loadu_ps((m), (p))
+#define DW_STORE(p, m, v) _mm512_mask_storeu_ps((p), (m), (v))
+#define DW_FMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#define DW_EPI(kind, v, k) epi512((kind), (v), (k))
+
+__attribute__((target("avx512f"))) static inline __m512 epi512(int kind, __m512 v, __m512 k) {
+  switch (kind) {
+    case ENG_GEMM_ADD: return _mm512_add_ps(v, k);
+    case ENG_GEMM_SUB: return _mm512_sub_ps(v, k);
+    case ENG_GEMM_MUL: return _mm512_mul_ps(v, k);
+    case ENG_GEMM_RELU: return _mm512_max_ps(v, _mm512_setzero_ps());
+    default: return _mm512_min_ps(_mm512_max_ps(v, _mm512_setzero_ps()), _mm512_set1_ps(6.0f));
+  }
+}
+
+#include "eng_dwconv_body.h"
+
+#undef DW_FN
+#undef DW_TARGET
+#undef DW_W
+#undef dw_v
+#undef dw_m
+#undef DW_MASK
+#undef DW_ZERO
+#undef DW_SET1
+#undef DW_LOAD
+#undef DW_STORE
+#undef DW_FMA
+#undef DW_EPI
+
+/* --- AVX2 + FMA ------------------------------------------------------------- */
+
+#define DW_FN(name) name##_256
+#define DW_TARGET "avx2,fma"
+#define DW_W 8
+typedef __m256 dw_v256;
+typedef __m256i dw_m256;
+#define dw_v dw_v256
+#define dw_m dw_m256
+#define DW_MASK(cw) mask256(cw)
+#define DW_ZERO() _mm256_setzero_ps()
+#define DW_SET1(s) _mm256_set1_ps(s)
+#define DW_LOAD(p, m) _mm256_maskload_ps((p), (m))
+#define DW_STORE(p, m, v) _mm256_maskstore_ps((p), (m), (v))
+#define DW_FMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#define DW_EPI(kind, v, k) epi256((kind), (v), (k))
+
+__attribute__((target("avx2,fma"))) static inline __m256i mask256(int64_t cw) {
+  /* Lane l is on when l < cw: the sign bit of (l - cw). */
+  return _mm256_sub_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int)cw));
+}
+
+__attribute__((target("avx2,fma"))) static inline __m256 epi256(int kind, __m256 v, __m256 k) {
+  switch (kind) {
+    case ENG_GEMM_ADD: return _mm256_add_ps(v, k);
+    case ENG_GEMM_SUB: return _mm256_sub_ps(v, k);
+    case ENG_GEMM_MUL: return _mm256_mul_ps(v, k);
+    case ENG_GEMM_RELU: return _mm256_max_ps(v, _mm256_setzero_ps());
+    default: return _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), _mm256_set1_ps(6.0f));
+  }
+}
+
+#include "eng_dwconv_body.h"
+
+/* --- scalar ------------------------------------------------------------------ */
+
+static float epi1(int kind, float v, float k) {
+  switch (kind) {
+    case ENG_GEMM_ADD: return v + k;
+    case ENG_GEMM_SUB: return v - k;
+    case ENG_GEMM_MUL: return v * k;
+    case ENG_GEMM_RELU: return v > 0 ? v : 0;
+    default: return v > 0 ? (v < 6 ? v : 6) : 0;
+  }
+}
+
+static void dw_scalar(const eng_conv_geom *g, const float *x, const float *f, float *y,
+                      const eng_gemm_epi *epi) {
+  for (int64_t n = 0; n < g->n; n++)
+    for (int64_t oh = 0; oh < g->oh; oh++)
+      for (int64_t ow = 0; ow < g->ow; ow++) {
+        float *o = y + ((n * g->oh + oh) * g->ow + ow) * g->c;
+        for (int64_t ch = 0; ch < g->c; ch++) {
+          float acc = 0;
+          for (int64_t i = 0; i < g->kh; i++) {
+            int64_t ih = oh * g->sh - g->pt + i * g->dh;
+            if (ih < 0 || ih >= g->h) continue;
+            for (int64_t j = 0; j < g->kw; j++) {
+              int64_t iw = ow * g->sw - g->pl + j * g->dw;
+              if (iw < 0 || iw >= g->w) continue;
+              acc = fmaf(x[((n * g->h + ih) * g->w + iw) * g->c + ch],
+                         f[(i * g->kw + j) * g->c + ch], acc);
+            }
+          }
+          for (int e = 0; epi && e < epi->n; e++)
+            acc = epi1(epi->op[e].kind, acc, epi->op[e].k ? epi->op[e].k[ch] : epi->op[e].s);
+          o[ch] = acc;
+        }
+      }
+}
+
+typedef void (*dw_fn)(const eng_conv_geom *, const float *, const float *, float *,
+                      const eng_gemm_epi *);
+
+static dw_fn pick(void) {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return dw_512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return dw_256;
+  return dw_scalar;
+}
+
+void eng_dwconv_run(const eng_conv_geom *g, const float *x, const float *f, float *y,
+                    const eng_gemm_epi *epi) {
+  static _Atomic(dw_fn) chosen; /* racing first calls store the same pointer */
+  dw_fn fn = atomic_load_explicit(&chosen, memory_order_relaxed);
+  if (!fn) {
+    fn = pick();
+    atomic_store_explicit(&chosen, fn, memory_order_relaxed);
+  }
+  if (epi && !epi->n) epi = NULL;
+  fn(g, x, f, y, epi);
+}
+
+bool eng_dwconv_run_isa(const char *isa, const eng_conv_geom *g, const float *x, const float *f,
+                        float *y, const eng_gemm_epi *epi) {
+  __builtin_cpu_init();
+  dw_fn fn = NULL;
+  if (!strcmp(isa, "avx512") && __builtin_cpu_supports("avx512f")) fn = dw_512;
+  if (!strcmp(isa, "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    fn = dw_256;
+  if (!strcmp(isa, "scalar")) fn = dw_scalar;
+  if (!fn) return false;
+  if (epi && !epi->n) epi = NULL;
+  fn(g, x, f, y, epi);
+  return true;
+}

@@ -1,0 +1,46 @@
+/* eng_dwconv: depthwise 2-D convolution with channel multiplier 1 on NHWC
+ * float32 (DepthwiseConv2dNative's common case: MobileNet's 3x3 layers),
+ * with the fused bias / batch-norm / ReLU epilogue applied in registers.
+ *
+ * Direct kernel: for each output row and each block of channels (one
+ * vector), eight output pixels are accumulated side by side (eight
+ * independent FMA chains; each tap's weight vector is loaded once for the
+ * eight), the epilogue runs on the accumulators and each pixel is stored
+ * once. Pixels whose window reaches into the padding take a per-pixel path
+ * that visits only the valid taps. Every output sums its valid taps in tap
+ * order (row-major over the window) starting from zero, whichever path
+ * computes it. AVX-512 and AVX2+FMA are picked at run time, with a scalar
+ * fallback; channel counts that are not a multiple of the vector width use
+ * masked loads and stores.
+ *
+ * Pure function of its arguments; any number of threads may call it. */
+#ifndef ENG_DWCONV_H
+#define ENG_DWCONV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "eng_gemm.h"
+
+/* Geometry of a 2-D window over an NHWC input, resolved (TF's rules for
+ * SAME / VALID / EXPLICIT already applied by the caller). */
+typedef struct eng_conv_geom {
+  int64_t n, h, w, c; /* input */
+  int64_t kh, kw;     /* window */
+  int64_t sh, sw, dh, dw;
+  int64_t oh, ow; /* output */
+  int64_t pt, pl; /* padding before (top, left) */
+} eng_conv_geom;
+
+/* y[n, oh, ow, c] = epi(sum over valid taps of x[n, ih, iw, c] * f[i, j, c])
+ * for f laid out [kh, kw, c] (TF's [kh, kw, c, 1]); every element of y is
+ * written. epi may be NULL. */
+void eng_dwconv_run(const eng_conv_geom *g, const float *x, const float *f, float *y,
+                    const eng_gemm_epi *epi);
+
+/* The same on a named code path ("avx512", "avx2" or "scalar"), so tests
+ * can reach each one; false (y untouched) when this CPU cannot run it. */
+bool eng_dwconv_run_isa(const char *isa, const eng_conv_geom *g, const float *x, const float *f,
+                        float *y, const eng_gemm_epi *epi);
+
+#endif

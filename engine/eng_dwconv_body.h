@@ -1,0 +1,100 @@
+/* The body of eng_dwconv's vector kernel, included once per instruction set
+ * by eng_dwconv.c after it defines:
+ *   DW_FN(name)    the function name for this instruction set
+ *   DW_TARGET      the target attribute string
+ *   DW_W           floats per vector
+ *   dw_v, dw_m     vector and lane-mask types
+ *   DW_MASK(cw)    mask of the first cw lanes (1 <= cw <= DW_W)
+ *   DW_ZERO()      DW_SET1(s)
+ *   DW_LOAD(p, m)  masked load, zero in the other lanes (never faults there)
+ *   DW_STORE(p, m, v)  masked store
+ *   DW_FMA(a, b, c)    a * b + c
+ *   DW_EPI(kind, v, k) one epilogue op
+ * Not a header of its own: no include guard on purpose. */
+
+/* Eight output pixels of one row side by side. */
+#define DW_GROUP 8
+
+__attribute__((target(DW_TARGET))) static inline dw_v DW_FN(epi_k)(const eng_gemm_epi *epi, int i,
+                                                                    int64_t cb, dw_m m) {
+  return epi->op[i].k ? DW_LOAD(epi->op[i].k + cb, m) : DW_SET1(epi->op[i].s);
+}
+
+/* One pixel whose valid taps are rows [i0, i1) and columns [j0, j1) of the
+ * window; xo is the input offset of (row of tap i = 0, column of tap j = 0),
+ * which may lie outside the image: only valid taps are read. */
+__attribute__((target(DW_TARGET))) static inline void DW_FN(pixel)(
+    const eng_conv_geom *g, const float *x, int64_t xo, const float *f, int64_t cb, dw_m m,
+    int64_t i0, int64_t i1, int64_t j0, int64_t j1, const eng_gemm_epi *epi, float *yp) {
+  dw_v acc = DW_ZERO();
+  for (int64_t i = i0; i < i1; i++)
+    for (int64_t j = j0; j < j1; j++)
+      acc = DW_FMA(DW_LOAD(x + xo + (i * g->dh * g->w + j * g->dw) * g->c + cb, m),
+                   DW_LOAD(f + (i * g->kw + j) * g->c + cb, m), acc);
+  for (int e = 0; epi && e < epi->n; e++)
+    acc = DW_EPI(epi->op[e].kind, acc, DW_FN(epi_k)(epi, e, cb, m));
+  DW_STORE(yp + cb, m, acc);
+}
+
+__attribute__((target(DW_TARGET))) static void DW_FN(dw)(const eng_conv_geom *g, const float *x,
+                                                          const float *f, float *y,
+                                                          const eng_gemm_epi *epi) {
+  const int64_t c = g->c, xs = g->sw * c; /* input step between neighbouring pixels */
+  /* Output columns whose whole window lies inside the input: [lo, hi). */
+  int64_t lo = (g->pl + g->sw - 1) / g->sw, span = (g->kw - 1) * g->dw;
+  int64_t hi = g->w - 1 + g->pl - span < 0 ? 0 : (g->w - 1 + g->pl - span) / g->sw + 1;
+  if (lo > g->ow) lo = g->ow;
+  if (hi > g->ow) hi = g->ow;
+  if (hi < lo) hi = lo;
+  for (int64_t n = 0; n < g->n; n++)
+    for (int64_t oh = 0; oh < g->oh; oh++) {
+      int64_t ih0 = oh * g->sh - g->pt;
+      int64_t i0 = ih0 >= 0 ? 0 : (-ih0 + g->dh - 1) / g->dh;
+      int64_t i1 = ih0 > g->h - 1 ? 0 : (g->h - 1 - ih0) / g->dh + 1;
+      if (i1 > g->kh) i1 = g->kh;
+      if (i1 < i0) i1 = i0;
+      /* Input offset of (row ih0, column of output 0's tap j = 0). */
+      int64_t xrow = ((n * g->h + ih0) * g->w - g->pl) * c;
+      float *yrow = y + (n * g->oh + oh) * g->ow * c;
+      for (int64_t cb = 0; cb < c; cb += DW_W) {
+        dw_m m = DW_MASK(c - cb < DW_W ? c - cb : DW_W);
+        int64_t ow = 0;
+        for (; ow < lo; ow++) {
+          int64_t iw0 = ow * g->sw - g->pl;
+          int64_t j0 = iw0 >= 0 ? 0 : (-iw0 + g->dw - 1) / g->dw;
+          int64_t j1 = iw0 > g->w - 1 ? 0 : (g->w - 1 - iw0) / g->dw + 1;
+          if (j1 > g->kw) j1 = g->kw;
+          if (j1 < j0) j1 = j0;
+          DW_FN(pixel)(g, x, xrow + ow * xs, f, cb, m, i0, i1, j0, j1, epi, yrow + ow * c);
+        }
+        for (; ow + DW_GROUP <= hi; ow += DW_GROUP) {
+          dw_v acc[DW_GROUP];
+          for (int p = 0; p < DW_GROUP; p++) acc[p] = DW_ZERO();
+          for (int64_t i = i0; i < i1; i++) {
+            const float *xi = x + xrow + ow * xs + i * g->dh * g->w * c + cb;
+            const float *fi = f + i * g->kw * c + cb;
+            for (int64_t j = 0; j < g->kw; j++) {
+              dw_v wv = DW_LOAD(fi + j * c, m);
+              const float *xj = xi + j * g->dw * c;
+              for (int p = 0; p < DW_GROUP; p++) acc[p] = DW_FMA(DW_LOAD(xj + p * xs, m), wv, acc[p]);
+            }
+          }
+          for (int e = 0; epi && e < epi->n; e++) {
+            dw_v k = DW_FN(epi_k)(epi, e, cb, m);
+            int kind = epi->op[e].kind;
+            for (int p = 0; p < DW_GROUP; p++) acc[p] = DW_EPI(kind, acc[p], k);
+          }
+          for (int p = 0; p < DW_GROUP; p++) DW_STORE(yrow + (ow + p) * c + cb, m, acc[p]);
+        }
+        for (; ow < g->ow; ow++) {
+          int64_t iw0 = ow * g->sw - g->pl;
+          int64_t j1 = iw0 > g->w - 1 ? 0 : (g->w - 1 - iw0) / g->dw + 1;
+          if (j1 > g->kw) j1 = g->kw;
+          /* ow >= lo, so the window starts inside the image. */
+          DW_FN(pixel)(g, x, xrow + ow * xs, f, cb, m, i0, i1, 0, j1, epi, yrow + ow * c);
+        }
+      }
+    }
+}
+
+#undef DW_GROUP

@@ -1,0 +1,128 @@
+/* eng_dwconv: every code path (AVX-512, AVX2, scalar; those this CPU has)
+ * against a plain loop in double, over odd image sizes, batch 1 and 2,
+ * channel counts around the vector widths, 1x1 / 3x3 / 5x5 / 2x3 windows,
+ * strides 1 and 2, dilation 2, SAME / VALID / asymmetric padding, and the
+ * in-register epilogue. */
+#include <check.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "eng_dwconv.h"
+
+static float val(int64_t i, int salt) { return (float)((i * 37 + salt * 11) % 23) / 8.0f - 1.3f; }
+
+/* TF's SAME padding for one dimension: output count and padding before. */
+static void same(int64_t in, int64_t k, int64_t s, int64_t d, int64_t *out, int64_t *before) {
+  int64_t eff = (k - 1) * d + 1;
+  *out = (in + s - 1) / s;
+  int64_t total = (*out - 1) * s + eff - in;
+  *before = total > 0 ? total / 2 : 0;
+}
+
+static void check_case(const char *isa, int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh,
+                       int64_t kw, int64_t s, int64_t d, int pad, bool with_epi) {
+  eng_conv_geom g = {.n = n, .h = h, .w = w, .c = c, .kh = kh, .kw = kw, .sh = s, .sw = s,
+                     .dh = d, .dw = d};
+  if (pad == 0) { /* VALID */
+    g.oh = (h - ((kh - 1) * d + 1) + s) / s;
+    g.ow = (w - ((kw - 1) * d + 1) + s) / s;
+  } else if (pad == 1) { /* SAME */
+    same(h, kh, s, d, &g.oh, &g.pt);
+    same(w, kw, s, d, &g.ow, &g.pl);
+  } else { /* EXPLICIT, lopsided: 2 before, 0 after */
+    g.pt = g.pl = 2;
+    g.oh = (h + 2 - ((kh - 1) * d + 1) + s) / s;
+    g.ow = (w + 2 - ((kw - 1) * d + 1) + s) / s;
+  }
+  if (g.oh <= 0 || g.ow <= 0) return;
+  int64_t nx = n * h * w * c, nf = kh * kw * c, ny = n * g.oh * g.ow * c;
+  float *x = malloc(sizeof *x * (size_t)nx), *f = malloc(sizeof *f * (size_t)nf);
+  float *y = malloc(sizeof *y * (size_t)ny), *bias = malloc(sizeof *bias * (size_t)c);
+  for (int64_t i = 0; i < nx; i++) x[i] = val(i, 1);
+  for (int64_t i = 0; i < nf; i++) f[i] = val(i, 2);
+  for (int64_t i = 0; i < c; i++) bias[i] = val(i, 3);
+  for (int64_t i = 0; i < ny; i++) y[i] = NAN; /* every element must be written */
+  eng_gemm_epi epi = {3, {{ENG_GEMM_MUL, NULL, 1.5f}, {ENG_GEMM_ADD, bias, 0},
+                          {ENG_GEMM_RELU6, NULL, 0}}};
+  if (!eng_dwconv_run_isa(isa, &g, x, f, y, with_epi ? &epi : NULL)) goto out;
+  for (int64_t b = 0; b < n; b++)
+    for (int64_t oh = 0; oh < g.oh; oh++)
+      for (int64_t ow = 0; ow < g.ow; ow++)
+        for (int64_t ch = 0; ch < c; ch++) {
+          double want = 0;
+          for (int64_t i = 0; i < kh; i++)
+            for (int64_t j = 0; j < kw; j++) {
+              int64_t ih = oh * s - g.pt + i * d, iw = ow * s - g.pl + j * d;
+              if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
+              want += (double)x[((b * h + ih) * w + iw) * c + ch] * f[(i * kw + j) * c + ch];
+            }
+          if (with_epi) {
+            want = want * 1.5 + bias[ch];
+            want = want > 0 ? (want < 6 ? want : 6) : 0;
+          }
+          float got = y[((b * g.oh + oh) * g.ow + ow) * c + ch];
+          ck_assert_msg(fabs(got - want) <= 1e-5 * (1 + fabs(want)),
+                        "%s n%lld %lldx%lld c%lld k%lldx%lld s%lld d%lld pad%d epi%d: "
+                        "y[%lld,%lld,%lld,%lld] = %g, want %g",
+                        isa, (long long)n, (long long)h, (long long)w, (long long)c,
+                        (long long)kh, (long long)kw, (long long)s, (long long)d, pad, with_epi,
+                        (long long)b, (long long)oh, (long long)ow, (long long)ch, got, want);
+        }
+out:
+  free(x);
+  free(f);
+  free(y);
+  free(bias);
+}
+
+START_TEST(matches_naive) {
+  static const char *isas[] = {"avx512", "avx2", "scalar"};
+  const int64_t cs[] = {1, 3, 8, 16, 17, 40};
+  const int64_t wins[][2] = {{3, 3}, {1, 1}, {5, 5}, {2, 3}};
+  int cases = 0;
+  for (size_t ii = 0; ii < 3; ii++)
+    for (size_t ic = 0; ic < sizeof cs / sizeof *cs; ic++)
+      for (size_t iw = 0; iw < sizeof wins / sizeof *wins; iw++)
+        for (int64_t s = 1; s <= 2; s++)
+          for (int pad = 0; pad < 3; pad++) {
+            int64_t d = (ic + iw + (size_t)pad) % 4 == 3 ? 2 : 1;
+            bool epi = (ic + iw + (size_t)s + (size_t)pad) % 2;
+            int64_t n = ic % 2 ? 2 : 1;
+            check_case(isas[ii], n, 13, 21, cs[ic], wins[iw][0], wins[iw][1], s, d, pad, epi);
+            cases++;
+          }
+  /* A row just wide enough for one group of eight interior pixels, and a
+   * tiny image where no pixel is interior. */
+  check_case("avx512", 1, 3, 10, 16, 3, 3, 1, 1, 1, true);
+  check_case("avx2", 1, 3, 10, 16, 3, 3, 1, 1, 1, true);
+  check_case("avx512", 1, 2, 2, 5, 3, 3, 1, 1, 1, false);
+  check_case("avx2", 1, 2, 2, 5, 3, 3, 1, 1, 1, false);
+  ck_assert_int_gt(cases, 0);
+}
+END_TEST
+
+START_TEST(default_path_runs) {
+  eng_conv_geom g = {.n = 1, .h = 4, .w = 4, .c = 2, .kh = 3, .kw = 3, .sh = 1, .sw = 1,
+                     .dh = 1, .dw = 1, .oh = 2, .ow = 2};
+  float x[32], f[18], y[8];
+  for (int i = 0; i < 32; i++) x[i] = 1;
+  for (int i = 0; i < 18; i++) f[i] = 0.5f;
+  eng_dwconv_run(&g, x, f, y, NULL);
+  for (int i = 0; i < 8; i++) ck_assert_float_eq(y[i], 4.5f);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("eng_dwconv");
+  TCase *tc = tcase_create("dwconv");
+  tcase_add_test(tc, matches_naive);
+  tcase_add_test(tc, default_path_runs);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
