@@ -77,6 +77,16 @@ static const flag_def flags[] = {
      "merge concurrent requests into batches (default false)"},
     {"batching_parameters_file", FLAG_STRING, OPT(batching_parameters_file),
      "text-format BatchingParameters for --enable_batching (default: TF Serving's defaults)"},
+    {"device", FLAG_STRING, OPT(device),
+     "where models run: auto (a GPU when one is usable, else the CPU), cpu, gpu, or reference "
+     "(the GPU code path on a host emulation, for testing) (default auto)"},
+    {"per_process_gpu_memory_fraction", FLAG_DOUBLE, OPT(per_process_gpu_memory_fraction),
+     "share of the GPU's memory tensord may use, 0 to 1; 0 = all of it (default 0)"},
+    {"tensord_gpu_allow_tf32", FLAG_BOOL, OPT(gpu_allow_tf32),
+     "let GPU matrix products use TF32 tensor cores: faster, about 1e-3 relative error "
+     "(default false: FP32, matching the CPU)"},
+    {"tensord_cuda_plugin", FLAG_STRING, OPT(cuda_plugin),
+     "path of libtensord_cuda.so (default: next to the executable, then the loader path)"},
     {"help", FLAG_BOOL, OPT(help), "print this help and exit"},
     {"version", FLAG_BOOL, OPT(version), "print the version and exit"},
 };
@@ -87,6 +97,8 @@ void cfg_options_defaults(cfg_options *o) {
       .rest_api_port = 0,
       .model_name = "default",
       .batching_parameters_file = "",
+      .device = "auto",
+      .cuda_plugin = "",
       .model_base_path = "",
       .saved_model_tags = "serve",
       .grpc_socket_path = "",
@@ -211,6 +223,14 @@ td_code cfg_options_validate(const cfg_options *o, td_err *err) {
   if (o->intra_op_threads < 0)
     return td_err_set(err, TD_INVALID_ARGUMENT,
                       "--tensorflow_intra_op_parallelism must be >= 0");
+  if (strcmp(o->device, "auto") && strcmp(o->device, "cpu") && strcmp(o->device, "gpu") &&
+      strcmp(o->device, "reference"))
+    return td_err_set(err, TD_INVALID_ARGUMENT,
+                      "--device must be auto, cpu, gpu or reference, not '%s'", o->device);
+  if (!(o->per_process_gpu_memory_fraction >= 0 && o->per_process_gpu_memory_fraction <= 1))
+    return td_err_set(err, TD_INVALID_ARGUMENT,
+                      "--per_process_gpu_memory_fraction must be between 0 and 1, not %g",
+                      o->per_process_gpu_memory_fraction);
   if (o->grpc_max_threads < 0)
     return td_err_set(err, TD_INVALID_ARGUMENT, "--grpc_max_threads must be >= 0");
   if (o->rest_api_num_threads < 0 || o->rest_api_num_threads > 1024)

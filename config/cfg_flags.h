@@ -53,6 +53,11 @@ typedef struct cfg_options {
   /* Dynamic batching (TF Serving's names). */
   bool enable_batching;                 /* --enable_batching (false) */
   const char *batching_parameters_file; /* --batching_parameters_file (""): BatchingParameters */
+  /* Device (TF Serving has only the memory fraction). */
+  const char *device;                     /* --device=auto|cpu|gpu|reference (auto) */
+  double per_process_gpu_memory_fraction; /* 0: all of the GPU's memory */
+  bool gpu_allow_tf32;                    /* --tensord_gpu_allow_tf32 (false) */
+  const char *cuda_plugin;                /* --tensord_cuda_plugin ("") */
   bool help;                   /* --help was given */
   bool version;                /* --version was given */
 } cfg_options;

@@ -12,6 +12,7 @@
 #include <threads.h>
 
 #include "eng_gemm.h"
+#include "eng_gpu.h"
 #include "eng_inline.h"
 #include "eng_op.h"
 #include "eng_plan.h"
@@ -29,6 +30,7 @@ struct eng_model {
   int64_t *node_slot; /* per node: variable slot or -1 */
   int n_slots;
   var_slot *slots;
+  eng_dev_model *dev; /* weights on the device (eng_device_attach), or NULL */
 };
 
 
@@ -94,12 +96,20 @@ void eng_model_destroy(eng_model *m) {
   }
   free(m->slots);
   free(m->node_slot);
+  eng_dev_model_free(m->dev);
   eng_graph_destroy(m->g);
   eng_library_destroy(m->lib);
   free(m);
 }
 
 void eng_model_detach_io(eng_model *m) { m->io = (eng_io){0}; }
+
+eng_dev_model *eng_model_dev(const eng_model *m) { return m->dev; }
+
+void eng_model_set_dev(eng_model *m, eng_dev_model *dm) {
+  eng_dev_model_free(m->dev);
+  m->dev = dm;
+}
 
 const eng_graph *eng_model_graph(const eng_model *m) { return m->g; }
 
@@ -474,89 +484,106 @@ static void drop_use(eng_tensor *values, int *left, int v) {
   if (--left[v] <= 0) eng_tensor_release(&values[v]);
 }
 
-td_code eng_plan_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, td_err *err) {
-  if (p->can_specialise) {
-    const eng_plan *sp = eng_plan_specialised((eng_plan *)p, in);
-    if (sp) return eng_plan_run(sp, in, out, err);
-  }
-  const eng_graph *g = p->m->g;
-  td_code rc = TD_OK;
+td_code eng_run_begin(eng_run *r, const eng_plan *p, const eng_tensor *in, td_err *err) {
+  memset(r, 0, sizeof *r);
+  r->p = p;
   size_t nv = (size_t)p->n_values + 1;
   size_t bytes = nv * (sizeof(eng_tensor) + sizeof(int) + sizeof(bool));
   run_scratch *rs = scratch_take(bytes);
   void *mem = rs ? rs->p : malloc(bytes);
-  eng_tensor inbuf[16], outbuf[16];
   if (!mem) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
   memset(mem, 0, bytes);
-  eng_tensor *values = mem;
-  int *left = (int *)(values + nv);
-  bool *fed = (bool *)(left + nv);
-  memcpy(left, p->uses, sizeof *left * (size_t)p->n_values);
+  r->scratch = rs;
+  r->mem = mem;
+  r->values = mem;
+  r->left = (int *)(r->values + nv);
+  r->fed = (bool *)(r->left + nv);
+  memcpy(r->left, p->uses, sizeof *r->left * (size_t)p->n_values);
   for (int i = 0; i < p->n_inputs; i++) {
-    rc = eng_plan_check_feed(p, i, &in[i], err);
-    if (rc) goto done;
-    eng_tensor_release(&values[p->in_value[i]]);
-    values[p->in_value[i]] = eng_tensor_share(&in[i]);
-    left[p->in_value[i]]++; /* fed values are never overwritten */
+    td_code rc = eng_plan_check_feed(p, i, &in[i], err);
+    if (rc) return rc;
+    eng_tensor_release(&r->values[p->in_value[i]]);
+    r->values[p->in_value[i]] = eng_tensor_share(&in[i]);
+    r->left[p->in_value[i]]++; /* fed values are never overwritten */
   }
-  for (int i = 0; i < p->n_inputs; i++) fed[p->in_value[i]] = true;
+  for (int i = 0; i < p->n_inputs; i++) r->fed[p->in_value[i]] = true;
   for (int i = 0; i < p->n_consts; i++)
-    if (!fed[p->const_value[i]]) values[p->const_value[i]] = eng_tensor_share(&p->const_tensor[i]);
+    if (!r->fed[p->const_value[i]])
+      r->values[p->const_value[i]] = eng_tensor_share(&p->const_tensor[i]);
+  return TD_OK;
+}
 
-  for (int s = 0; s < p->n_steps && !rc; s++) {
-    int id = p->steps[s];
-    const eng_node *nd = eng_graph_node(g, id);
-    const eng_op_def *op = p->ops[s];
-    eng_tensor *kin = nd->n_in <= 16 ? inbuf : calloc((size_t)nd->n_in, sizeof *kin);
-    eng_tensor *kout = nd->n_out <= 16 ? outbuf : calloc((size_t)nd->n_out, sizeof *kout);
-    if (!kin || !kout) {
-      rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
-      if (kin != inbuf) free(kin);
-      if (kout != outbuf) free(kout);
-      break;
-    }
-    memset(kout, 0, sizeof *kout * (size_t)nd->n_out);
-    for (int k = 0; k < nd->n_in && !rc; k++) {
-      const eng_tensor *v = &values[p->base[nd->in[k].node] + nd->in[k].index];
-      kin[k] = *v;
-      if (!v->buf) {
-        rc = td_err_set(err, TD_INTERNAL, "node '%s': input %d was not computed", nd->name, k);
-      } else if (v->is_ref && !(k == 0 && (op->flags & ENG_OP_REF_INPUT0))) {
-        /* A TF1 variable reference read by an ordinary op: pass its value. */
-        rc = eng_model_slot_read(p->m, eng_tensor_handle(v), &kin[k], err);
-        if (rc) {
-          for (int j = 0; j < k; j++)
-            if (kin[j].buf != values[p->base[nd->in[j].node] + nd->in[j].index].buf)
-              eng_tensor_release(&kin[j]);
-          kin[k].buf = NULL;
-        }
-      }
-    }
-    if (!rc) {
-      const eng_epilogue *epi = p->epi ? p->epi[s] : NULL;
-      eng_kctx ctx = {.node = nd, .node_id = id, .model = p->m, .n_in = nd->n_in, .in = kin,
-                      .n_out = nd->n_out, .out = kout, .err = err, .epi = epi,
-                      .packed = p->packed ? p->packed[s] : NULL};
-      rc = op->cpu(&ctx);
-      if (rc && err && !strstr(err->msg, nd->name)) td_err_prefix(err, "node '%s' (%s)", nd->name, nd->op);
-      for (int k = 0; k < nd->n_in; k++) {
-        const eng_tensor *v = &values[p->base[nd->in[k].node] + nd->in[k].index];
-        if (kin[k].buf != v->buf) eng_tensor_release(&kin[k]);
-      }
-      if (!rc && epi && !ctx.epi_done) eng_epilogue_apply(epi, &kout[0]);
-      for (int o = 0; o < nd->n_out; o++) {
-        int vi = o == 0 && epi ? epi->out_value : p->base[id] + o;
-        if (rc || fed[vi] || left[vi] <= 0) {
-          eng_tensor_release(&kout[o]);
-        } else {
-          values[vi] = kout[o];
-        }
-      }
-      for (int k = 0; k < nd->n_in; k++) drop_use(values, left, p->base[nd->in[k].node] + nd->in[k].index);
-    }
+void eng_run_drop_inputs(eng_run *r, int s) {
+  const eng_plan *p = r->p;
+  const eng_node *nd = eng_graph_node(p->m->g, p->steps[s]);
+  for (int k = 0; k < nd->n_in; k++) drop_use(r->values, r->left, p->base[nd->in[k].node] + nd->in[k].index);
+}
+
+td_code eng_run_step_cpu(eng_run *r, int s, td_err *err) {
+  const eng_plan *p = r->p;
+  eng_tensor *values = r->values;
+  int *left = r->left;
+  const bool *fed = r->fed;
+  td_code rc = TD_OK;
+  eng_tensor inbuf[16], outbuf[16];
+  int id = p->steps[s];
+  const eng_node *nd = eng_graph_node(p->m->g, id);
+  const eng_op_def *op = p->ops[s];
+  eng_tensor *kin = nd->n_in <= 16 ? inbuf : calloc((size_t)nd->n_in, sizeof *kin);
+  eng_tensor *kout = nd->n_out <= 16 ? outbuf : calloc((size_t)nd->n_out, sizeof *kout);
+  if (!kin || !kout) {
     if (kin != inbuf) free(kin);
     if (kout != outbuf) free(kout);
+    return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
   }
+  memset(kout, 0, sizeof *kout * (size_t)nd->n_out);
+  for (int k = 0; k < nd->n_in && !rc; k++) {
+    const eng_tensor *v = &values[p->base[nd->in[k].node] + nd->in[k].index];
+    kin[k] = *v;
+    if (!v->buf) {
+      rc = td_err_set(err, TD_INTERNAL, "node '%s': input %d was not computed", nd->name, k);
+    } else if (v->is_ref && !(k == 0 && (op->flags & ENG_OP_REF_INPUT0))) {
+      /* A TF1 variable reference read by an ordinary op: pass its value. */
+      rc = eng_model_slot_read(p->m, eng_tensor_handle(v), &kin[k], err);
+      if (rc) {
+        for (int j = 0; j < k; j++)
+          if (kin[j].buf != values[p->base[nd->in[j].node] + nd->in[j].index].buf)
+            eng_tensor_release(&kin[j]);
+        kin[k].buf = NULL;
+      }
+    }
+  }
+  if (!rc) {
+    const eng_epilogue *epi = p->epi ? p->epi[s] : NULL;
+    eng_kctx ctx = {.node = nd, .node_id = id, .model = p->m, .n_in = nd->n_in, .in = kin,
+                    .n_out = nd->n_out, .out = kout, .err = err, .epi = epi,
+                    .packed = p->packed ? p->packed[s] : NULL};
+    rc = op->cpu(&ctx);
+    if (rc && err && !strstr(err->msg, nd->name)) td_err_prefix(err, "node '%s' (%s)", nd->name, nd->op);
+    for (int k = 0; k < nd->n_in; k++) {
+      const eng_tensor *v = &values[p->base[nd->in[k].node] + nd->in[k].index];
+      if (kin[k].buf != v->buf) eng_tensor_release(&kin[k]);
+    }
+    if (!rc && epi && !ctx.epi_done) eng_epilogue_apply(epi, &kout[0]);
+    for (int o = 0; o < nd->n_out; o++) {
+      int vi = o == 0 && epi ? epi->out_value : p->base[id] + o;
+      if (rc || fed[vi] || left[vi] <= 0) {
+        eng_tensor_release(&kout[o]);
+      } else {
+        values[vi] = kout[o];
+      }
+    }
+    eng_run_drop_inputs(r, s);
+  }
+  if (kin != inbuf) free(kin);
+  if (kout != outbuf) free(kout);
+  return rc;
+}
+
+td_code eng_run_finish(eng_run *r, td_code rc, eng_tensor *out, td_err *err) {
+  const eng_plan *p = r->p;
+  eng_tensor *values = r->values;
+  if (!values) return rc;
   for (int i = 0; i < p->n_outputs && !rc; i++) {
     const eng_tensor *v = &values[p->out_value[i]];
     if (!v->buf) {
@@ -569,13 +596,26 @@ td_code eng_plan_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, t
     if (rc)
       for (int j = 0; j < i; j++) eng_tensor_release(&out[j]);
   }
-done:
   for (int v = 0; v < p->n_values; v++) eng_tensor_release(&values[v]);
+  run_scratch *rs = r->scratch;
   if (rs)
     rs->busy = false;
   else
-    free(mem);
+    free(r->mem);
+  r->values = NULL;
   return rc;
+}
+
+td_code eng_plan_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, td_err *err) {
+  if (p->can_specialise) {
+    const eng_plan *sp = eng_plan_specialised((eng_plan *)p, in);
+    if (sp) return eng_plan_run(sp, in, out, err);
+  }
+  if (p->m->dev) return eng_gpu_run(p->m->dev, p, in, out, err);
+  eng_run r;
+  td_code rc = eng_run_begin(&r, p, in, err);
+  for (int s = 0; s < p->n_steps && !rc; s++) rc = eng_run_step_cpu(&r, s, err);
+  return eng_run_finish(&r, rc, out, err);
 }
 
 td_code eng_model_run(eng_model *m, int n_feeds, const eng_feed *feeds, int n_fetch,

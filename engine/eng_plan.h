@@ -86,4 +86,30 @@ void eng_plan_compile(eng_plan *p);
  * channel dim. */
 void eng_epilogue_apply(const eng_epilogue *e, eng_tensor *t);
 
+/* One run of a plan, split so that other executors (eng_gpu.c) share the
+ * CPU loop's bookkeeping (eng_model.c). values[v] is value v's host tensor
+ * (empty until computed, or while it lives only on a device), left[v] its
+ * remaining readers, fed[v] whether a feed supplied it. eng_plan_run is
+ * begin, eng_run_step_cpu for every step, finish. */
+typedef struct eng_run {
+  const eng_plan *p;
+  eng_tensor *values;
+  int *left;
+  bool *fed;
+  void *scratch, *mem;
+} eng_run;
+
+/* Checks the feeds and fills the table with feeds and constants. Call
+ * eng_run_finish even when it fails. */
+td_code eng_run_begin(eng_run *r, const eng_plan *p, const eng_tensor *in, td_err *err);
+/* Runs step s's CPU kernel; its inputs must be in values. Stores its
+ * outputs and drops one use of each input. */
+td_code eng_run_step_cpu(eng_run *r, int s, td_err *err);
+/* Drops one use of each input of step s (releasing host values no longer
+ * read), for a step run elsewhere. */
+void eng_run_drop_inputs(eng_run *r, int s);
+/* When rc is TD_OK, shares the outputs into out; releases the table.
+ * Returns rc, or the error of collecting the outputs. */
+td_code eng_run_finish(eng_run *r, td_code rc, eng_tensor *out, td_err *err);
+
 #endif

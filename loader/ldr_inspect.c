@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "eng_device.h"
 #include "eng_model.h"
 #include "eng_op.h"
 #include "ldr_proto.h"
@@ -183,6 +184,10 @@ td_code ldr_inspect_print(const char *dir, const char *tags, FILE *out, td_err *
     eng_plan_info info = eng_plan_get_info(s->plan);
     fprintf(out, "  %-24s %d steps per request, %d values folded at load, %d ops fused\n", s->key,
             info.steps, info.consts, info.fused_ops);
+    char cpu_ops[512];
+    int on = eng_device_plan_report(s->plan, cpu_ops, sizeof cpu_ops);
+    fprintf(out, "  %-24s GPU backend: %d of %d steps have a GPU kernel%s%s\n", "", on, info.steps,
+            *cpu_ops ? "; on the CPU: " : "", cpu_ops);
   }
   ldr_servable_unref(sv);
   return TD_OK;

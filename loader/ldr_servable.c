@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "eng_device.h"
 #include "eng_model.h"
 #include "ldr_bundle.h"
 #include "ldr_import.h"
@@ -373,6 +374,19 @@ static td_code restore_and_init(ldr_servable *sv, const Tensorflow__MetaGraphDef
   return rc;
 }
 
+/* Uploads the serving plans' weights to the selected device (a no-op on the
+ * CPU). A version that does not fit fails to load, saying the sizes. */
+static td_code attach_device(ldr_servable *sv, td_err *err) {
+  if (!eng_device_active() || !sv->n_sigs) return TD_OK;
+  eng_plan **plans = calloc((size_t)sv->n_sigs, sizeof *plans);
+  if (!plans) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  for (int i = 0; i < sv->n_sigs; i++) plans[i] = sv->sigs[i].plan;
+  td_code rc = eng_device_attach(sv->model, sv->n_sigs, plans, err);
+  free(plans);
+  if (rc) td_err_prefix(err, "placing %s on %s", sv->path, eng_device_name());
+  return rc;
+}
+
 static td_code compile_signatures(ldr_servable *sv, td_err *err) {
   int ok = 0;
   const ldr_signature *dflt = NULL;
@@ -406,7 +420,7 @@ static td_code compile_signatures(ldr_servable *sv, td_err *err) {
   if (dflt) return td_err_prefix(err, "signature '%s'", dflt->key);
   if (!ok && sv->n_sigs)
     return td_err_set(err, TD_UNIMPLEMENTED, "no signature of %s can be served", sv->path);
-  return TD_OK;
+  return attach_device(sv, err);
 }
 
 void ldr_servable_ref(ldr_servable *s) { atomic_fetch_add(&s->refs, 1); }

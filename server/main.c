@@ -27,8 +27,9 @@
 #include "bat_queue.h"
 #include "cfg_batching.h"
 #include "cfg_flags.h"
-#include "ldr_inspect.h"
+#include "eng_device.h"
 #include "eng_threads.h"
+#include "ldr_inspect.h"
 #include "ldr_manager.h"
 #include "ldr_registry.h"
 #include "ldr_watch.h"
@@ -113,7 +114,8 @@ int main(int argc, char **argv) {
   }
   if (opt.version) {
     printf("tensord %s\nCUDA backend: %s\n", TENSORD_VERSION,
-           TENSORD_CUDA_BUILD ? "switch on (no GPU kernels yet; CPU engine)" : "off");
+           TENSORD_CUDA_BUILD ? "built (libtensord_cuda.so, used with --device=auto|gpu)"
+                              : "not built");
     return 0;
   }
   if (cfg_options_validate(&opt, &err)) {
@@ -122,6 +124,18 @@ int main(int argc, char **argv) {
     return 2;
   }
   eng_threads_set(opt.intra_op_threads); /* before any engine work */
+  {
+    eng_device_opts dopt = {.memory_fraction = opt.per_process_gpu_memory_fraction,
+                            .allow_tf32 = opt.gpu_allow_tf32,
+                            .plugin = *opt.cuda_plugin ? opt.cuda_plugin : NULL};
+    char note[1024];
+    if (eng_device_parse_mode(opt.device, &dopt.mode, &err) ||
+        eng_device_select(&dopt, note, sizeof note, &err)) {
+      fprintf(stderr, "%s: %s\n", argv[0], err.msg);
+      return 1;
+    }
+    td_log_info("%s", note);
+  }
 
   fix_malloc_thresholds();
   sigset_t stop_signals;
