@@ -1,0 +1,530 @@
+// The CUDA backend: eng_devapi (engine/eng_devapi.h) on one NVIDIA GPU,
+// built by nvcc into the plug-in libtensord_cuda.so, which the daemon
+// dlopens (engine/eng_device.c). The CUDA runtime is linked statically and
+// cuBLAS dynamically, so the daemon itself never needs a CUDA library.
+//
+// GEMMs go to cuBLAS (strided-batched for attention), with TF32 tensor
+// cores only when asked for; every other primitive is a CUDA C kernel
+// below. Each stream owns a cuBLAS handle (handles are not shared across
+// threads) and a pinned staging buffer through which uploads and downloads
+// pass, so copies overlap with the host's work and need no allocation.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+
+extern "C" {
+#include "eng_devapi.h"
+}
+
+namespace {
+
+thread_local char g_err[512];
+bool g_tf32 = false;
+const size_t kStaging = size_t(8) << 20;
+const int kThreads = 256;
+
+int fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g_err, sizeof g_err, fmt, ap);
+  va_end(ap);
+  return 1;
+}
+
+int cuda_fail(const char *what, cudaError_t e) {
+  return fail("%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+#define CK(call, what)                          \
+  do {                                          \
+    cudaError_t e_ = (call);                    \
+    if (e_ != cudaSuccess) return cuda_fail(what, e_); \
+  } while (0)
+
+#define LAUNCHED(what)                                  \
+  do {                                                  \
+    cudaError_t e_ = cudaGetLastError();                \
+    if (e_ != cudaSuccess) return cuda_fail(what, e_);  \
+  } while (0)
+
+struct Stream {
+  cudaStream_t s;
+  cublasHandle_t blas;
+  char *staging;  // pinned
+  size_t used;    // staging bytes holding uploads not yet known complete
+};
+
+unsigned blocks_for(int64_t n) {
+  int64_t b = (n + kThreads - 1) / kThreads;
+  return (unsigned)(b < 65535 * 16 ? (b < 1 ? 1 : b) : 65535 * 16);
+}
+
+struct Dims {
+  int rank;
+  int64_t d[ENG_DEV_MAX_RANK];
+  int64_t a[ENG_DEV_MAX_RANK];
+  int64_t b[ENG_DEV_MAX_RANK];
+};
+
+__device__ float bin(int op, float a, float b) {
+  switch (op) {
+    case ENG_DB_ADD: return a + b;
+    case ENG_DB_SUB: return a - b;
+    case ENG_DB_MUL: return a * b;
+    case ENG_DB_DIV: return a / b;
+    case ENG_DB_MAX: return (isnan(a) || isnan(b)) ? nanf("") : fmaxf(a, b);
+    case ENG_DB_MIN: return (isnan(a) || isnan(b)) ? nanf("") : fminf(a, b);
+    case ENG_DB_SQDIFF: return (a - b) * (a - b);
+    case ENG_DB_POW: return powf(a, b);
+  }
+  return nanf("");
+}
+
+__global__ void k_binary(int op, Dims dm, int64_t n, const float *a, const float *b, float *y) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t rest = i, oa = 0, ob = 0;
+    for (int d = dm.rank - 1; d >= 0; d--) {
+      int64_t idx = rest % dm.d[d];
+      rest /= dm.d[d];
+      oa += idx * dm.a[d];
+      ob += idx * dm.b[d];
+    }
+    y[i] = bin(op, a[oa], b[ob]);
+  }
+}
+
+__device__ float un(int op, float x, float alpha) {
+  switch (op) {
+    case ENG_DU_RELU: return x > 0.f ? x : 0.f;
+    case ENG_DU_RELU6: return x > 0.f ? (x < 6.f ? x : 6.f) : 0.f;
+    case ENG_DU_SIGMOID: return 1.f / (1.f + expf(-x));
+    case ENG_DU_TANH: return tanhf(x);
+    case ENG_DU_EXP: return expf(x);
+    case ENG_DU_LOG: return logf(x);
+    case ENG_DU_SQRT: return sqrtf(x);
+    case ENG_DU_RSQRT: return 1.f / sqrtf(x);
+    case ENG_DU_NEG: return -x;
+    case ENG_DU_ABS: return fabsf(x);
+    case ENG_DU_SQUARE: return x * x;
+    case ENG_DU_ERF: return erff(x);
+    case ENG_DU_ERFC: return erfcf(x);
+    case ENG_DU_SOFTPLUS: return x > 0.f ? x + log1pf(expf(-x)) : log1pf(expf(x));
+    case ENG_DU_ELU: return x > 0.f ? x : expm1f(x);
+    case ENG_DU_SELU: return 1.0507009873554805f * (x > 0.f ? x : 1.6732632423543772f * expm1f(x));
+    case ENG_DU_LEAKY_RELU: return x > 0.f ? x : x * alpha;
+    case ENG_DU_RECIPROCAL: return 1.f / x;
+    case ENG_DU_SIN: return sinf(x);
+    case ENG_DU_COS: return cosf(x);
+    case ENG_DU_FLOOR: return floorf(x);
+    case ENG_DU_CEIL: return ceilf(x);
+    case ENG_DU_ROUND: return rintf(x);
+    case ENG_DU_SIGN: return x > 0.f ? 1.f : (x < 0.f ? -1.f : x);
+    case ENG_DU_EXPM1: return expm1f(x);
+    case ENG_DU_LOG1P: return log1pf(x);
+    case ENG_DU_SOFTSIGN: return x / (1.f + fabsf(x));
+  }
+  return nanf("");
+}
+
+__global__ void k_unary(int op, int64_t n, const float *x, float *y, float alpha) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    y[i] = un(op, x[i], alpha);
+}
+
+template <typename T>
+__global__ void k_copy(Dims dm, int64_t n, const T *src, T *dst) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t rest = i, os = 0, od = 0;
+    for (int d = dm.rank - 1; d >= 0; d--) {
+      int64_t idx = rest % dm.d[d];
+      rest /= dm.d[d];
+      os += idx * dm.a[d];
+      od += idx * dm.b[d];
+    }
+    dst[od] = src[os];
+  }
+}
+
+template <typename T>
+__global__ void k_fill(int64_t n, T v, T *dst) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    dst[i] = v;
+}
+
+__global__ void k_im2col(eng_dev_window w, int64_t n, const float *x, float *col) {
+  int64_t kk = w.kh * w.kw * w.c;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t r = i / kk, q = i % kk;
+    int64_t ch = q % w.c, j = (q / w.c) % w.kw, t = q / (w.c * w.kw);
+    int64_t ox = r % w.ow, oy = (r / w.ow) % w.oh, b = r / (w.ow * w.oh);
+    int64_t iy = oy * w.sh + t * w.dh - w.pad_t, ix = ox * w.sw + j * w.dw - w.pad_l;
+    col[i] = (iy < 0 || iy >= w.h || ix < 0 || ix >= w.w) ? 0.f
+                                                          : x[((b * w.h + iy) * w.w + ix) * w.c + ch];
+  }
+}
+
+__global__ void k_depthwise(eng_dev_window w, int64_t n, const float *x, const float *f, float *y) {
+  int64_t oc = w.c * w.mult;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t o = i % oc, ox = (i / oc) % w.ow, oy = (i / (oc * w.ow)) % w.oh, b = i / (oc * w.ow * w.oh);
+    int64_t ch = o / w.mult;
+    float acc = 0.f;
+    for (int64_t t = 0; t < w.kh; t++) {
+      int64_t iy = oy * w.sh + t * w.dh - w.pad_t;
+      if (iy < 0 || iy >= w.h) continue;
+      for (int64_t j = 0; j < w.kw; j++) {
+        int64_t ix = ox * w.sw + j * w.dw - w.pad_l;
+        if (ix < 0 || ix >= w.w) continue;
+        acc = fmaf(x[((b * w.h + iy) * w.w + ix) * w.c + ch], f[(t * w.kw + j) * oc + o], acc);
+      }
+    }
+    y[i] = acc;
+  }
+}
+
+__global__ void k_pool(eng_dev_window w, int64_t n, bool mx, const float *x, float *y) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t ch = i % w.c, ox = (i / w.c) % w.ow, oy = (i / (w.c * w.ow)) % w.oh,
+            b = i / (w.c * w.ow * w.oh);
+    float acc = mx ? -INFINITY : 0.f;
+    int64_t taps = 0;
+    for (int64_t t = 0; t < w.kh; t++) {
+      int64_t iy = oy * w.sh + t * w.dh - w.pad_t;
+      if (iy < 0 || iy >= w.h) continue;
+      for (int64_t j = 0; j < w.kw; j++) {
+        int64_t ix = ox * w.sw + j * w.dw - w.pad_l;
+        if (ix < 0 || ix >= w.w) continue;
+        float v = x[((b * w.h + iy) * w.w + ix) * w.c + ch];
+        acc = mx ? (v > acc ? v : acc) : acc + v;
+        taps++;
+      }
+    }
+    y[i] = mx ? acc : acc / (float)(taps ? taps : 1);
+  }
+}
+
+// One block per row: max, then the sum of exponentials, then the outputs.
+__global__ void k_softmax(int64_t rows, int64_t cols, bool lg, const float *x, float *y) {
+  __shared__ float red[kThreads];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float *xr = x + r * cols;
+    float *yr = y + r * cols;
+    float m = -INFINITY;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, xr[c]);
+    red[threadIdx.x] = m;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+      if ((int)threadIdx.x < s) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + s]);
+      __syncthreads();
+    }
+    m = red[0];
+    __syncthreads();
+    float sum = 0.f;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += expf(xr[c] - m);
+    red[threadIdx.x] = sum;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+      if ((int)threadIdx.x < s) red[threadIdx.x] += red[threadIdx.x + s];
+      __syncthreads();
+    }
+    sum = red[0];
+    __syncthreads();
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+      yr[c] = lg ? (xr[c] - m) - logf(sum) : expf(xr[c] - m) / sum;
+  }
+}
+
+__global__ void k_reduce(int op, int64_t outer, int64_t r, int64_t inner, const float *x, float *y) {
+  int64_t n = outer * inner;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t o = i / inner, in = i % inner;
+    float acc = op == ENG_DR_MAX ? -INFINITY : op == ENG_DR_MIN ? INFINITY : op == ENG_DR_PROD ? 1.f : 0.f;
+    for (int64_t k = 0; k < r; k++) {
+      float v = x[(o * r + k) * inner + in];
+      if (op == ENG_DR_MAX) acc = v > acc ? v : acc;
+      else if (op == ENG_DR_MIN) acc = v < acc ? v : acc;
+      else if (op == ENG_DR_PROD) acc *= v;
+      else acc += v;
+    }
+    y[i] = op == ENG_DR_MEAN ? acc / (float)(r ? r : 1) : acc;
+  }
+}
+
+// --- the table's functions -----------------------------------------------
+
+int probe(char *desc, size_t dl, size_t *total, char *why, size_t wl) {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    snprintf(why, wl, "cudaGetDeviceCount: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+    return 1;
+  }
+  if (n == 0) {
+    snprintf(why, wl, "the CUDA driver sees no GPU");
+    return 1;
+  }
+  cudaDeviceProp p;
+  e = cudaGetDeviceProperties(&p, 0);
+  if (e != cudaSuccess) {
+    snprintf(why, wl, "cudaGetDeviceProperties: %s", cudaGetErrorString(e));
+    return 1;
+  }
+  int rt = 0, drv = 0;
+  cudaRuntimeGetVersion(&rt);
+  cudaDriverGetVersion(&drv);
+  snprintf(desc, dl, "GPU 0: %s (sm_%d%d, %zu MiB, CUDA runtime %d.%d, driver %d.%d)", p.name, p.major,
+           p.minor, (size_t)(p.totalGlobalMem >> 20), rt / 1000, (rt % 1000) / 10, drv / 1000,
+           (drv % 1000) / 10);
+  size_t free_b = 0, total_b = 0;
+  e = cudaMemGetInfo(&free_b, &total_b);
+  *total = e == cudaSuccess ? free_b : p.totalGlobalMem;
+  return 0;
+}
+
+int init(bool allow_tf32) {
+  g_tf32 = allow_tf32;
+  CK(cudaSetDevice(0), "cudaSetDevice");
+  return 0;
+}
+
+void *dalloc(size_t bytes) {
+  void *d = nullptr;
+  cudaError_t e = cudaMalloc(&d, bytes ? bytes : 1);
+  if (e != cudaSuccess) {
+    cuda_fail("cudaMalloc", e);
+    return nullptr;
+  }
+  return d;
+}
+
+void dfree(void *d) { cudaFree(d); }
+
+void *stream_create(void) {
+  Stream *st = new Stream();
+  cudaSetDevice(0);
+  if (cudaStreamCreateWithFlags(&st->s, cudaStreamNonBlocking) != cudaSuccess) {
+    fail("cudaStreamCreate failed");
+    delete st;
+    return nullptr;
+  }
+  if (cublasCreate(&st->blas) != CUBLAS_STATUS_SUCCESS) {
+    fail("cublasCreate failed");
+    cudaStreamDestroy(st->s);
+    delete st;
+    return nullptr;
+  }
+  cublasSetStream(st->blas, st->s);
+  cublasSetMathMode(st->blas, g_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+  if (cudaMallocHost(&st->staging, kStaging) != cudaSuccess) st->staging = nullptr;
+  return st;
+}
+
+void stream_destroy(void *p) {
+  Stream *st = static_cast<Stream *>(p);
+  if (!st) return;
+  cudaStreamSynchronize(st->s);
+  cublasDestroy(st->blas);
+  cudaStreamDestroy(st->s);
+  if (st->staging) cudaFreeHost(st->staging);
+  delete st;
+}
+
+int sync_(void *p) {
+  Stream *st = static_cast<Stream *>(p);
+  CK(cudaStreamSynchronize(st->s), "cudaStreamSynchronize");
+  st->used = 0;
+  return 0;
+}
+
+int upload(void *p, void *d, const void *host, size_t n) {
+  Stream *st = static_cast<Stream *>(p);
+  if (!n) return 0;
+  size_t need = (n + 255) / 256 * 256;
+  if (st->staging && need <= kStaging) {
+    if (st->used + need > kStaging && sync_(st)) return 1;
+    char *stage = st->staging + st->used;
+    memcpy(stage, host, n);
+    st->used += need;
+    CK(cudaMemcpyAsync(d, stage, n, cudaMemcpyHostToDevice, st->s), "upload");
+    return 0;
+  }
+  // Larger than the staging buffer (weights at load): a plain copy, which
+  // returns once the host buffer has been read.
+  CK(cudaMemcpyAsync(d, host, n, cudaMemcpyHostToDevice, st->s), "upload");
+  return sync_(st);
+}
+
+int download(void *p, void *host, const void *d, size_t n) {
+  Stream *st = static_cast<Stream *>(p);
+  if (!n) return 0;
+  if (st->staging && n <= kStaging) {
+    if (sync_(st)) return 1;  // frees the staging buffer for this copy
+    CK(cudaMemcpyAsync(st->staging, d, n, cudaMemcpyDeviceToHost, st->s), "download");
+    if (sync_(st)) return 1;
+    memcpy(host, st->staging, n);
+    return 0;
+  }
+  CK(cudaMemcpyAsync(host, d, n, cudaMemcpyDeviceToHost, st->s), "download");
+  return sync_(st);
+}
+
+int gemm(void *p, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+         int64_t sa, const float *b, int64_t ldb, int64_t sb, float *c, int64_t ldc, int64_t sc,
+         int64_t batch) {
+  Stream *st = static_cast<Stream *>(p);
+  if (m <= 0 || n <= 0 || batch <= 0) return 0;
+  if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || lda > INT32_MAX || ldb > INT32_MAX ||
+      ldc > INT32_MAX || batch > INT32_MAX)
+    return fail("gemm: a dimension exceeds cuBLAS's int range");
+  const float one = 1.f, zero = 0.f;
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap
+  // the operands and keep each one's transpose flag.
+  cublasOperation_t ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N, oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasStatus_t s;
+  if (batch == 1)
+    s = cublasSgemm(st->blas, ob, oa, (int)n, (int)m, (int)k, &one, b, (int)ldb, a, (int)lda, &zero,
+                    c, (int)ldc);
+  else
+    s = cublasSgemmStridedBatched(st->blas, ob, oa, (int)n, (int)m, (int)k, &one, b, (int)ldb, sb, a,
+                                  (int)lda, sa, &zero, c, (int)ldc, sc, (int)batch);
+  if (s != CUBLAS_STATUS_SUCCESS) return fail("cuBLAS sgemm failed: status %d", (int)s);
+  return 0;
+}
+
+int binary(void *p, int op, int rank, const int64_t *dims, const float *a, const int64_t *sa,
+           const float *b, const int64_t *sb, float *y) {
+  Stream *st = static_cast<Stream *>(p);
+  if (rank < 0 || rank > ENG_DEV_MAX_RANK) return fail("binary: rank %d", rank);
+  Dims dm = {};
+  dm.rank = rank;
+  int64_t n = 1;
+  for (int d = 0; d < rank; d++) {
+    dm.d[d] = dims[d];
+    dm.a[d] = sa[d];
+    dm.b[d] = sb[d];
+    n *= dims[d];
+  }
+  if (n == 0) return 0;
+  k_binary<<<blocks_for(n), kThreads, 0, st->s>>>(op, dm, n, a, b, y);
+  LAUNCHED("binary kernel");
+  return 0;
+}
+
+int unary(void *p, int op, int64_t n, const float *x, float *y, float alpha) {
+  Stream *st = static_cast<Stream *>(p);
+  if (n <= 0) return 0;
+  k_unary<<<blocks_for(n), kThreads, 0, st->s>>>(op, n, x, y, alpha);
+  LAUNCHED("unary kernel");
+  return 0;
+}
+
+int copy(void *p, int rank, const int64_t *dims, size_t es, const void *src, const int64_t *ss,
+         void *dst, const int64_t *ds) {
+  Stream *st = static_cast<Stream *>(p);
+  if (rank < 0 || rank > ENG_DEV_MAX_RANK) return fail("copy: rank %d", rank);
+  Dims dm = {};
+  dm.rank = rank;
+  int64_t n = 1;
+  for (int d = 0; d < rank; d++) {
+    dm.d[d] = dims[d];
+    dm.a[d] = ss[d];
+    dm.b[d] = ds[d];
+    n *= dims[d];
+  }
+  if (n == 0) return 0;
+  unsigned g = blocks_for(n);
+  switch (es) {
+    case 1: k_copy<uint8_t><<<g, kThreads, 0, st->s>>>(dm, n, (const uint8_t *)src, (uint8_t *)dst); break;
+    case 2: k_copy<uint16_t><<<g, kThreads, 0, st->s>>>(dm, n, (const uint16_t *)src, (uint16_t *)dst); break;
+    case 4: k_copy<uint32_t><<<g, kThreads, 0, st->s>>>(dm, n, (const uint32_t *)src, (uint32_t *)dst); break;
+    case 8: k_copy<uint64_t><<<g, kThreads, 0, st->s>>>(dm, n, (const uint64_t *)src, (uint64_t *)dst); break;
+    default: return fail("copy: element size %zu", es);
+  }
+  LAUNCHED("copy kernel");
+  return 0;
+}
+
+int fill(void *p, int64_t n, size_t es, const void *value, void *dst) {
+  Stream *st = static_cast<Stream *>(p);
+  if (n <= 0) return 0;
+  unsigned g = blocks_for(n);
+  switch (es) {
+    case 1: k_fill<uint8_t><<<g, kThreads, 0, st->s>>>(n, *(const uint8_t *)value, (uint8_t *)dst); break;
+    case 2: k_fill<uint16_t><<<g, kThreads, 0, st->s>>>(n, *(const uint16_t *)value, (uint16_t *)dst); break;
+    case 4: k_fill<uint32_t><<<g, kThreads, 0, st->s>>>(n, *(const uint32_t *)value, (uint32_t *)dst); break;
+    case 8: k_fill<uint64_t><<<g, kThreads, 0, st->s>>>(n, *(const uint64_t *)value, (uint64_t *)dst); break;
+    default: return fail("fill: element size %zu", es);
+  }
+  LAUNCHED("fill kernel");
+  return 0;
+}
+
+int im2col(void *p, const eng_dev_window *w, const float *x, float *col) {
+  Stream *st = static_cast<Stream *>(p);
+  int64_t n = w->n * w->oh * w->ow * w->kh * w->kw * w->c;
+  if (n <= 0) return 0;
+  k_im2col<<<blocks_for(n), kThreads, 0, st->s>>>(*w, n, x, col);
+  LAUNCHED("im2col kernel");
+  return 0;
+}
+
+int depthwise(void *p, const eng_dev_window *w, const float *x, const float *f, float *y) {
+  Stream *st = static_cast<Stream *>(p);
+  int64_t n = w->n * w->oh * w->ow * w->c * w->mult;
+  if (n <= 0) return 0;
+  k_depthwise<<<blocks_for(n), kThreads, 0, st->s>>>(*w, n, x, f, y);
+  LAUNCHED("depthwise kernel");
+  return 0;
+}
+
+int pool(void *p, const eng_dev_window *w, bool mx, const float *x, float *y) {
+  Stream *st = static_cast<Stream *>(p);
+  int64_t n = w->n * w->oh * w->ow * w->c;
+  if (n <= 0) return 0;
+  k_pool<<<blocks_for(n), kThreads, 0, st->s>>>(*w, n, mx, x, y);
+  LAUNCHED("pooling kernel");
+  return 0;
+}
+
+int softmax(void *p, int64_t rows, int64_t cols, bool lg, const float *x, float *y) {
+  Stream *st = static_cast<Stream *>(p);
+  if (rows <= 0 || cols <= 0) return 0;
+  unsigned g = (unsigned)(rows < 65535 ? rows : 65535);
+  k_softmax<<<g, kThreads, 0, st->s>>>(rows, cols, lg, x, y);
+  LAUNCHED("softmax kernel");
+  return 0;
+}
+
+int reduce(void *p, int op, int64_t outer, int64_t r, int64_t inner, const float *x, float *y) {
+  Stream *st = static_cast<Stream *>(p);
+  int64_t n = outer * inner;
+  if (n <= 0) return 0;
+  k_reduce<<<blocks_for(n), kThreads, 0, st->s>>>(op, outer, r, inner, x, y);
+  LAUNCHED("reduction kernel");
+  return 0;
+}
+
+const char *error(void) { return g_err; }
+
+const eng_devapi g_api = {
+    ENG_DEVAPI_VERSION, "cuda", probe, init, dalloc, dfree, stream_create, stream_destroy, upload,
+    download, sync_, gemm, binary, unary, copy, fill, im2col, depthwise, pool, softmax, reduce, error,
+};
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) const eng_devapi *tensord_devapi(void) {
+  return &g_api;
+}
