@@ -1,12 +1,20 @@
-/* Packed-B GEMM micro-kernels. Each kernel computes an MR x NR block of C
- * with MR*NR/W accumulators held in vector registers (W = floats per
+/* Packed-B GEMM micro-kernels. Each kernel computes an R x NR block of C
+ * with R*NR/W accumulators held in vector registers (W = floats per
  * vector) across the whole k loop: per k step it loads NR/W vectors of the
- * packed panel and broadcasts MR values of A. Edge rows use the same kernel
- * with a smaller MR (instantiated for every MR), edge columns a masked
- * store (AVX-512) or a bounce buffer (AVX2). Panels are zero-padded to NR
- * columns so loads never read past the end. A fused epilogue is applied to
- * the accumulators with separate add/sub/mul/max/min instructions (no
- * contraction), so it rounds exactly as the separate kernels would. */
+ * packed panel and broadcasts R values of A. Kernels come in four shapes:
+ * NR 32 and 16 on AVX-512 (two or one zmm per row), NR 16 and 8 with AVX2
+ * (two or one ymm per row; the 8-wide one also serves AVX-512 CPUs for the
+ * last few columns). Edge rows use the same kernel with a smaller R
+ * (instantiated for every R up to MR), edge columns masked loads and
+ * stores. Panels are zero-padded to NR columns so loads never read past the
+ * end.
+ *
+ * A row of A is read through a pointer per row and a list of segments, so
+ * one kernel serves both a plain matrix (one segment of k) and a
+ * convolution's input read in place (one segment per window row). The
+ * fused epilogue runs row by row once the k loop is done, with separate
+ * add/sub/mul/max/min instructions (no contraction), so it rounds exactly
+ * as the separate kernels would. */
 #include "eng_gemm.h"
 
 #include <immintrin.h>
@@ -15,11 +23,19 @@
 
 enum { ISA_NONE, ISA_AVX2, ISA_AVX512 };
 
+#define MAX_PANEL_KINDS 4
+enum { P512_32, P512_16, P256_16, P256_8 };
+
 struct eng_packed {
-  int64_t k, n, nr, panels;
+  int64_t k, n, panels;
   int isa;
-  float *data; /* panels x k x nr, 64-byte aligned */
+  int64_t *col0;  /* per panel: first column */
+  int *kind;      /* per panel: P512_32 ... */
+  int64_t *off;   /* per panel: offset of its k x nr block in data */
+  float *data;    /* 64-byte aligned */
 };
+
+static const int64_t kind_nr[MAX_PANEL_KINDS] = {32, 16, 16, 8};
 
 static int isa(void) {
   static int cached = -1;
@@ -34,6 +50,38 @@ static int isa(void) {
   return v;
 }
 
+/* Splits n columns into panels: full-width ones, then the remainder r in a
+ * masked full-width panel when it nearly fills one, else in a half-width
+ * panel and/or an 8-wide one. Returns the count; fills kind[] when given. */
+static int64_t split_panels(int v, int64_t n, int *kind) {
+  int full = v == ISA_AVX512 ? P512_32 : P256_16, half = v == ISA_AVX512 ? P512_16 : P256_8;
+  int64_t w = kind_nr[full], cnt = 0, r = n % w;
+  for (int64_t i = 0; i < n / w; i++) {
+    if (kind) kind[cnt] = full;
+    cnt++;
+  }
+  if (v == ISA_AVX512) {
+    if (r > 24) {
+      if (kind) kind[cnt] = full;
+      cnt++;
+    } else {
+      if (r > 8) {
+        if (kind) kind[cnt] = P512_16;
+        cnt++;
+        r = r > 16 ? r - 16 : 0;
+      }
+      if (r > 0) {
+        if (kind) kind[cnt] = P256_8;
+        cnt++;
+      }
+    }
+  } else if (r > 0) {
+    if (kind) kind[cnt] = r > 8 ? full : half;
+    cnt++;
+  }
+  return cnt;
+}
+
 eng_packed *eng_gemm_pack(const float *b, int64_t k, int64_t n, bool trans_b) {
   int v = isa();
   if (v == ISA_NONE || k <= 0 || n <= 0 || k > (1 << 24) || n > (1 << 24)) return NULL;
@@ -42,29 +90,43 @@ eng_packed *eng_gemm_pack(const float *b, int64_t k, int64_t n, bool trans_b) {
   p->k = k;
   p->n = n;
   p->isa = v;
-  p->nr = v == ISA_AVX512 && n > 16 ? 32 : 16;
-  p->panels = (n + p->nr - 1) / p->nr;
-  size_t bytes = sizeof(float) * (size_t)(p->panels * k * p->nr);
-  void *mem = NULL;
-  if (posix_memalign(&mem, 64, bytes ? bytes : 64)) {
-    free(p);
-    return NULL;
+  p->panels = split_panels(v, n, NULL);
+  p->col0 = malloc(sizeof *p->col0 * (size_t)p->panels);
+  p->kind = malloc(sizeof *p->kind * (size_t)p->panels);
+  p->off = malloc(sizeof *p->off * (size_t)p->panels);
+  if (!p->col0 || !p->kind || !p->off) goto fail;
+  split_panels(v, n, p->kind);
+  int64_t col = 0, off = 0;
+  for (int64_t pn = 0; pn < p->panels; pn++) {
+    p->col0[pn] = col;
+    p->off[pn] = off;
+    col += kind_nr[p->kind[pn]];
+    off += k * kind_nr[p->kind[pn]];
   }
+  void *mem = NULL;
+  if (posix_memalign(&mem, 64, sizeof(float) * (size_t)off)) goto fail;
   p->data = mem;
   for (int64_t pn = 0; pn < p->panels; pn++) {
-    float *dst = p->data + pn * k * p->nr;
+    int64_t nr = kind_nr[p->kind[pn]];
+    float *dst = p->data + p->off[pn];
     for (int64_t kk = 0; kk < k; kk++)
-      for (int64_t j = 0; j < p->nr; j++) {
-        int64_t col = pn * p->nr + j;
-        dst[kk * p->nr + j] = col >= n ? 0.0f : trans_b ? b[col * k + kk] : b[kk * n + col];
+      for (int64_t j = 0; j < nr; j++) {
+        int64_t c = p->col0[pn] + j;
+        dst[kk * nr + j] = c >= n ? 0.0f : trans_b ? b[c * k + kk] : b[kk * n + c];
       }
   }
   return p;
+fail:
+  eng_gemm_free(p);
+  return NULL;
 }
 
 void eng_gemm_free(eng_packed *p) {
   if (!p) return;
   free(p->data);
+  free(p->col0);
+  free(p->kind);
+  free(p->off);
   free(p);
 }
 
@@ -73,7 +135,62 @@ int64_t eng_gemm_n(const eng_packed *p) { return p->n; }
 
 #define MR 6
 
-/* --- AVX-512: NR = 32 (two zmm per row) ----------------------------------- */
+/* Fully unrolled, so that accumulator arrays indexed by row and vector
+ * number are register variables. */
+#define UNROLL _Pragma("GCC unroll 8")
+
+/* The micro-kernel, for one vector type (VT, W floats) and NV vectors per
+ * row, over R rows. `cols` (1..NR) columns of the block are real. */
+#define KERNEL(NAME, TGT, VT, MT, W, NV, R, ZERO, LOAD, BCAST, FMA, MASK, MLOAD, STOREU, MSTORE,   \
+               SET1, EPI)                                                                         \
+  __attribute__((target(TGT))) static void NAME(                                                  \
+      const float *const *arow, int64_t nseg, int64_t sst, int64_t slen, const float *bp,         \
+      float *c, int64_t ldc, int64_t cols, const eng_gemm_epi *epi, int64_t col0) {               \
+    VT acc[R][NV];                                                                                \
+    UNROLL for (int r = 0; r < R; r++)                                                                   \
+      UNROLL for (int v = 0; v < NV; v++) acc[r][v] = ZERO();                                            \
+    for (int64_t s = 0; s < nseg; s++) {                                                          \
+      const float *ap[R];                                                                         \
+      UNROLL for (int r = 0; r < R; r++) ap[r] = arow[r] + s * sst;                                      \
+      for (int64_t kk = 0; kk < slen; kk++, bp += W * NV) {                                       \
+        VT b[NV];                                                                                 \
+        UNROLL for (int v = 0; v < NV; v++) b[v] = LOAD(bp + v * W);                                     \
+        UNROLL for (int r = 0; r < R; r++) {                                                             \
+          VT av = BCAST(ap[r] + kk);                                                              \
+          UNROLL for (int v = 0; v < NV; v++) acc[r][v] = FMA(av, b[v], acc[r][v]);                      \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+    /* The row loop below indexes by a variable row: give it a copy, so    \
+     * that the accumulators themselves stay in registers. */                                     \
+    VT t[R][NV];                                                                                  \
+    UNROLL for (int r = 0; r < R; r++)                                                                   \
+      UNROLL for (int v = 0; v < NV; v++) t[r][v] = acc[r][v];                                           \
+    MT m[NV];                                                                                     \
+    UNROLL for (int v = 0; v < NV; v++) m[v] = MASK(cols - v * W);                                       \
+    bool full = cols == W * NV;                                                                   \
+    UNROLL for (int r = 0; r < R; r++) {                                                                 \
+      VT y[NV];                                                                                   \
+      UNROLL for (int v = 0; v < NV; v++) y[v] = t[r][v];                                                \
+      for (int i = 0; epi && i < epi->n; i++) {                                                   \
+        int kind = epi->op[i].kind;                                                               \
+        const float *kp = kind <= ENG_GEMM_MUL ? epi->op[i].k : NULL;                             \
+        UNROLL for (int v = 0; v < NV; v++)                                                              \
+          y[v] = EPI(kind, y[v], kp ? MLOAD(kp + col0 + v * W, m[v]) : SET1(epi->op[i].s));       \
+      }                                                                                           \
+      UNROLL for (int v = 0; v < NV; v++) {                                                              \
+        if (full)                                                                                 \
+          STOREU(c + r * ldc + v * W, y[v]);                                                      \
+        else                                                                                      \
+          MSTORE(c + r * ldc + v * W, m[v], y[v]);                                                \
+      }                                                                                           \
+    }                                                                                             \
+  }
+
+typedef void (*kern_fn)(const float *const *, int64_t, int64_t, int64_t, const float *, float *,
+                        int64_t, int64_t, const eng_gemm_epi *, int64_t);
+
+/* --- AVX-512 ------------------------------------------------------------------ */
 
 __attribute__((target("avx512f"))) static inline __m512 epi512(int kind, __m512 v, __m512 k) {
   switch (kind) {
@@ -85,83 +202,31 @@ __attribute__((target("avx512f"))) static inline __m512 epi512(int kind, __m512 
   }
 }
 
-#define K512(R)                                                                                   \
-  __attribute__((target("avx512f"))) static void k512_##R(                                      \
-      const float *a, int64_t lda, const float *bp, int64_t k, float *c, int64_t ldc,             \
-      int64_t cols, const eng_gemm_epi *epi, int64_t col0) {                                      \
-    __m512 acc0[R], acc1[R];                                                                      \
-    for (int r = 0; r < R; r++) acc0[r] = acc1[r] = _mm512_setzero_ps();                          \
-    for (int64_t kk = 0; kk < k; kk++) {                                                          \
-      __m512 b0 = _mm512_load_ps(bp + kk * 32), b1 = _mm512_load_ps(bp + kk * 32 + 16);           \
-      for (int r = 0; r < R; r++) {                                                               \
-        __m512 av = _mm512_set1_ps(a[r * lda + kk]);                                              \
-        acc0[r] = _mm512_fmadd_ps(av, b0, acc0[r]);                                               \
-        acc1[r] = _mm512_fmadd_ps(av, b1, acc1[r]);                                               \
-      }                                                                                           \
-    }                                                                                             \
-    __mmask16 m0 = cols >= 16 ? 0xFFFF : (__mmask16)((1u << cols) - 1);                           \
-    __mmask16 m1 = cols >= 32 ? 0xFFFF : cols <= 16 ? 0 : (__mmask16)((1u << (cols - 16)) - 1);   \
-    for (int i = 0; epi && i < epi->n; i++) {                                                     \
-      int kind = epi->op[i].kind;                                                                 \
-      __m512 k0 = _mm512_set1_ps(epi->op[i].s), k1 = k0;                                          \
-      if (kind <= ENG_GEMM_MUL && epi->op[i].k) {                                                 \
-        k0 = _mm512_maskz_loadu_ps(m0, epi->op[i].k + col0);                                      \
-        k1 = _mm512_maskz_loadu_ps(m1, epi->op[i].k + col0 + 16);                                 \
-      }                                                                                           \
-      for (int r = 0; r < R; r++) {                                                               \
-        acc0[r] = epi512(kind, acc0[r], k0);                                                      \
-        acc1[r] = epi512(kind, acc1[r], k1);                                                      \
-      }                                                                                           \
-    }                                                                                             \
-    for (int r = 0; r < R; r++) {                                                                 \
-      _mm512_mask_storeu_ps(c + r * ldc, m0, acc0[r]);                                            \
-      _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc1[r]);                                       \
-    }                                                                                             \
-  }
+__attribute__((target("avx512f"))) static inline __mmask16 mask512(int64_t cw) {
+  return cw >= 16 ? (__mmask16)0xFFFF : cw <= 0 ? (__mmask16)0 : (__mmask16)((1u << cw) - 1);
+}
 
-K512(1)
-K512(2)
-K512(3)
-K512(4)
-K512(5)
-K512(6)
+#define K512(NAME, NV, R)                                                                         \
+  KERNEL(NAME, "avx512f", __m512, __mmask16, 16, NV, R, _mm512_setzero_ps, _mm512_load_ps,        \
+         bcast512, _mm512_fmadd_ps, mask512, mload512, _mm512_storeu_ps,   \
+         _mm512_mask_storeu_ps, _mm512_set1_ps, epi512)
+#define bcast512(p) _mm512_set1_ps(*(p))
+#define mload512(p, m) _mm512_maskz_loadu_ps((m), (p))
 
-/* AVX-512 with NR = 16 (one zmm per row), for narrow outputs (n <= 16:
- * early CNN layers), where a 32-wide panel would be at least half padding. */
-#define K512H(R)                                                                                  \
-  __attribute__((target("avx512f"))) static void k512h_##R(                                     \
-      const float *a, int64_t lda, const float *bp, int64_t k, float *c, int64_t ldc,             \
-      int64_t cols, const eng_gemm_epi *epi, int64_t col0) {                                      \
-    __m512 acc[R];                                                                                \
-    for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();                                     \
-    for (int64_t kk = 0; kk < k; kk++) {                                                          \
-      __m512 b0 = _mm512_load_ps(bp + kk * 16);                                                   \
-      for (int r = 0; r < R; r++)                                                                 \
-        acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + kk]), b0, acc[r]);                    \
-    }                                                                                             \
-    __mmask16 m0 = cols >= 16 ? 0xFFFF : (__mmask16)((1u << cols) - 1);                           \
-    for (int i = 0; epi && i < epi->n; i++) {                                                     \
-      int kind = epi->op[i].kind;                                                                 \
-      __m512 k0 = _mm512_set1_ps(epi->op[i].s);                                                   \
-      if (kind <= ENG_GEMM_MUL && epi->op[i].k) k0 = _mm512_maskz_loadu_ps(m0, epi->op[i].k + col0); \
-      for (int r = 0; r < R; r++) acc[r] = epi512(kind, acc[r], k0);                              \
-    }                                                                                             \
-    for (int r = 0; r < R; r++) _mm512_mask_storeu_ps(c + r * ldc, m0, acc[r]);                   \
-  }
+K512(k512_1, 2, 1)
+K512(k512_2, 2, 2)
+K512(k512_3, 2, 3)
+K512(k512_4, 2, 4)
+K512(k512_5, 2, 5)
+K512(k512_6, 2, 6)
+K512(k512h_1, 1, 1)
+K512(k512h_2, 1, 2)
+K512(k512h_3, 1, 3)
+K512(k512h_4, 1, 4)
+K512(k512h_5, 1, 5)
+K512(k512h_6, 1, 6)
 
-K512H(1)
-K512H(2)
-K512H(3)
-K512H(4)
-K512H(5)
-K512H(6)
-
-typedef void (*kern_fn)(const float *, int64_t, const float *, int64_t, float *, int64_t, int64_t,
-                        const eng_gemm_epi *, int64_t);
-static const kern_fn k512[MR + 1] = {NULL, k512_1, k512_2, k512_3, k512_4, k512_5, k512_6};
-static const kern_fn k512h[MR + 1] = {NULL, k512h_1, k512h_2, k512h_3, k512h_4, k512h_5, k512h_6};
-
-/* --- AVX2: NR = 16 (two ymm per row) ------------------------------------------ */
+/* --- AVX2 ---------------------------------------------------------------------- */
 
 __attribute__((target("avx2,fma"))) static inline __m256 epi256(int kind, __m256 v, __m256 k) {
   switch (kind) {
@@ -173,74 +238,72 @@ __attribute__((target("avx2,fma"))) static inline __m256 epi256(int kind, __m256
   }
 }
 
-#define K256(R)                                                                                   \
-  __attribute__((target("avx2,fma"))) static void k256_##R(                                     \
-      const float *a, int64_t lda, const float *bp, int64_t k, float *c, int64_t ldc,             \
-      int64_t cols, const eng_gemm_epi *epi, int64_t col0) {                                      \
-    __m256 acc0[R], acc1[R];                                                                      \
-    for (int r = 0; r < R; r++) acc0[r] = acc1[r] = _mm256_setzero_ps();                          \
-    for (int64_t kk = 0; kk < k; kk++) {                                                          \
-      __m256 b0 = _mm256_load_ps(bp + kk * 16), b1 = _mm256_load_ps(bp + kk * 16 + 8);            \
-      for (int r = 0; r < R; r++) {                                                               \
-        __m256 av = _mm256_broadcast_ss(a + r * lda + kk);                                        \
-        acc0[r] = _mm256_fmadd_ps(av, b0, acc0[r]);                                               \
-        acc1[r] = _mm256_fmadd_ps(av, b1, acc1[r]);                                               \
-      }                                                                                           \
-    }                                                                                             \
-    for (int i = 0; epi && i < epi->n; i++) {                                                     \
-      int kind = epi->op[i].kind;                                                                 \
-      __m256 k0 = _mm256_set1_ps(epi->op[i].s), k1 = k0;                                          \
-      if (kind <= ENG_GEMM_MUL && epi->op[i].k) {                                                 \
-        float kb[16] = {0};                                                                       \
-        memcpy(kb, epi->op[i].k + col0, sizeof(float) * (size_t)cols);                            \
-        k0 = _mm256_loadu_ps(kb);                                                                 \
-        k1 = _mm256_loadu_ps(kb + 8);                                                             \
-      }                                                                                           \
-      for (int r = 0; r < R; r++) {                                                               \
-        acc0[r] = epi256(kind, acc0[r], k0);                                                      \
-        acc1[r] = epi256(kind, acc1[r], k1);                                                      \
-      }                                                                                           \
-    }                                                                                             \
-    for (int r = 0; r < R; r++) {                                                                 \
-      if (cols == 16) {                                                                           \
-        _mm256_storeu_ps(c + r * ldc, acc0[r]);                                                   \
-        _mm256_storeu_ps(c + r * ldc + 8, acc1[r]);                                               \
-      } else {                                                                                    \
-        float tmp[16];                                                                            \
-        _mm256_storeu_ps(tmp, acc0[r]);                                                           \
-        _mm256_storeu_ps(tmp + 8, acc1[r]);                                                       \
-        memcpy(c + r * ldc, tmp, sizeof(float) * (size_t)cols);                                   \
-      }                                                                                           \
-    }                                                                                             \
-  }
+/* Lane l on when l < cw (the sign bit of l - cw). */
+__attribute__((target("avx2,fma"))) static inline __m256i mask256(int64_t cw) {
+  int c = cw > 8 ? 8 : cw < 0 ? 0 : (int)cw;
+  return _mm256_sub_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(c));
+}
 
-K256(1)
-K256(2)
-K256(3)
-K256(4)
-K256(5)
-K256(6)
+#define K256(NAME, NV, R)                                                                         \
+  KERNEL(NAME, "avx2,fma", __m256, __m256i, 8, NV, R, _mm256_setzero_ps, _mm256_load_ps,          \
+         _mm256_broadcast_ss, _mm256_fmadd_ps, mask256, _mm256_maskload_ps, _mm256_storeu_ps,     \
+         _mm256_maskstore_ps, _mm256_set1_ps, epi256)
 
-static const kern_fn k256[MR + 1] = {NULL, k256_1, k256_2, k256_3, k256_4, k256_5, k256_6};
+K256(k256_1, 2, 1)
+K256(k256_2, 2, 2)
+K256(k256_3, 2, 3)
+K256(k256_4, 2, 4)
+K256(k256_5, 2, 5)
+K256(k256_6, 2, 6)
+K256(k256h_1, 1, 1)
+K256(k256h_2, 1, 2)
+K256(k256h_3, 1, 3)
+K256(k256h_4, 1, 4)
+K256(k256h_5, 1, 5)
+K256(k256h_6, 1, 6)
+
+static const kern_fn kernels[MAX_PANEL_KINDS][MR + 1] = {
+    [P512_32] = {NULL, k512_1, k512_2, k512_3, k512_4, k512_5, k512_6},
+    [P512_16] = {NULL, k512h_1, k512h_2, k512h_3, k512h_4, k512h_5, k512h_6},
+    [P256_16] = {NULL, k256_1, k256_2, k256_3, k256_4, k256_5, k256_6},
+    [P256_8] = {NULL, k256h_1, k256h_2, k256h_3, k256h_4, k256h_5, k256h_6},
+};
 
 /* Rows of A per block: the block stays in L2 while every panel of B passes
  * over it. */
 #define ROW_BLOCK 48
 
-void eng_gemm_run(const float *a, int64_t lda, int64_t m, const eng_packed *b, float *c,
-                  int64_t ldc, const eng_gemm_epi *epi) {
-  const kern_fn *kern = b->isa != ISA_AVX512 ? k256 : b->nr == 32 ? k512 : k512h;
+/* rows == NULL: row r of A is a + r * lda. */
+static void run(const float *a, int64_t lda, const float *const *rows, int64_t m, int64_t nseg,
+                int64_t sst, int64_t slen, const eng_packed *b, float *c, int64_t ldc,
+                const eng_gemm_epi *epi) {
   if (epi && !epi->n) epi = NULL;
   for (int64_t r0 = 0; r0 < m; r0 += ROW_BLOCK) {
-    int64_t rows = m - r0 < ROW_BLOCK ? m - r0 : ROW_BLOCK;
+    int64_t nrows = m - r0 < ROW_BLOCK ? m - r0 : ROW_BLOCK;
     for (int64_t pn = 0; pn < b->panels; pn++) {
-      const float *bp = b->data + pn * b->k * b->nr;
-      int64_t col0 = pn * b->nr, cols = b->n - col0 < b->nr ? b->n - col0 : b->nr;
-      for (int64_t r = 0; r < rows; r += MR) {
-        int64_t mr = rows - r < MR ? rows - r : MR;
-        kern[mr](a + (r0 + r) * lda, lda, bp, b->k, c + (r0 + r) * ldc + col0, ldc, cols, epi,
-                 col0);
+      int kind = b->kind[pn];
+      const float *bp = b->data + b->off[pn];
+      int64_t col0 = b->col0[pn], nr = kind_nr[kind];
+      int64_t cols = b->n - col0 < nr ? b->n - col0 : nr;
+      for (int64_t r = 0; r < nrows; r += MR) {
+        int64_t mr = nrows - r < MR ? nrows - r : MR;
+        const float *ap[MR];
+        for (int64_t i = 0; i < mr; i++)
+          ap[i] = rows ? rows[r0 + r + i] : a + (r0 + r + i) * lda;
+        kernels[kind][mr](ap, nseg, sst, slen, bp, c + (r0 + r) * ldc + col0, ldc, cols, epi,
+                          col0);
       }
     }
   }
+}
+
+void eng_gemm_run(const float *a, int64_t lda, int64_t m, const eng_packed *b, float *c,
+                  int64_t ldc, const eng_gemm_epi *epi) {
+  run(a, lda, NULL, m, 1, 0, b->k, b, c, ldc, epi);
+}
+
+void eng_gemm_run_rows(const float *const *rows, int64_t m, int64_t nseg, int64_t seg_stride,
+                       int64_t seg_len, const eng_packed *b, float *c, int64_t ldc,
+                       const eng_gemm_epi *epi) {
+  run(NULL, 0, rows, m, nseg, seg_stride, seg_len, b, c, ldc, epi);
 }

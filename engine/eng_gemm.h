@@ -5,8 +5,14 @@
  * (1 to 64 rows) costs as much as the arithmetic. Packed here, B is laid
  * out in panels of NR columns, k rows each, so the micro-kernel streams it
  * with aligned vector loads while a block of MR rows of A is broadcast from
- * L1. AVX-512 and AVX2+FMA kernels are chosen at run time; on CPUs with
- * neither, eng_gemm_pack returns NULL and callers keep using BLAS.
+ * L1. Panels are 32 columns wide (AVX-512) or 16 (AVX2), and the last
+ * columns go to a 16- and/or 8-wide panel, so that layers with few output
+ * channels (8, 24, 48) are not computed mostly on padding. AVX-512 and
+ * AVX2+FMA kernels are chosen at run time; on CPUs with neither,
+ * eng_gemm_pack returns NULL and callers keep using BLAS.
+ *
+ * Each element of C is the sum over k in order, from zero, of one FMA per
+ * term, whatever the panel width or entry point.
  *
  * A packed matrix is immutable and may be shared by any number of threads. */
 #ifndef ENG_GEMM_H
@@ -42,5 +48,12 @@ typedef struct eng_gemm_epi {
  * be NULL. */
 void eng_gemm_run(const float *a, int64_t lda, int64_t m, const eng_packed *b, float *c,
                   int64_t ldc, const eng_gemm_epi *epi);
+
+/* The same with A given implicitly, as a convolution reads its input in
+ * place: row r of A is nseg segments of seg_len floats, segment s starting
+ * at rows[r] + s * seg_stride (k = nseg * seg_len). rows holds m pointers. */
+void eng_gemm_run_rows(const float *const *rows, int64_t m, int64_t nseg, int64_t seg_stride,
+                       int64_t seg_len, const eng_packed *b, float *c, int64_t ldc,
+                       const eng_gemm_epi *epi);
 
 #endif

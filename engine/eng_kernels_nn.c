@@ -1,5 +1,5 @@
-/* Neural-network ops on NHWC float32: Conv2D (im2col + sgemm; 1x1 stride-1
- * convolutions skip the im2col), DepthwiseConv2dNative (eng_dwconv for
+/* Neural-network ops on NHWC float32: Conv2D (packed GEMM reading the input
+ * in place when the weights were packed at load, else im2col + sgemm), DepthwiseConv2dNative (eng_dwconv for
  * multiplier 1, a plain loop otherwise), MaxPool and AvgPool (SAME averages
  * over the valid cells only),
  * FusedBatchNorm{,V2,V3} and Softmax/LogSoftmax over the last axis.
@@ -136,7 +136,58 @@ static void im2col_rows(const geom *g, const float *x, int64_t row0, int64_t row
   }
 }
 
+/* Output pixels per call of eng_gemm_run_rows. */
+#define ROWS_CHUNK 240
 
+/* Conv2D through the packed GEMM reading the input in place: row p of the
+ * implicit im2col matrix is kh segments of kw * c contiguous floats (one per
+ * window row), so no patch matrix is built. A window that reaches into the
+ * padding reads a zero-padded copy of the input instead. Same products in
+ * the same order as im2col + GEMM. Needs dilation 1 along the width. */
+static td_code conv_in_place(eng_kctx *c, const geom *g, const float *x, float *y, int64_t cout,
+                             const eng_gemm_epi *epi) {
+  int64_t hp = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1, wp = (g->ow - 1) * g->sw + g->kw;
+  const float *src = x;
+  float *pad = NULL;
+  if (g->pt || g->pl || hp > g->h || wp > g->w) {
+    if (hp < g->h) hp = g->h;
+    if (wp < g->w) wp = g->w;
+    pad = malloc(sizeof *pad * (size_t)(g->n * hp * wp * g->c));
+    if (!pad) return eng_kfail(c, TD_RESOURCE_EXHAUSTED, "out of memory for padding");
+    for (int64_t n = 0; n < g->n; n++)
+      for (int64_t r = 0; r < hp; r++) {
+        float *dst = pad + (n * hp + r) * wp * g->c;
+        int64_t ih = r - g->pt;
+        if (ih < 0 || ih >= g->h) {
+          memset(dst, 0, sizeof *dst * (size_t)(wp * g->c));
+          continue;
+        }
+        int64_t left = g->pl * g->c, mid = g->w * g->c;
+        if (left > wp * g->c) left = wp * g->c;
+        if (left + mid > wp * g->c) mid = wp * g->c - left;
+        memset(dst, 0, sizeof *dst * (size_t)left);
+        memcpy(dst + left, x + (n * g->h + ih) * g->w * g->c, sizeof *dst * (size_t)mid);
+        memset(dst + left + mid, 0, sizeof *dst * (size_t)(wp * g->c - left - mid));
+      }
+    src = pad;
+  } else {
+    hp = g->h;
+    wp = g->w;
+  }
+  const float *rows[ROWS_CHUNK];
+  int64_t total = g->n * g->oh * g->ow;
+  for (int64_t p0 = 0; p0 < total; p0 += ROWS_CHUNK) {
+    int64_t m = total - p0 < ROWS_CHUNK ? total - p0 : ROWS_CHUNK;
+    for (int64_t i = 0; i < m; i++) {
+      int64_t p = p0 + i, ow = p % g->ow, oh = (p / g->ow) % g->oh, n = p / (g->ow * g->oh);
+      rows[i] = src + ((n * hp + oh * g->sh) * wp + ow * g->sw) * g->c;
+    }
+    eng_gemm_run_rows(rows, m, g->kh, g->dh * wp * g->c, g->kw * g->c, c->packed,
+                      y + p0 * cout, cout, epi);
+  }
+  free(pad);
+  return TD_OK;
+}
 
 td_code eng_k_conv2d(eng_kctx *c) {
   const eng_tensor *x = &c->in[0], *f = &c->in[1];
@@ -180,6 +231,10 @@ td_code eng_k_conv2d(eng_kctx *c) {
       eng_kepilogue(c, y + r0 * cout, nr, cout);
     }
     return TD_OK;
+  }
+  if (packed && g.dw == 1) {
+    eng_gemm_epi ge;
+    return conv_in_place(c, &g, xd, y, cout, eng_kgemm_epi(c, &ge));
   }
   int64_t chunk = IM2COL_MAX_FLOATS / kdim;
   if (chunk < 1) chunk = 1;

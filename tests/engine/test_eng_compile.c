@@ -6,6 +6,7 @@
  * set is left unfolded (the read fails when it runs, as before), and a
  * plan specialises itself per input shape, folding the shape arithmetic. */
 #include <check.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,6 +199,123 @@ START_TEST(conv_bias_relu6_fuses) {
 }
 END_TEST
 
+static void list_attr(eng_graph *g, int id, const char *name, int n, const int64_t *v) {
+  eng_attr *a = eng_graph_add_attr(g, id, name);
+  a->kind = ENG_ATTR_LIST;
+  a->list_kind = ENG_ATTR_I;
+  a->n = n;
+  a->li = calloc((size_t)n, sizeof *a->li);
+  for (int i = 0; i < n; i++) a->li[i] = v[i];
+}
+
+static float cval(int64_t i, int salt) { return (float)((i * 29 + salt * 7) % 19) / 8.0f - 1.1f; }
+
+/* One Conv2D (+ bias + ReLU, fused) through a compiled plan, where the
+ * weights are packed and the input is read in place, against a double loop
+ * with TF's window rules. pad: 0 VALID, 1 SAME, 2 EXPLICIT (2 top, 1 left,
+ * 0 bottom, 3 right). */
+static void conv_case(int64_t n, int64_t h, int64_t w, int64_t cin, int64_t cout, int64_t kh,
+                      int64_t kw, int64_t sh, int64_t sw, int64_t dh, int pad) {
+  eng_graph *g = eng_graph_create();
+  placeholder(g, "x");
+  int64_t nf = kh * kw * cin * cout;
+  float *f = malloc(sizeof *f * (size_t)nf), *b = malloc(sizeof *b * (size_t)cout);
+  for (int64_t i = 0; i < nf; i++) f[i] = cval(i, 1);
+  for (int64_t i = 0; i < cout; i++) b[i] = cval(i, 2);
+  konst(g, "W", 4, (int64_t[]){kh, kw, cin, cout}, f);
+  konst(g, "b", 1, (int64_t[]){cout}, b);
+  int c = node(g, "conv", "Conv2D", 1, "x", "W", NULL);
+  list_attr(g, c, "strides", 4, (int64_t[]){1, sh, sw, 1});
+  list_attr(g, c, "dilations", 4, (int64_t[]){1, dh, 1, 1});
+  const char *pads[] = {"VALID", "SAME", "EXPLICIT"};
+  eng_attr *a = eng_graph_add_attr(g, c, "padding");
+  a->kind = ENG_ATTR_S;
+  a->s.data = strdup(pads[pad]);
+  a->s.len = strlen(pads[pad]);
+  int64_t ep[8] = {0, 0, 2, 0, 1, 3, 0, 0};
+  if (pad == 2) list_attr(g, c, "explicit_paddings", 8, ep);
+  node(g, "ba", "BiasAdd", 1, "conv", "b", NULL);
+  node(g, "y", "Relu", 1, "ba", NULL);
+  /* Geometry, as TF computes it. */
+  int64_t effh = (kh - 1) * dh + 1, oh, ow, pt = 0, pl = 0;
+  if (pad == 0) {
+    oh = (h - effh + sh) / sh;
+    ow = (w - kw + sw) / sw;
+  } else if (pad == 1) {
+    oh = (h + sh - 1) / sh;
+    ow = (w + sw - 1) / sw;
+    int64_t th = (oh - 1) * sh + effh - h, tw = (ow - 1) * sw + kw - w;
+    pt = th > 0 ? th / 2 : 0;
+    pl = tw > 0 ? tw / 2 : 0;
+  } else {
+    oh = (h + 2 - effh + sh) / sh;
+    ow = (w + 4 - kw + sw) / sw;
+    pt = 2;
+    pl = 1;
+  }
+  eng_model *m;
+  td_err err;
+  ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
+  const char *in[] = {"x:0"}, *out[] = {"y:0"};
+  eng_plan *p;
+  ck_assert_int_eq(eng_plan_create(m, 1, in, 1, out, 0, NULL, &p, &err), TD_OK);
+  int64_t nx = n * h * w * cin;
+  float *xv = malloc(sizeof *xv * (size_t)nx);
+  for (int64_t i = 0; i < nx; i++) xv[i] = cval(i, 3);
+  eng_tensor x = tensor(4, (int64_t[]){n, h, w, cin}, xv), y = {0};
+  ck_assert_msg(eng_plan_run(p, &x, &y, &err) == TD_OK, "%s", err.msg);
+  ck_assert_int_eq(y.shape.dim[1], oh);
+  ck_assert_int_eq(y.shape.dim[2], ow);
+  const float *yv = eng_tensor_data(&y);
+  for (int64_t bi = 0; bi < n; bi++)
+    for (int64_t i = 0; i < oh; i++)
+      for (int64_t j = 0; j < ow; j++)
+        for (int64_t o = 0; o < cout; o++) {
+          double want = 0;
+          for (int64_t u = 0; u < kh; u++)
+            for (int64_t v = 0; v < kw; v++) {
+              int64_t ih = i * sh - pt + u * dh, iw = j * sw - pl + v;
+              if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
+              for (int64_t k = 0; k < cin; k++)
+                want += (double)xv[((bi * h + ih) * w + iw) * cin + k] *
+                        f[((u * kw + v) * cin + k) * cout + o];
+            }
+          want += b[o];
+          want = want > 0 ? want : 0;
+          float got = yv[((bi * oh + i) * ow + j) * cout + o];
+          ck_assert_msg(fabs(got - want) <= 1e-5 * (1 + fabs(want)),
+                        "n%lld %lldx%lldx%lld -> %lld, k%lldx%lld s%lld,%lld d%lld pad%d: "
+                        "y[%lld,%lld,%lld,%lld] = %g, want %g",
+                        (long long)n, (long long)h, (long long)w, (long long)cin,
+                        (long long)cout, (long long)kh, (long long)kw, (long long)sh,
+                        (long long)sw, (long long)dh, pad, (long long)bi, (long long)i,
+                        (long long)j, (long long)o, got, want);
+        }
+  eng_tensor_release(&y);
+  eng_tensor_release(&x);
+  eng_plan_destroy(p);
+  eng_model_destroy(m);
+  free(xv);
+  free(f);
+  free(b);
+}
+
+START_TEST(conv_in_place_matches_naive) {
+  const int64_t cins[] = {1, 3, 5, 16}, couts[] = {1, 8, 13, 24, 40, 70};
+  for (size_t i = 0; i < sizeof cins / sizeof *cins; i++)
+    for (size_t o = 0; o < sizeof couts / sizeof *couts; o++)
+      for (int pad = 0; pad < 3; pad++) {
+        int64_t s = (i + o + (size_t)pad) % 2 + 1, n = o % 2 + 1;
+        conv_case(n, 9, 11, cins[i], couts[o], 3, 3, s, s, 1, pad);
+      }
+  conv_case(1, 28, 28, 1, 8, 3, 3, 1, 1, 1, 1); /* the zoo CNN's first layer */
+  conv_case(2, 7, 6, 3, 16, 3, 2, 2, 1, 2, 1);  /* dilated rows, odd window */
+  conv_case(1, 5, 5, 4, 9, 1, 1, 2, 2, 1, 0);   /* strided 1x1 */
+  conv_case(1, 4, 4, 2, 3, 5, 5, 1, 1, 1, 1);   /* window larger than the image */
+  conv_case(1, 30, 30, 8, 12, 1, 1, 1, 1, 1, 2); /* 1x1 with explicit padding */
+}
+END_TEST
+
 
 static void int_const(eng_graph *g, const char *name, int n, const int32_t *v) {
   int id = node(g, name, "Const", 1, NULL);
@@ -265,6 +383,7 @@ int main(void) {
   tcase_add_test(tc, fetched_value_cuts_the_chain);
   tcase_add_test(tc, variable_reads_fold_after_restore);
   tcase_add_test(tc, conv_bias_relu6_fuses);
+  tcase_add_test(tc, conv_in_place_matches_naive);
   tcase_add_test(tc, shape_arithmetic_folds_per_input_shape);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

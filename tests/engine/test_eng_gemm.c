@@ -1,6 +1,8 @@
 /* eng_gemm: packed-weight products against a plain triple loop, over sizes
- * that cover every micro-kernel row count, partial column panels, both B
- * layouts, and the in-register epilogue (per-column vector, scalar, ReLU6). */
+ * that cover every micro-kernel row count, every panel width (32, 16, 8,
+ * and their partial forms), both B layouts, A given by row pointers and
+ * segments (as convolutions read their input), and the in-register
+ * epilogue (per-column vector, scalar, ReLU6). */
 #include <check.h>
 #include <math.h>
 #include <stdbool.h>
@@ -12,7 +14,7 @@ static float val(int64_t i, int salt) { return (float)((i * 37 + salt * 11) % 17
 
 
 START_TEST(matches_naive) {
-  const int64_t ms[] = {1, 2, 5, 6, 7, 13, 50}, ns[] = {1, 15, 16, 17, 32, 33, 70},
+  const int64_t ms[] = {1, 2, 5, 6, 7, 13, 50}, ns[] = {1, 8, 15, 16, 17, 24, 32, 33, 56, 70},
                 ks[] = {1, 3, 40};
   for (int tb = 0; tb < 2; tb++)
     for (size_t im = 0; im < sizeof ms / sizeof *ms; im++)
@@ -60,10 +62,52 @@ START_TEST(matches_naive) {
 }
 END_TEST
 
+START_TEST(rows_and_segments) {
+  /* A row r is nseg segments of len floats, seg_stride apart, starting at
+   * base + r * 5 (rows overlap, as neighbouring convolution windows do). */
+  const int64_t ms[] = {1, 6, 7, 31}, ns[] = {3, 8, 24, 40}, segs[][2] = {{1, 4}, {3, 9}, {2, 1}};
+  for (size_t im = 0; im < sizeof ms / sizeof *ms; im++)
+    for (size_t in = 0; in < sizeof ns / sizeof *ns; in++)
+      for (size_t is = 0; is < sizeof segs / sizeof *segs; is++) {
+        int64_t m = ms[im], n = ns[in], nseg = segs[is][0], len = segs[is][1], stride = 50;
+        int64_t k = nseg * len, span = (m - 1) * 5 + (nseg - 1) * stride + len;
+        float *base = malloc(sizeof *base * (size_t)span), *b = malloc(sizeof *b * (size_t)(k * n));
+        float *c = malloc(sizeof *c * (size_t)(m * n));
+        const float **rows = malloc(sizeof *rows * (size_t)m);
+        for (int64_t i = 0; i < span; i++) base[i] = val(i, 4);
+        for (int64_t i = 0; i < k * n; i++) b[i] = val(i, 5);
+        for (int64_t r = 0; r < m; r++) rows[r] = base + r * 5;
+        eng_packed *p = eng_gemm_pack(b, k, n, false);
+        if (!p) {
+          free(base), free(b), free(c), free(rows);
+          return;
+        }
+        eng_gemm_run_rows(rows, m, nseg, stride, len, p, c, n, NULL);
+        for (int64_t i = 0; i < m; i++)
+          for (int64_t j = 0; j < n; j++) {
+            double want = 0;
+            for (int64_t sg = 0; sg < nseg; sg++)
+              for (int64_t t = 0; t < len; t++)
+                want += (double)rows[i][sg * stride + t] * b[(sg * len + t) * n + j];
+            ck_assert_msg(fabs(c[i * n + j] - want) <= 1e-4 * (1 + fabs(want)),
+                          "m%lld n%lld segs %lldx%lld: c[%lld,%lld] = %g, want %g", (long long)m,
+                          (long long)n, (long long)nseg, (long long)len, (long long)i,
+                          (long long)j, c[i * n + j], want);
+          }
+        eng_gemm_free(p);
+        free(base);
+        free(b);
+        free(c);
+        free(rows);
+      }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("eng_gemm");
   TCase *tc = tcase_create("gemm");
   tcase_add_test(tc, matches_naive);
+  tcase_add_test(tc, rows_and_segments);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
