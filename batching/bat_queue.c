@@ -1,34 +1,63 @@
+/* Every run a worker or an inline caller makes is timed into the run-cost
+ * table (a clock read before and after: tens of nanoseconds), keyed by the
+ * signature. `queued` and `stopping` are written under the mutex but read
+ * without it by bat_queue_try_inline: a stale read only sends a task the
+ * usual way, or runs inline one that a worker would have picked up at once. */
 #include "bat_queue.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <uv.h>
 
+#include "bat_runcost.h"
 #include "eng_model.h"
 
 struct bat_queue {
   uv_mutex_t mu;
   uv_cond_t cv;
   bat_task *head, *tail;
-  int queued, max_queued;
-  bool stopping;
+  atomic_int queued;
+  int max_queued;
+  atomic_bool stopping;
   int n_workers;
   uv_thread_t *threads;
+  bat_runcost *cost;
 };
 
-static void run_task(bat_task *t) {
+/* Units of input the run-cost table compares: bytes of numeric data, one
+ * per element of string tensors. */
+static uint64_t task_size(const bat_task *t) {
+  uint64_t n = 0;
+  if (!t->inputs) return 0;
+  for (int i = 0; i < t->sig->n_inputs; i++) {
+    size_t b = eng_tensor_nbytes(&t->inputs[i]);
+    int64_t e = eng_tensor_numel(&t->inputs[i]);
+    n += b ? b : e > 0 ? (uint64_t)e : 0;
+  }
+  return n;
+}
+
+/* Runs t and sets t->code / t->err; done() is the caller's. */
+static void run_task(bat_queue *q, bat_task *t) {
   td_err_clear(&t->err);
-  if (t->deadline_ns && uv_hrtime() >= t->deadline_ns)
+  if (t->deadline_ns && uv_hrtime() >= t->deadline_ns) {
     t->code = td_err_set(&t->err, TD_DEADLINE_EXCEEDED,
                          "Deadline exceeded before the request could run");
-  else if (t->run)
-    t->code = t->run(t);
-  else if (!t->sig->plan)
+    return;
+  }
+  if (!t->run && !t->sig->plan) {
     t->code = td_err_set(&t->err, TD_FAILED_PRECONDITION, "signature '%s' cannot run: %s",
                          t->sig->key, t->sig->plan_error ? t->sig->plan_error : "no plan");
+    return;
+  }
+  uint64_t t0 = uv_hrtime();
+  if (t->run)
+    t->code = t->run(t);
   else
     t->code = eng_plan_run(t->sig->plan, t->inputs, t->outputs, &t->err);
-  t->done(t);
+  /* Failed runs (bad input caught in the engine) say nothing of the cost. */
+  if (!t->code) bat_runcost_record(q->cost, t->sig, task_size(t), uv_hrtime() - t0);
 }
 
 static void worker(void *arg) {
@@ -43,10 +72,11 @@ static void worker(void *arg) {
     }
     q->head = t->next;
     if (!q->head) q->tail = NULL;
-    q->queued--;
+    atomic_fetch_sub_explicit(&q->queued, 1, memory_order_relaxed);
     uv_mutex_unlock(&q->mu);
     t->next = NULL;
-    run_task(t);
+    run_task(q, t);
+    t->done(t);
   }
 }
 
@@ -56,7 +86,13 @@ td_code bat_queue_create(int n_workers, int max_queued, bat_queue **out, td_err 
   bat_queue *q = calloc(1, sizeof *q);
   if (!q) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
   q->threads = calloc((size_t)n_workers, sizeof *q->threads);
-  if (!q->threads || uv_mutex_init(&q->mu) || uv_cond_init(&q->cv)) {
+  if (!q->threads || bat_runcost_create(BAT_INLINE_LIMIT_NS, &q->cost, NULL)) {
+    free(q->threads);
+    free(q);
+    return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  if (uv_mutex_init(&q->mu) || uv_cond_init(&q->cv)) {
+    bat_runcost_destroy(q->cost);
     free(q->threads);
     free(q);
     return td_err_set(err, TD_INTERNAL, "cannot create queue primitives");
@@ -79,8 +115,9 @@ td_code bat_queue_submit(bat_queue *q, bat_task *t, td_err *err) {
   td_code rc = TD_OK;
   if (q->stopping) {
     rc = td_err_set(err, TD_UNAVAILABLE, "server is shutting down");
-  } else if (q->queued >= q->max_queued) {
-    rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "request queue is full (%d waiting)", q->queued);
+  } else if (atomic_load_explicit(&q->queued, memory_order_relaxed) >= q->max_queued) {
+    rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "request queue is full (%d waiting)",
+                    atomic_load_explicit(&q->queued, memory_order_relaxed));
   } else {
     t->next = NULL;
     if (q->tail)
@@ -88,11 +125,25 @@ td_code bat_queue_submit(bat_queue *q, bat_task *t, td_err *err) {
     else
       q->head = t;
     q->tail = t;
-    q->queued++;
+    atomic_fetch_add_explicit(&q->queued, 1, memory_order_relaxed);
     uv_cond_signal(&q->cv);
   }
   uv_mutex_unlock(&q->mu);
   return rc;
+}
+
+bool bat_queue_try_inline(bat_queue *q, bat_task *t) {
+  if (atomic_load_explicit(&q->stopping, memory_order_relaxed) ||
+      atomic_load_explicit(&q->queued, memory_order_relaxed) > 0)
+    return false;
+  if (!t->run && !t->sig->plan) return false; /* the workers word the error */
+  if (!bat_runcost_is_short(q->cost, t->sig, task_size(t))) return false;
+  run_task(q, t);
+  return true;
+}
+
+void bat_queue_set_inline_limit(bat_queue *q, uint64_t limit_ns) {
+  bat_runcost_set_limit(q->cost, limit_ns);
 }
 
 void bat_queue_destroy(bat_queue *q) {
@@ -104,6 +155,7 @@ void bat_queue_destroy(bat_queue *q) {
   for (int i = 0; i < q->n_workers; i++) uv_thread_join(&q->threads[i]);
   uv_cond_destroy(&q->cv);
   uv_mutex_destroy(&q->mu);
+  bat_runcost_destroy(q->cost);
   free(q->threads);
   free(q);
 }

@@ -3,13 +3,33 @@
  * A transport thread decodes a request into a bat_task (signature + input
  * tensors) and submits it; one of the queue's worker threads runs the
  * signature's plan and calls task->done on that worker thread with the
- * outputs or the error. Transport threads never run a model.
+ * outputs or the error.
+ *
+ * Running inline. Handing a run to a worker costs two thread switches
+ * (the worker wakes, then the transport thread wakes to answer), which for
+ * a plan of a few microseconds is most of a request's CPU time, and on a
+ * busy core a context switch each. So, as TF Serving does with batching
+ * off (it runs the session on the thread that handles the request), a
+ * transport may first offer the task to bat_queue_try_inline, which runs it
+ * on the calling thread when that is known to be cheap and fair:
+ *   - the queue is idle (no task waiting), so nothing queued is overtaken;
+ *   - the signature's runs are known to be short: their measured average is
+ *     within the inline limit (bat_queue_set_inline_limit, default
+ *     BAT_INLINE_LIMIT_NS) and this task's input is no larger than one seen
+ *     to run within it (bat_runcost). A signature not yet measured runs on
+ *     the workers first, which measure every run;
+ *   - the queue is not stopping.
+ * The bound keeps a transport thread (which also drives network I/O for
+ * other connections) from being held for long. Otherwise the task is
+ * submitted as usual. The dynamic batcher never runs inline (srv_api does
+ * not offer the tasks of a batching server).
  *
  * Submission never blocks: a full queue answers RESOURCE_EXHAUSTED at once,
  * a stopping queue UNAVAILABLE. Tasks run in submission order. A task whose
- * deadline has passed when a worker picks it up is not run: done() gets
- * DEADLINE_EXCEEDED (the client has given up; the work is abandoned). (Dynamic
- * batching, merging queued tasks along dimension 0, builds on this queue.)
+ * deadline has passed when a worker picks it up (or when it would run
+ * inline) is not run: it gets DEADLINE_EXCEEDED (the client has given up;
+ * the work is abandoned). (Dynamic batching, merging queued tasks along
+ * dimension 0, builds on this queue.)
  *
  * Ownership: the task and everything it points to belong to the submitter;
  * they must stay valid until done() is called, which happens exactly once
@@ -18,6 +38,9 @@
  * All functions are thread-safe except create/destroy. */
 #ifndef BAT_QUEUE_H
 #define BAT_QUEUE_H
+
+#include <stdbool.h>
+#include <stdint.h>
 
 #include "eng_tensor.h"
 #include "ldr_signature.h"
@@ -48,6 +71,17 @@ typedef struct bat_queue bat_queue;
 /* n_workers >= 1; max_queued >= 1 bounds tasks waiting (not running). */
 td_code bat_queue_create(int n_workers, int max_queued, bat_queue **out, td_err *err);
 td_code bat_queue_submit(bat_queue *q, bat_task *t, td_err *err);
+/* Runs t on the calling thread if the conditions above hold and returns
+ * true: t->code, t->err and the outputs are set, and done() is NOT called
+ * (the caller has the result in hand). Returns false, having done nothing,
+ * when t should be submitted instead. */
+bool bat_queue_try_inline(bat_queue *q, bat_task *t);
+
+/* Runs measured to take at most this long on average may run inline; 0
+ * turns inline runs off. */
+#define BAT_INLINE_LIMIT_NS 100000u
+void bat_queue_set_inline_limit(bat_queue *q, uint64_t limit_ns);
+
 /* Stops accepting, finishes queued and running tasks, joins the workers. */
 void bat_queue_destroy(bat_queue *q);
 

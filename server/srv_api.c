@@ -58,10 +58,22 @@ fail:
   return rc;
 }
 
-td_code srv_call_submit(srv_call *c, td_err *err) {
+static void set_task(srv_call *c) {
   c->task = (bat_task){.sig = c->sig, .inputs = c->inputs, .outputs = c->outputs,
                        .done = call_done, .user = c, .deadline_ns = c->deadline_ns,
                        .model = c->model};
+}
+
+bool srv_call_try_inline(srv_call *c) {
+  /* With batching on, every run goes through the batcher: a run taken
+   * inline would never be merged. */
+  if (c->api->batcher || !c->api->queue) return false;
+  set_task(c);
+  return bat_queue_try_inline(c->api->queue, &c->task);
+}
+
+td_code srv_call_submit(srv_call *c, td_err *err) {
+  set_task(c);
   if (c->api->batcher) return bat_batcher_submit(c->api->batcher, &c->task, err);
   return bat_queue_submit(c->api->queue, &c->task, err);
 }

@@ -6,6 +6,12 @@
  *                    "serving_default") to a servable reference and a
  *                    signature, with TF Serving's error codes and messages;
  *   (fill c->inputs[i] for c->sig->inputs[i], in signature order)
+ *   srv_call_try_inline  optionally first: run the call on this thread when
+ *                    bat_queue judges that cheaper than a hand-off (batching
+ *                    off, queue idle, the signature's runs known to be
+ *                    short; see bat_queue.h). True: the result is in
+ *                    c->task.code / c->task.err and c->outputs, and done()
+ *                    is not called. False: submit it;
  *   srv_call_submit  queue the call for an engine worker (through the
  *                    dynamic batcher when one is configured);
  *   done(c)          called once, on the worker thread, with c->task.code /
@@ -77,6 +83,7 @@ struct srv_call {
 
 /* On failure the call holds nothing, but srv_call_end is still safe. */
 td_code srv_call_begin(srv_call *c, srv_api *api, const srv_model_spec *spec, td_err *err);
+bool srv_call_try_inline(srv_call *c);
 td_code srv_call_submit(srv_call *c, td_err *err);
 void srv_call_end(srv_call *c);
 

@@ -234,6 +234,10 @@ static void run_single(srv_gcall *c, srv_infer_kind kind, const uint8_t *req, si
     c->call.done = infer_done;
     c->call.user = c;
     c->call.deadline_ns = c->deadline_ns;
+    if (srv_call_try_inline(&c->call)) {
+      infer_done(&c->call); /* answers on this polling thread */
+      return;
+    }
     rc = srv_call_submit(&c->call, &err);
     if (!rc) return; /* answered by infer_done */
   }

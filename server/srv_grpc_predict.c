@@ -5,9 +5,11 @@
  * (srv_call_begin), checks the inputs against the signature, decodes each
  * TensorProto into the engine tensor of its signature slot, checks the
  * output filter and queues the run. The engine worker that finishes it
- * encodes the kept outputs (srv_tensorproto) and answers; the output
- * tensors stay alive until the call is freed, so encoding points into them
- * instead of copying. */
+ * encodes the kept outputs (srv_tensorproto) and answers; a run that
+ * srv_call_try_inline takes (short plan, idle queue) runs, is encoded and
+ * answered on the polling thread itself. The output tensors stay alive
+ * until the call is freed, so encoding points into them instead of
+ * copying. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -284,6 +286,10 @@ void srv_grpc_predict(srv_gcall *c, const uint8_t *req, size_t len) {
     c->call.done = predict_done;
     c->call.user = c;
     c->call.deadline_ns = c->deadline_ns;
+    if (srv_call_try_inline(&c->call)) {
+      predict_done(&c->call); /* answers on this polling thread */
+      return;
+    }
     rc = srv_call_submit(&c->call, &err);
     if (!rc) return; /* answered by predict_done */
   }

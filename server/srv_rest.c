@@ -1,17 +1,24 @@
 /* Each connection carries a rest_req through MHD's access-handler calls:
  * the first call (headers) routes and sizes the body, middle calls append
  * (or inflate) the body, and the last call either answers at once (status,
- * metadata, errors) or starts a model run and suspends. When the run ends
- * (or its deadline passes) the connection is resumed, MHD calls the handler
- * once more, and the reply is encoded on the MHD thread.
+ * metadata, errors, and model runs taken inline) or starts a model run and
+ * suspends. When the run ends (or its deadline passes) the connection is
+ * resumed, MHD calls the handler once more, and the reply is encoded on the
+ * MHD thread.
  *
- * A model run (rest_run) lives apart from the connection because it can
- * outlive it: when the deadline passes, the connection answers 504 and the
- * worker, finishing later, frees the run. Who owns a run is decided under
- * the server's mutex by its state: RUNNING (both may still touch it), DONE
- * (the worker resumed the connection, which now owns it) or EXPIRED (the
- * connection gave up; the worker owns it). Every submitted run is on the
- * server's FIFO list (all share one timeout, so FIFO order is deadline
+ * Inline runs: before queueing, a run is offered to srv_call_try_inline,
+ * which runs it on this MHD thread when the plan is known to be short and
+ * the engine queue is idle (bat_queue.h). Such a request never suspends or
+ * enters the run list: it is answered in the same handler call, and a run
+ * that finished past the deadline answers 504 like one given up on.
+ *
+ * A queued model run (rest_run) lives apart from the connection because it
+ * can outlive it: when the deadline passes, the connection answers 504 and
+ * the worker, finishing later, frees the run. Who owns a run is decided
+ * under the server's mutex by its state: RUNNING (both may still touch it),
+ * DONE (the worker resumed the connection, which now owns it) or EXPIRED
+ * (the connection gave up; the worker owns it). Every submitted run is on
+ * the server's FIFO list (all share one timeout, so FIFO order is deadline
  * order); the watcher thread expires the head as deadlines pass, and
  * srv_rest_stop expires them all so no connection stays suspended. */
 #include "srv_rest.h"
@@ -393,8 +400,9 @@ static td_code decode_inputs(rest_run *r, const srv_json_request *jr, td_err *er
   return rc;
 }
 
-/* Starts a run; TD_OK when it is queued and the connection suspended. */
-static td_code start_run(rest_req *q, td_err *err) {
+/* Starts a run; TD_OK when it is queued and the connection suspended, or,
+ * with *ran set, when it has already run inline. */
+static td_code start_run(rest_req *q, td_err *err, bool *ran) {
   srv_rest *s = q->srv;
   srv_json_request jr;
   td_code rc = srv_json_parse_request(q->body.data ? q->body.data : "", q->body.len, &jr, err);
@@ -426,6 +434,10 @@ static td_code start_run(rest_req *q, td_err *err) {
   r->deadline = s->opt.timeout_ms > 0 ? uv_hrtime() + (uint64_t)s->opt.timeout_ms * 1000000u
                                       : UINT64_MAX;
   q->run = r;
+  if (srv_call_try_inline(&r->call)) {
+    *ran = true; /* on_completed frees the run with the connection */
+    return TD_OK;
+  }
   /* Link and suspend under the lock, so the watcher or srv_rest_stop can
    * only resume a connection that is suspended; suspend before submitting,
    * as the worker may resume at once. */
@@ -459,13 +471,14 @@ static td_code start_run(rest_req *q, td_err *err) {
   return TD_OK;
 }
 
-static enum MHD_Result finish_run(rest_req *q) {
-  if (q->expired) {
-    q->run = NULL; /* the worker frees it when the engine lets go */
-    td_err e;
-    td_err_set(&e, TD_DEADLINE_EXCEEDED, "Timed out waiting for notification");
-    return send_error(q, &e);
-  }
+static enum MHD_Result send_timeout(rest_req *q) {
+  td_err e;
+  td_err_set(&e, TD_DEADLINE_EXCEEDED, "Timed out waiting for notification");
+  return send_error(q, &e);
+}
+
+/* Encodes the result of the connection's finished run. */
+static enum MHD_Result answer_run(rest_req *q) {
   rest_run *r = q->run;
   if (r->call.task.code) return send_error(q, &r->call.task.err);
   td_buf b;
@@ -489,6 +502,21 @@ static enum MHD_Result finish_run(rest_req *q) {
     return send_error(q, &err);
   }
   return send_json(q, 200, &b);
+}
+
+/* The resumed connection of a queued run. */
+static enum MHD_Result finish_run(rest_req *q) {
+  if (q->expired) {
+    q->run = NULL; /* the worker frees it when the engine lets go */
+    return send_timeout(q);
+  }
+  return answer_run(q);
+}
+
+/* A run taken inline: the same deadline as a queued one. */
+static enum MHD_Result finish_inline(rest_req *q) {
+  if (uv_hrtime() > q->run->deadline) return send_timeout(q);
+  return answer_run(q);
 }
 
 /* --- dispatch ---------------------------------------------------------- */
@@ -580,9 +608,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
       return handle_list(q);
     case SRV_ROUTE_PREDICT:
     case SRV_ROUTE_CLASSIFY:
-    case SRV_ROUTE_REGRESS:
-      if (start_run(q, &err)) return send_error(q, &err);
-      return MHD_YES;
+    case SRV_ROUTE_REGRESS: {
+      bool ran = false;
+      if (start_run(q, &err, &ran)) return send_error(q, &err);
+      return ran ? finish_inline(q) : MHD_YES;
+    }
     default:
       td_err_set(&err, TD_INVALID_ARGUMENT, "Malformed request: %s %s", method, url);
       return send_error(q, &err);

@@ -92,12 +92,142 @@ START_TEST(test_deadline_checked_at_pickup_not_submit) {
 }
 END_TEST
 
+/* --- inline runs ---------------------------------------------------------- */
+
+/* Runs one task through the workers (which measure it) and waits. */
+static void run_on_worker(bat_queue *q, probe *p) {
+  ck_assert_int_eq(bat_queue_submit(q, &p->t, NULL), TD_OK);
+  wait_done(p);
+}
+
+START_TEST(test_inline_only_once_measured_short) {
+  bat_queue *q;
+  ck_assert_int_eq(bat_queue_create(1, 16, &q, NULL), TD_OK);
+  probe p;
+  probe_init(&p, 0, NULL);
+  ck_assert(!bat_queue_try_inline(q, &p.t)); /* never measured: the workers first */
+  ck_assert_int_eq(atomic_load(&p.ran), 0);
+  run_on_worker(q, &p);
+  probe_init(&p, 0, NULL);
+  ck_assert(bat_queue_try_inline(q, &p.t));
+  ck_assert_int_eq(atomic_load(&p.ran), 1);
+  ck_assert_int_eq(atomic_load(&p.done), 0); /* the caller has the result; no done() */
+  ck_assert_int_eq(p.t.code, TD_OK);
+  /* Limit 0: never inline. */
+  bat_queue_set_inline_limit(q, 0);
+  probe_init(&p, 0, NULL);
+  ck_assert(!bat_queue_try_inline(q, &p.t));
+  bat_queue_destroy(q);
+}
+END_TEST
+
+START_TEST(test_inline_never_overtakes_queued_work) {
+  bat_queue *q;
+  ck_assert_int_eq(bat_queue_create(1, 16, &q, NULL), TD_OK);
+  probe p;
+  probe_init(&p, 0, NULL);
+  run_on_worker(q, &p); /* measured short */
+  uv_sem_t gate;
+  ck_assert_int_eq(uv_sem_init(&gate, 0), 0);
+  ldr_signature other = {.key = "other"};
+  probe hold, waiting;
+  probe_init(&hold, 0, &gate);
+  hold.t.sig = &other;
+  probe_init(&waiting, 0, NULL);
+  ck_assert_int_eq(bat_queue_submit(q, &hold.t, NULL), TD_OK);
+  while (!atomic_load(&hold.ran)) uv_sleep(1);
+  /* The worker is busy but nothing waits: a short run may go inline. */
+  probe_init(&p, 0, NULL);
+  ck_assert(bat_queue_try_inline(q, &p.t));
+  /* Something waits: it goes to the queue behind it. */
+  ck_assert_int_eq(bat_queue_submit(q, &waiting.t, NULL), TD_OK);
+  probe_init(&p, 0, NULL);
+  ck_assert(!bat_queue_try_inline(q, &p.t));
+  ck_assert_int_eq(atomic_load(&p.ran), 0);
+  uv_sem_post(&gate);
+  wait_done(&hold);
+  wait_done(&waiting);
+  bat_queue_destroy(q);
+  uv_sem_destroy(&gate);
+}
+END_TEST
+
+static td_code slow_run(bat_task *t) {
+  probe *p = t->user;
+  atomic_store(&p->ran, 1);
+  uv_sleep(2); /* 2 ms: far above a 100 us limit */
+  return TD_OK;
+}
+
+START_TEST(test_slow_signature_stays_on_workers) {
+  bat_queue *q;
+  ck_assert_int_eq(bat_queue_create(1, 16, &q, NULL), TD_OK);
+  probe p;
+  probe_init(&p, 0, NULL);
+  p.t.run = slow_run;
+  run_on_worker(q, &p);
+  probe_init(&p, 0, NULL);
+  p.t.run = slow_run;
+  ck_assert(!bat_queue_try_inline(q, &p.t));
+  ck_assert_int_eq(atomic_load(&p.ran), 0);
+  bat_queue_destroy(q);
+}
+END_TEST
+
+START_TEST(test_inline_honours_deadline) {
+  bat_queue *q;
+  ck_assert_int_eq(bat_queue_create(1, 16, &q, NULL), TD_OK);
+  probe p;
+  probe_init(&p, 0, NULL);
+  run_on_worker(q, &p);
+  probe_init(&p, 1, NULL); /* long past */
+  ck_assert(bat_queue_try_inline(q, &p.t));
+  ck_assert_int_eq(atomic_load(&p.ran), 0);
+  ck_assert_int_eq(p.t.code, TD_DEADLINE_EXCEEDED);
+  bat_queue_destroy(q);
+}
+END_TEST
+
+START_TEST(test_inline_not_larger_than_seen) {
+  /* A plain plan-less signature with one float input: the input's size
+   * decides. Run hooks stand in for the plan. */
+  static ldr_signature sized = {.key = "sized", .n_inputs = 1};
+  bat_queue *q;
+  ck_assert_int_eq(bat_queue_create(1, 16, &q, NULL), TD_OK);
+  eng_tensor small = {0}, big = {0};
+  eng_shape s4 = eng_shape_make(1, (int64_t[]){4}), s4k = eng_shape_make(1, (int64_t[]){4096});
+  ck_assert_int_eq(eng_tensor_alloc(&small, ENG_DT_FLOAT, &s4, NULL), TD_OK);
+  ck_assert_int_eq(eng_tensor_alloc(&big, ENG_DT_FLOAT, &s4k, NULL), TD_OK);
+  probe p;
+  probe_init(&p, 0, NULL);
+  p.t.sig = &sized;
+  p.t.inputs = &small;
+  run_on_worker(q, &p);
+  probe_init(&p, 0, NULL);
+  p.t.sig = &sized;
+  p.t.inputs = &big;
+  ck_assert(!bat_queue_try_inline(q, &p.t)); /* 4096 floats never seen to run */
+  p.t.inputs = &small;
+  ck_assert(bat_queue_try_inline(q, &p.t));
+  bat_queue_destroy(q);
+  eng_tensor_release(&small);
+  eng_tensor_release(&big);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("bat_queue");
   TCase *tc = tcase_create("deadline");
   tcase_add_test(tc, test_expired_task_is_abandoned);
   tcase_add_test(tc, test_deadline_checked_at_pickup_not_submit);
   suite_add_tcase(s, tc);
+  TCase *ti = tcase_create("inline");
+  tcase_add_test(ti, test_inline_only_once_measured_short);
+  tcase_add_test(ti, test_inline_never_overtakes_queued_work);
+  tcase_add_test(ti, test_slow_signature_stays_on_workers);
+  tcase_add_test(ti, test_inline_honours_deadline);
+  tcase_add_test(ti, test_inline_not_larger_than_seen);
+  suite_add_tcase(s, ti);
   SRunner *r = srunner_create(s);
   srunner_run_all(r, CK_NORMAL);
   int failed = srunner_ntests_failed(r);
