@@ -219,9 +219,13 @@ void *eng_dev_scratch(eng_dev_thread *t, size_t bytes, td_err *err) {
     td_err_set(err, TD_RESOURCE_EXHAUSTED, "too many GPU scratch chunks in one run");
     return NULL;
   }
-  size_t cap = t->n_chunks ? t->chunk_cap[t->n_chunks - 1] * 2 : (size_t)1 << 20;
+  size_t cap = t->n_chunks ? t->chunk_cap[t->n_chunks - 1] * 2 : (size_t)256 << 10;
   if (cap < n) cap = n;
   char *d = eng_dev_alloc(cap, "a request's intermediate tensors", err);
+  if (!d && cap > n) { /* a tight budget: just what this tensor needs */
+    cap = n;
+    d = eng_dev_alloc(cap, "a request's intermediate tensors", err);
+  }
   if (!d) return NULL;
   t->chunk[t->n_chunks] = d;
   t->chunk_cap[t->n_chunks++] = cap;

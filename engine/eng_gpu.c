@@ -25,7 +25,10 @@ enum { G_OK, G_DECLINE, G_ERR };
 
 /* Host arithmetic below this many elements stays on the CPU when no input
  * is on the device. */
-#define HOST_SMALL 4096
+static int64_t g_host_small = 4096;
+#define HOST_SMALL g_host_small
+
+void eng_gpu_set_host_small(int64_t n) { g_host_small = n; }
 
 typedef struct gx {
   eng_run r;
@@ -163,6 +166,12 @@ static bool any_on_dev(const gx *g, int from, int to) {
   return false;
 }
 
+/* Worth doing on the device: an input is already there, or the data is
+ * big enough to repay the copies. */
+static bool worth(const gx *g, int from, int to, int64_t numel) {
+  return any_on_dev(g, from, to) || numel >= HOST_SMALL;
+}
+
 static void contig(const eng_shape *s, int64_t *st) {
   int64_t acc = 1;
   for (int d = s->rank - 1; d >= 0; d--) {
@@ -174,8 +183,14 @@ static void contig(const eng_shape *s, int64_t *st) {
 /* --- shape-only ops ------------------------------------------------------ */
 
 static int g_alias(gx *g, eng_dev_val *out) {
-  if (!on_dev(g, 0) || g->nd->n_out != 1) return G_DECLINE;
+  eng_shape s0 = shape_of(g, 0);
+  if (!worth(g, 0, 1, eng_shape_numel(&s0)) || g->nd->n_out != 1) return G_DECLINE;
   int n = g->nd->n_in;
+  {
+    const void *d;
+    int r = to_dev(g, 0, &d);
+    if (r != G_OK) return r;
+  }
   if (n > 4) return G_DECLINE;
   eng_tensor kin[4] = {{0}}, kout[1] = {{0}};
   eng_shape one = eng_shape_make(1, (int64_t[]){1});
@@ -203,7 +218,7 @@ static int g_alias(gx *g, eng_dev_val *out) {
 
 /* IdentityN passes every input through; NoOp has nothing to do. */
 static int g_identity_n(gx *g, eng_dev_val *out) {
-  if (g->nd->n_out != g->nd->n_in || !any_on_dev(g, 0, g->nd->n_in)) return G_DECLINE;
+  if (g->nd->n_out != g->nd->n_in || !worth(g, 0, g->nd->n_in, 0)) return G_DECLINE;
   for (int k = 0; k < g->nd->n_in; k++) {
     const void *d;
     NEED_DEV(k, d);
@@ -271,7 +286,7 @@ static int g_binary(gx *g, eng_dev_val *out) {
   }
   td_err scratch;
   if (eng_broadcast_shape(&a, &b, &o, &scratch)) return G_DECLINE; /* the CPU reports it */
-  if (!any_on_dev(g, 0, 2) && eng_shape_numel(&o) < HOST_SMALL) return G_DECLINE;
+  if (!worth(g, 0, 2, eng_shape_numel(&o))) return G_DECLINE;
   const float *da, *db;
   NEED_DEV(0, da);
   NEED_DEV(1, db);
@@ -288,7 +303,7 @@ static int g_binary(gx *g, eng_dev_val *out) {
 static int g_unary(gx *g, eng_dev_val *out) {
   if (dtype_of(g, 0) != ENG_DT_FLOAT) return G_DECLINE;
   eng_shape s = shape_of(g, 0);
-  if (!on_dev(g, 0) && eng_shape_numel(&s) < HOST_SMALL) return G_DECLINE;
+  if (!worth(g, 0, 1, eng_shape_numel(&s))) return G_DECLINE;
   const float *x;
   NEED_DEV(0, x);
   int r = new_out(g, out, ENG_DT_FLOAT, &s);
@@ -522,7 +537,8 @@ static int g_reduce(gx *g, eng_dev_val *out) {
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     if (!strcmp(g->nd->op, ops[i].op)) code = ops[i].code;
   eng_shape s = shape_of(g, 0);
-  if (code < 0 || dtype_of(g, 0) != ENG_DT_FLOAT || !on_dev(g, 0)) return G_DECLINE;
+  if (code < 0 || dtype_of(g, 0) != ENG_DT_FLOAT || !worth(g, 0, 1, eng_shape_numel(&s)))
+    return G_DECLINE;
   int64_t ax[ENG_MAX_RANK];
   int na = 0, r = host_ints(g, 1, ax, ENG_MAX_RANK, &na);
   if (r != G_OK) return r;
@@ -565,7 +581,7 @@ static int g_reduce(gx *g, eng_dev_val *out) {
 static int g_transpose(gx *g, eng_dev_val *out) {
   eng_dtype dt = dtype_of(g, 0);
   eng_shape s = shape_of(g, 0);
-  if (!fixed_size(dt) || !on_dev(g, 0)) return G_DECLINE;
+  if (!fixed_size(dt) || !worth(g, 0, 1, eng_shape_numel(&s))) return G_DECLINE;
   int64_t perm[ENG_MAX_RANK];
   int n = 0, r = host_ints(g, 1, perm, ENG_MAX_RANK, &n);
   if (r != G_OK) return r;
@@ -593,7 +609,7 @@ static int g_transpose(gx *g, eng_dev_val *out) {
 static int g_concat(gx *g, eng_dev_val *out) {
   bool pack = !strcmp(g->nd->op, "Pack");
   int n = pack ? g->nd->n_in : g->nd->n_in - 1;
-  if (n < 1 || !any_on_dev(g, 0, n)) return G_DECLINE;
+  if (n < 1 || !worth(g, 0, n, 0)) return G_DECLINE;
   eng_dtype dt = dtype_of(g, 0);
   eng_shape s0 = shape_of(g, 0);
   if (!fixed_size(dt)) return G_DECLINE;
@@ -653,7 +669,7 @@ static int g_concat(gx *g, eng_dev_val *out) {
 static int g_slice(gx *g, eng_dev_val *out) {
   eng_dtype dt = dtype_of(g, 0);
   eng_shape s = shape_of(g, 0);
-  if (!fixed_size(dt) || !on_dev(g, 0)) return G_DECLINE;
+  if (!fixed_size(dt) || !worth(g, 0, 1, eng_shape_numel(&s))) return G_DECLINE;
   int64_t b[ENG_MAX_RANK], z[ENG_MAX_RANK];
   int nb = 0, nz = 0, r = host_ints(g, 1, b, ENG_MAX_RANK, &nb);
   if (r == G_OK) r = host_ints(g, 2, z, ENG_MAX_RANK, &nz);
@@ -680,7 +696,7 @@ static int g_slice(gx *g, eng_dev_val *out) {
 static int g_pad(gx *g, eng_dev_val *out) {
   eng_dtype dt = dtype_of(g, 0);
   eng_shape s = shape_of(g, 0);
-  if (!fixed_size(dt) || !on_dev(g, 0)) return G_DECLINE;
+  if (!fixed_size(dt) || !worth(g, 0, 1, eng_shape_numel(&s))) return G_DECLINE;
   int64_t pd[2 * ENG_MAX_RANK];
   int np = 0, r = host_ints(g, 1, pd, 2 * ENG_MAX_RANK, &np);
   if (r != G_OK) return r;

@@ -69,6 +69,10 @@ td_code eng_gpu_run(eng_dev_model *dm, const eng_plan *p, const eng_tensor *in, 
 /* Whether step s of p has a device lowering (for inspect; a lowering may
  * still decline at run time for shapes or dtypes it does not handle). */
 bool eng_gpu_step_supported(const eng_plan *p, int s);
+/* Arithmetic on values that live only on the host stays there below this
+ * many elements (default 4096); tests set 0 to send every op they can to
+ * the device. */
+void eng_gpu_set_host_small(int64_t n);
 /* The ops with a device lowering (tests walk them). */
 int eng_gpu_op_count(void);
 const char *eng_gpu_op_name(int i);
