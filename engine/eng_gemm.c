@@ -12,7 +12,8 @@
  * A row of A is read through a pointer per row and a list of segments, so
  * one kernel serves both a plain matrix (one segment of k) and a
  * convolution's input read in place (one segment per window row). The
- * fused epilogue runs row by row once the k loop is done, with separate
+ * fused epilogue runs op by op over the whole block once the k loop is
+ * done (one dispatch per op and block), with separate
  * add/sub/mul/max/min instructions (no contraction), so it rounds exactly
  * as the separate kernels would. */
 #include "eng_gemm.h"
@@ -161,31 +162,37 @@ int64_t eng_gemm_n(const eng_packed *p) { return p->n; }
         }                                                                                         \
       }                                                                                           \
     }                                                                                             \
-    /* The row loop below indexes by a variable row: give it a copy, so    \
-     * that the accumulators themselves stay in registers. */                                     \
-    VT t[R][NV];                                                                                  \
-    UNROLL for (int r = 0; r < R; r++)                                                                   \
-      UNROLL for (int v = 0; v < NV; v++) t[r][v] = acc[r][v];                                           \
     MT m[NV];                                                                                     \
-    UNROLL for (int v = 0; v < NV; v++) m[v] = MASK(cols - v * W);                                       \
-    bool full = cols == W * NV;                                                                   \
-    UNROLL for (int r = 0; r < R; r++) {                                                                 \
-      VT y[NV];                                                                                   \
-      UNROLL for (int v = 0; v < NV; v++) y[v] = t[r][v];                                                \
-      for (int i = 0; epi && i < epi->n; i++) {                                                   \
-        int kind = epi->op[i].kind;                                                               \
-        const float *kp = kind <= ENG_GEMM_MUL ? epi->op[i].k : NULL;                             \
-        UNROLL for (int v = 0; v < NV; v++)                                                              \
-          y[v] = EPI(kind, y[v], kp ? MLOAD(kp + col0 + v * W, m[v]) : SET1(epi->op[i].s));       \
-      }                                                                                           \
-      UNROLL for (int v = 0; v < NV; v++) {                                                              \
-        if (full)                                                                                 \
-          STOREU(c + r * ldc + v * W, y[v]);                                                      \
-        else                                                                                      \
-          MSTORE(c + r * ldc + v * W, m[v], y[v]);                                                \
+    UNROLL for (int v = 0; v < NV; v++) m[v] = MASK(cols - v * W);                                \
+    for (int i = 0; epi && i < epi->n; i++) {                                                     \
+      int kind = epi->op[i].kind;                                                                 \
+      VT kv[NV];                                                                                  \
+      UNROLL for (int v = 0; v < NV; v++)                                                         \
+        kv[v] = kind <= ENG_GEMM_MUL && epi->op[i].k ? MLOAD(epi->op[i].k + col0 + v * W, m[v])   \
+                                                     : SET1(epi->op[i].s);                        \
+      switch (kind) {                                                                             \
+        case ENG_GEMM_ADD: EPI_ALL(EPI, ENG_GEMM_ADD, R, NV); break;                              \
+        case ENG_GEMM_SUB: EPI_ALL(EPI, ENG_GEMM_SUB, R, NV); break;                              \
+        case ENG_GEMM_MUL: EPI_ALL(EPI, ENG_GEMM_MUL, R, NV); break;                              \
+        case ENG_GEMM_RELU: EPI_ALL(EPI, ENG_GEMM_RELU, R, NV); break;                            \
+        default: EPI_ALL(EPI, ENG_GEMM_RELU6, R, NV); break;                                      \
       }                                                                                           \
     }                                                                                             \
+    bool full = cols == W * NV;                                                                   \
+    UNROLL for (int r = 0; r < R; r++)                                                            \
+      UNROLL for (int v = 0; v < NV; v++) {                                                       \
+        if (full)                                                                                 \
+          STOREU(c + r * ldc + v * W, acc[r][v]);                                                 \
+        else                                                                                      \
+          MSTORE(c + r * ldc + v * W, m[v], acc[r][v]);                                           \
+      }                                                                                           \
   }
+
+/* One epilogue op (a constant kind, so the switch folds away) on every
+ * accumulator of the block. */
+#define EPI_ALL(EPI, KIND, R, NV)                                                                 \
+  UNROLL for (int r = 0; r < R; r++)                                                              \
+    UNROLL for (int v = 0; v < NV; v++) acc[r][v] = EPI(KIND, acc[r][v], kv[v])
 
 typedef void (*kern_fn)(const float *const *, int64_t, int64_t, int64_t, const float *, float *,
                         int64_t, int64_t, const eng_gemm_epi *, int64_t);

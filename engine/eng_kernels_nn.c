@@ -175,12 +175,18 @@ static td_code conv_in_place(eng_kctx *c, const geom *g, const float *x, float *
     wp = g->w;
   }
   const float *rows[ROWS_CHUNK];
-  int64_t total = g->n * g->oh * g->ow;
+  int64_t total = g->n * g->oh * g->ow, ow = 0, oh = 0, n = 0;
   for (int64_t p0 = 0; p0 < total; p0 += ROWS_CHUNK) {
     int64_t m = total - p0 < ROWS_CHUNK ? total - p0 : ROWS_CHUNK;
-    for (int64_t i = 0; i < m; i++) {
-      int64_t p = p0 + i, ow = p % g->ow, oh = (p / g->ow) % g->oh, n = p / (g->ow * g->oh);
+    for (int64_t i = 0; i < m; i++) { /* pixel p0 + i is (n, oh, ow) */
       rows[i] = src + ((n * hp + oh * g->sh) * wp + ow * g->sw) * g->c;
+      if (++ow == g->ow) {
+        ow = 0;
+        if (++oh == g->oh) {
+          oh = 0;
+          n++;
+        }
+      }
     }
     eng_gemm_run_rows(rows, m, g->kh, g->dh * wp * g->c, g->kw * g->c, c->packed,
                       y + p0 * cout, cout, epi);
@@ -321,29 +327,31 @@ static td_code pool(eng_kctx *c, bool is_max) {
   const float *xd = eng_tensor_data(x);
   float *y = eng_tensor_data(&c->out[0]);
   for (int64_t n = 0; n < g.n; n++)
-    for (int64_t oh = 0; oh < g.oh; oh++)
+    for (int64_t oh = 0; oh < g.oh; oh++) {
+      int64_t ih0 = oh * g.sh - g.pt, i0 = ih0 < 0 ? -ih0 : 0;
+      int64_t i1 = g.h - ih0 < g.kh ? g.h - ih0 : g.kh;
       for (int64_t ow = 0; ow < g.ow; ow++) {
-        float *o = y + ((n * g.oh + oh) * g.ow + ow) * g.c;
-        int64_t cnt = 0;
+        float *restrict o = y + ((n * g.oh + oh) * g.ow + ow) * g.c;
+        int64_t iw0 = ow * g.sw - g.pl, j0 = iw0 < 0 ? -iw0 : 0;
+        int64_t j1 = g.w - iw0 < g.kw ? g.w - iw0 : g.kw;
+        /* Valid window cells [i0, i1) x [j0, j1), in window order; the
+         * branch on the pool kind stays outside the channel loops so that
+         * they vectorise. */
+        int64_t cnt = i1 > i0 && j1 > j0 ? (i1 - i0) * (j1 - j0) : 0;
         if (is_max)
           for (int64_t ch = 0; ch < g.c; ch++) o[ch] = -INFINITY;
-        for (int64_t i = 0; i < g.kh; i++) {
-          int64_t ih = oh * g.sh - g.pt + i;
-          if (ih < 0 || ih >= g.h) continue;
-          for (int64_t j = 0; j < g.kw; j++) {
-            int64_t iw = ow * g.sw - g.pl + j;
-            if (iw < 0 || iw >= g.w) continue;
-            const float *ip = xd + ((n * g.h + ih) * g.w + iw) * g.c;
-            cnt++;
+        for (int64_t i = i0; i < i1; i++)
+          for (int64_t j = j0; j < j1; j++) {
+            const float *restrict ip = xd + ((n * g.h + ih0 + i) * g.w + iw0 + j) * g.c;
             if (is_max)
               for (int64_t ch = 0; ch < g.c; ch++) o[ch] = ip[ch] > o[ch] ? ip[ch] : o[ch];
             else
               for (int64_t ch = 0; ch < g.c; ch++) o[ch] += ip[ch];
           }
-        }
         if (!is_max && cnt)
           for (int64_t ch = 0; ch < g.c; ch++) o[ch] /= (float)cnt;
       }
+    }
   return TD_OK;
 }
 

@@ -129,14 +129,20 @@ def peer_ort(model, batch, threads):
                      model, threads)
 
 
-def run_child(args):
-    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+def run_child(args, env=None):
+    out = subprocess.run(args, check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
 def tensord(build, model, batch, threads):
+    # OpenBLAS starts its worker threads when the library loads, before
+    # eng_bench can lower the count, and each spins for a while before it
+    # sleeps; in a server that has run for a second they sleep, in a run this
+    # short they would spin through it, competing with the other engines'
+    # runs for this box's cores. The env sets the count before they start.
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
     return run_child([os.path.join(ROOT, build, "bench", "eng_bench"), ZOO_JSON, model,
-                      str(batch), str(ITERS.get(batch, 100)), str(threads)])
+                      str(batch), str(ITERS.get(batch, 100)), str(threads)], env)
 
 
 def peer(kind, model, batch, threads):
