@@ -9,7 +9,8 @@
  * reference device counts its primitive calls).
  *
  * Devices: the reference device (eng_devref.c, host memory) always; the
- * CUDA backend when the plug-in built beside this tree finds a GPU. On a
+ * CUDA backend when the plug-in built beside this tree (or the one named by
+ * TENSORD_CUDA_PLUGIN) finds a GPU. On a
  * machine without one the CUDA part prints why and is skipped; with
  * TENSORD_REQUIRE_GPU=1 in the environment (the device check) a missing
  * GPU is a failure instead. */
@@ -29,7 +30,8 @@
 #define PLUGIN TD_BUILD_DIR "/libtensord_cuda.so"
 
 static bool select_mode(eng_device_mode mode, double fraction, char *why, size_t wl) {
-  eng_device_opts o = {.mode = mode, .memory_fraction = fraction, .plugin = PLUGIN};
+  const char *plugin = getenv("TENSORD_CUDA_PLUGIN");
+  eng_device_opts o = {.mode = mode, .memory_fraction = fraction, .plugin = plugin ? plugin : PLUGIN};
   char note[512];
   td_err err;
   td_err_clear(&err);
