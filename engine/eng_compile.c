@@ -170,6 +170,49 @@ static bool channel_const(const eng_tensor *k, int64_t c, int rank) {
   return k->shape.dim[k->shape.rank - 1] == c;
 }
 
+/* The dims of a constant int32/int64 shape vector, all known (no -1). */
+static bool const_dims(const eng_tensor *t, eng_shape *out) {
+  if (!t || t->shape.rank != 1 || (t->dtype != ENG_DT_INT32 && t->dtype != ENG_DT_INT64)) return false;
+  int64_t n = t->shape.dim[0];
+  if (n < 1 || n > ENG_MAX_RANK) return false;
+  out->rank = (int)n;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t d = t->dtype == ENG_DT_INT32 ? ((const int32_t *)eng_tensor_data(t))[i]
+                                         : ((const int64_t *)eng_tensor_data(t))[i];
+    if (d < 0) return false;
+    out->dim[i] = d;
+  }
+  return true;
+}
+
+/* A constant usable per channel on a product of C channels viewed with
+ * shape `s` (a Reshape of it): one value, or C values whose dims (leading
+ * ones aside) are the trailing dims of s, so that broadcasting pairs
+ * channel j of the product with element j of k. Never of higher rank than
+ * s (broadcasting would add dims). */
+static bool channel_const_in(const eng_tensor *k, int64_t c, const eng_shape *s) {
+  if (!k || k->dtype != ENG_DT_FLOAT || k->shape.rank > s->rank) return false;
+  int64_t n = eng_tensor_numel(k);
+  if (n == 1) return true;
+  if (c <= 0 || n != c) return false;
+  int lead = 0;
+  while (lead < k->shape.rank && k->shape.dim[lead] == 1) lead++;
+  for (int i = lead; i < k->shape.rank; i++)
+    if (k->shape.dim[i] != s->dim[s->rank - k->shape.rank + i]) return false;
+  return true;
+}
+
+/* A BatchMatMul whose left operand is not adjoint: with a constant matrix
+ * (rank 2) on the right it is a dense layer over all leading dims, which
+ * eng_k_batch_matmul runs through a packed weight with a fused epilogue.
+ * BatchMatMulV3 only when it produces float. */
+static bool dense_batch_matmul(const eng_node *nd) {
+  bool v3 = !strcmp(nd->op, "BatchMatMulV3");
+  if (!v3 && strcmp(nd->op, "BatchMatMulV2") && strcmp(nd->op, "BatchMatMul")) return false;
+  if (v3 && eng_node_attr_type(nd, "Tout", ENG_DT_FLOAT) != ENG_DT_FLOAT) return false;
+  return !eng_node_attr_bool(nd, "adj_x", false);
+}
+
 static void fuse(eng_plan *p) {
   const eng_graph *g = eng_model_graph(p->m);
   int *readers = calloc((size_t)p->n_values + 1, sizeof *readers);
@@ -188,10 +231,13 @@ static void fuse(eng_plan *p) {
   for (int s = 0; s < p->n_steps; s++) {
     const eng_node *nd = eng_graph_node(g, p->steps[s]);
     bool conv = !strcmp(nd->op, "Conv2D"), dw = !strcmp(nd->op, "DepthwiseConv2dNative");
-    bool mm = !strcmp(nd->op, "MatMul");
-    if (gone[s] || (!conv && !dw && !mm) || nd->n_in != 2) continue;
+    bool mm = !strcmp(nd->op, "MatMul"), bmm = dense_batch_matmul(nd);
+    if (gone[s] || (!conv && !dw && !mm && !bmm) || nd->n_in != 2) continue;
     const eng_tensor *w = const_of(p, p->base[nd->in[1].node] + nd->in[1].index);
-    int rank = mm ? 2 : 4;
+    /* Rank of the weight, and the most a per-channel constant may have (not
+     * above the output's, or broadcasting would add dims; a batch matmul's
+     * output rank is not known here, so only vectors and scalars). */
+    int rank = mm || bmm ? 2 : 4, krank = bmm ? 1 : rank;
     int64_t ch = -1;
     /* A float constant weight: the output is then float (or the op fails). */
     if (!w || w->dtype != ENG_DT_FLOAT) continue;
@@ -199,14 +245,30 @@ static void fuse(eng_plan *p) {
       if (conv) ch = w->shape.dim[3];
       if (dw) ch = w->shape.dim[2] * w->shape.dim[3];
       if (mm) ch = w->shape.dim[eng_node_attr_bool(nd, "transpose_b", false) ? 0 : 1];
+      if (bmm) ch = w->shape.dim[eng_node_attr_bool(nd, "adj_y", false) ? 0 : 1];
+    } else if (bmm) {
+      continue;
     }
     eng_epilogue e = {0};
     int absorbed[ENG_EPI_MAX];
     int v = p->base[p->steps[s]];
+    /* A Reshape with a constant shape straight after a product (Keras's
+     * dense layers on 3-D inputs: MatMul -> Reshape -> BiasAdd) stays a
+     * step, reading the product; the ops after it move into the product's
+     * epilogue and the Reshape's result stands for the last of them. */
+    int reshape_step = -1;
+    eng_shape after = {.rank = -1};
     while (e.n < ENG_EPI_MAX && readers[v] == 1 && !is_fetched(p, v) && !is_fed(p, v)) {
       int cs = reader[v];
       const eng_node *cn = eng_graph_node(g, p->steps[cs]);
       if (gone[cs] || cn->n_out != 1) break;
+      if (!strcmp(cn->op, "Reshape") && (mm || bmm) && e.n == 0 && reshape_step < 0 &&
+          cn->n_in == 2 && p->base[cn->in[0].node] + cn->in[0].index == v) {
+        if (!const_dims(const_of(p, p->base[cn->in[1].node] + cn->in[1].index), &after)) break;
+        reshape_step = cs;
+        v = p->base[p->steps[cs]];
+        continue;
+      }
       int kind = -1;
       const eng_tensor *k = NULL;
       int other = -1;
@@ -232,7 +294,9 @@ static void fuse(eng_plan *p) {
       else if (!strcmp(cn->op, "Relu6") && cn->n_in == 1 && first)
         kind = EPI_RELU6;
       if (kind < 0) break;
-      if (kind != EPI_RELU && kind != EPI_RELU6 && !channel_const(k, ch, rank)) break;
+      if (kind != EPI_RELU && kind != EPI_RELU6 &&
+          !(after.rank < 0 ? channel_const(k, ch, krank) : channel_const_in(k, ch, &after)))
+        break;
       e.op[e.n].kind = kind;
       e.op[e.n].k = k && kind != EPI_RELU && kind != EPI_RELU6 ? eng_tensor_share(k) : (eng_tensor){0};
       absorbed[e.n++] = cs;
@@ -240,6 +304,19 @@ static void fuse(eng_plan *p) {
     }
     if (!e.n) continue;
     e.out_value = v;
+    if (reshape_step >= 0) {
+      /* The product keeps its own value (the Reshape reads it); the
+       * Reshape, with no ops of its own, stores its result as the last
+       * fused node's value. */
+      eng_epilogue *re = calloc(1, sizeof *re);
+      if (!re) {
+        for (int i = 0; i < e.n; i++) eng_tensor_release(&e.op[i].k);
+        continue;
+      }
+      re->out_value = v;
+      p->epi[reshape_step] = re;
+      e.out_value = p->base[p->steps[s]];
+    }
     p->epi[s] = malloc(sizeof e);
     if (!p->epi[s]) {
       for (int i = 0; i < e.n; i++) eng_tensor_release(&e.op[i].k);
@@ -265,7 +342,8 @@ static void recount_uses(eng_plan *p) {
   }
 }
 
-/* Packs the constant weight of every MatMul (A not transposed) and Conv2D. */
+/* Packs the constant weight of every MatMul (A not transposed), dense
+ * BatchMatMul and Conv2D. */
 static void pack_weights(eng_plan *p) {
   const eng_graph *g = eng_model_graph(p->m);
   p->packed = calloc((size_t)p->n_steps + 1, sizeof *p->packed);
@@ -273,13 +351,14 @@ static void pack_weights(eng_plan *p) {
   for (int s = 0; s < p->n_steps; s++) {
     const eng_node *nd = eng_graph_node(g, p->steps[s]);
     bool mm = !strcmp(nd->op, "MatMul"), conv = !strcmp(nd->op, "Conv2D");
-    if ((!mm && !conv) || nd->n_in != 2) continue;
+    bool bmm = dense_batch_matmul(nd);
+    if ((!mm && !conv && !bmm) || nd->n_in != 2) continue;
     if (mm && eng_node_attr_bool(nd, "transpose_a", false)) continue;
     const eng_tensor *w = const_of(p, p->base[nd->in[1].node] + nd->in[1].index);
-    if (!w || w->dtype != ENG_DT_FLOAT || w->shape.rank != (mm ? 2 : 4)) continue;
+    if (!w || w->dtype != ENG_DT_FLOAT || w->shape.rank != (mm || bmm ? 2 : 4)) continue;
     const float *wd = eng_tensor_data(w);
-    if (mm) {
-      bool tb = eng_node_attr_bool(nd, "transpose_b", false);
+    if (mm || bmm) {
+      bool tb = eng_node_attr_bool(nd, mm ? "transpose_b" : "adj_y", false);
       p->packed[s] = eng_gemm_pack(wd, w->shape.dim[tb ? 1 : 0], w->shape.dim[tb ? 0 : 1], tb);
     } else {
       const int64_t *d = w->shape.dim;
@@ -333,6 +412,7 @@ static void epilogue_rows(const eng_epilogue *e, float *restrict y, int64_t n, i
 }
 
 void eng_epilogue_apply(const eng_epilogue *e, eng_tensor *t) {
+  if (!e->n) return; /* a Reshape's: it only renames the value */
   int64_t n = eng_tensor_numel(t), c = t->shape.rank ? t->shape.dim[t->shape.rank - 1] : 1;
   if (n > 0 && c > 0) epilogue_rows(e, eng_tensor_data(t), n, c);
 }

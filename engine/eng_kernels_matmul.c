@@ -186,9 +186,32 @@ static td_code batch_matmul(eng_kctx *c, const eng_tensor *a, const eng_tensor *
   return TD_OK;
 }
 
+/* A dense layer over all leading dims: A [..., k] times the weight packed
+ * at load, [k, n]; the fused epilogue (if any) in registers. */
+static td_code batch_matmul_packed(eng_kctx *c) {
+  const eng_tensor *a = &c->in[0];
+  int64_t k = eng_gemm_k(c->packed), n = eng_gemm_n(c->packed);
+  eng_shape s = a->shape;
+  s.dim[s.rank - 1] = n;
+  td_code rc = eng_kout_raw(c, 0, ENG_DT_FLOAT, &s);
+  if (rc) return rc;
+  int64_t rows = eng_tensor_numel(a) / k;
+  if (rows > 0 && n > 0) {
+    eng_gemm_epi ge;
+    eng_gemm_run(eng_tensor_data(a), k, rows, c->packed, eng_tensor_data(&c->out[0]), n,
+                 eng_kgemm_epi(c, &ge));
+  }
+  return TD_OK;
+}
+
 td_code eng_k_batch_matmul(eng_kctx *c) {
-  return batch_matmul(c, &c->in[0], &c->in[1], eng_node_attr_bool(c->node, "adj_x", false),
-                      eng_node_attr_bool(c->node, "adj_y", false), &c->out[0]);
+  const eng_tensor *a = &c->in[0], *b = &c->in[1];
+  bool adj_x = eng_node_attr_bool(c->node, "adj_x", false);
+  if (c->packed && !adj_x && a->dtype == ENG_DT_FLOAT && b->dtype == ENG_DT_FLOAT &&
+      b->shape.rank == 2 && a->shape.rank >= 2 && a->shape.dim[a->shape.rank - 1] > 0 &&
+      a->shape.dim[a->shape.rank - 1] == eng_gemm_k(c->packed))
+    return batch_matmul_packed(c);
+  return batch_matmul(c, a, b, adj_x, eng_node_attr_bool(c->node, "adj_y", false), &c->out[0]);
 }
 
 /* --- Einsum ------------------------------------------------------------------- */

@@ -327,6 +327,78 @@ static void int_const(eng_graph *g, const char *name, int n, const int32_t *v) {
   memcpy(eng_tensor_data(&a->tensor), v, sizeof *v * (size_t)(n ? n : 1));
 }
 
+/* x [2,3,4] -> BatchMatMulV2 with a constant [4,6] -> Reshape (constant
+ * shape) -> AddV2 bias -> Relu. With the bias laid out on the reshaped
+ * trailing dims the add and the ReLU fuse into the product (the Reshape
+ * stays a step); otherwise nothing after the Reshape fuses. Same numbers
+ * either way, as a double loop computes them. */
+static void dense_reshape_case(int rank, const int32_t *shape, int brank, const int64_t *bdims,
+                               int want_fused) {
+  eng_graph *g = eng_graph_create();
+  placeholder(g, "x");
+  float w[24], b[18], xv[24];
+  for (int i = 0; i < 24; i++) w[i] = cval(i, 4), xv[i] = cval(i, 5);
+  int64_t nb = 1;
+  for (int i = 0; i < brank; i++) nb *= bdims[i];
+  for (int i = 0; i < nb; i++) b[i] = cval(i, 6);
+  konst(g, "W", 2, (int64_t[]){4, 6}, w);
+  konst(g, "b", brank, bdims, b);
+  int_const(g, "shape", rank, shape);
+  node(g, "mm", "BatchMatMulV2", 1, "x", "W", NULL);
+  node(g, "r", "Reshape", 1, "mm", "shape", NULL);
+  node(g, "add", "AddV2", 1, "r", "b", NULL);
+  node(g, "y", "Relu", 1, "add", NULL);
+  eng_model *m;
+  td_err err;
+  ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
+  const char *in[] = {"x:0"}, *out[] = {"y:0"};
+  eng_plan *p;
+  ck_assert_int_eq(eng_plan_create(m, 1, in, 1, out, 0, NULL, &p, &err), TD_OK);
+  ck_assert_int_eq(eng_plan_get_info(p).fused_ops, want_fused);
+  eng_tensor x = tensor(3, (int64_t[]){2, 3, 4}, xv), y = {0};
+  for (int run = 0; run < 2; run++) { /* the second run on recycled buffers */
+    ck_assert_msg(eng_plan_run(p, &x, &y, &err) == TD_OK, "%s", err.msg);
+    ck_assert_int_eq(y.shape.rank, rank);
+    for (int i = 0; i < rank; i++) ck_assert_int_eq(y.shape.dim[i], shape[i]);
+    const float *yv = eng_tensor_data(&y);
+    for (int r = 0; r < 6; r++)
+      for (int j = 0; j < 6; j++) {
+        double want = 0;
+        for (int k = 0; k < 4; k++) want += (double)xv[r * 4 + k] * w[k * 6 + j];
+        /* flat element r*6+j of y; the bias broadcasts over y's shape */
+        int64_t flat = r * 6 + j, bi = 0, stride = 1, rem = flat;
+        for (int d = rank - 1, e = brank - 1; d >= 0; d--, e--) {
+          int64_t idx = rem % shape[d];
+          rem /= shape[d];
+          if (e >= 0 && bdims[e] != 1) bi += idx * stride;
+          if (e >= 0) stride *= bdims[e];
+        }
+        want += b[bi];
+        want = want > 0 ? want : 0;
+        ck_assert_msg(fabs(yv[flat] - want) <= 1e-5 * (1 + fabs(want)), "y[%lld] = %g, want %g",
+                      (long long)flat, yv[flat], want);
+      }
+    eng_tensor_release(&y);
+  }
+  eng_tensor_release(&x);
+  eng_plan_destroy(p);
+  eng_model_destroy(m);
+}
+
+START_TEST(dense_reshape_bias_fuses) {
+  /* Keras's MultiHeadAttention projections: [2,3,6] -> [2,3,2,3] + bias [2,3]. */
+  dense_reshape_case(4, (int32_t[]){2, 3, 2, 3}, 2, (int64_t[]){2, 3}, 2);
+  /* Keras's Dense on 3-D input: [6,6] viewed as [2,3,6] + bias [6]. */
+  dense_reshape_case(3, (int32_t[]){2, 3, 6}, 1, (int64_t[]){6}, 2);
+  /* A bias across the rows, not the channels: [2,9,2] + [9,2] stays unfused. */
+  dense_reshape_case(3, (int32_t[]){2, 9, 2}, 2, (int64_t[]){9, 2}, 0);
+  /* Leading ones on the bias are fine: [2,3,3,2] + [1,1,3,2]. */
+  dense_reshape_case(4, (int32_t[]){2, 3, 3, 2}, 4, (int64_t[]){1, 1, 3, 2}, 2);
+  /* Right count, wrong layout (broadcast along a channel dim): [3,1,2]. */
+  dense_reshape_case(4, (int32_t[]){2, 3, 3, 2}, 3, (int64_t[]){3, 1, 2}, 0);
+}
+END_TEST
+
 START_TEST(shape_arithmetic_folds_per_input_shape) {
   /* Keras's Flatten: y = Reshape(x, Pack(StridedSlice(Shape(x), 0, 1), -1)) * 2 */
   eng_graph *g = eng_graph_create();
@@ -384,6 +456,7 @@ int main(void) {
   tcase_add_test(tc, variable_reads_fold_after_restore);
   tcase_add_test(tc, conv_bias_relu6_fuses);
   tcase_add_test(tc, conv_in_place_matches_naive);
+  tcase_add_test(tc, dense_reshape_bias_fuses);
   tcase_add_test(tc, shape_arithmetic_folds_per_input_shape);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
