@@ -176,7 +176,7 @@ static void free_chunks(eng_dev_thread *t) {
 static void thread_free(void *arg) {
   eng_dev_thread *t = arg;
   if (!t) return;
-  if (g_api) {
+  if (g_api && t->api == g_api) {
     g_api->sync(t->stream);
     free_chunks(t);
     g_api->stream_destroy(t->stream);
@@ -190,8 +190,19 @@ static void thread_key_init(void) { tss_create(&g_thread_key, thread_free); }
 eng_dev_thread *eng_dev_thread_get(td_err *err) {
   call_once(&g_thread_once, thread_key_init);
   eng_dev_thread *t = tss_get(g_thread_key);
-  if (t) return t;
+  if (t && t->api == g_api) return t;
+  if (t) {
+    /* State of a device selected earlier (tests switch devices): release
+     * it through that device, outside today's budget. */
+    t->api->sync(t->stream);
+    for (int i = 0; i < t->n_chunks; i++) t->api->free(t->chunk[i]);
+    t->api->stream_destroy(t->stream);
+    free(t->dv);
+    free(t);
+    tss_set(g_thread_key, NULL);
+  }
   t = calloc(1, sizeof *t);
+  if (t) t->api = g_api;
   if (!t || !(t->stream = g_api->stream_create())) {
     free(t);
     td_err_set(err, TD_RESOURCE_EXHAUSTED, "cannot create a GPU stream: %s", g_api->error());

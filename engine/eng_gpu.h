@@ -38,6 +38,7 @@ typedef struct eng_dev_val {
  * single chunk of the whole run's size for the next. */
 #define ENG_DEV_CHUNKS 32
 typedef struct eng_dev_thread {
+  const eng_devapi *api; /* the device this state belongs to */
   void *stream;
   char *chunk[ENG_DEV_CHUNKS];
   size_t chunk_cap[ENG_DEV_CHUNKS];
