@@ -15,12 +15,17 @@
  *
  * Threads. One completion queue per polling thread (n_threads of them);
  * each call is a small state machine whose context is the completion tag.
- * Polling threads only decode requests, resolve models and queue engine
- * work (bat_queue); engine workers run the model and encode and send the
- * response. A config reload, which blocks until models load, runs on a
- * thread of its own. The client's deadline travels with the engine task: a
- * task whose deadline has passed when a worker picks it up is dropped and
- * the call answers DEADLINE_EXCEEDED.
+ * Polling threads decode requests, resolve models and queue engine work
+ * (bat_queue); engine workers run the model and encode and send the
+ * response. With batching off, a run whose plan is known to be short (a
+ * measured average under bat_queue's inline limit, 100 us) while the
+ * engine queue is idle runs on the polling thread itself, which then
+ * answers: TF Serving runs every request on the handling thread, and for a
+ * tiny model the hand-off to a worker and back costs more than the run. A
+ * config reload, which blocks until models load, runs on a thread of its
+ * own. The client's deadline travels with the engine task: a task whose
+ * deadline has passed when a worker picks it up (or before an inline run)
+ * is dropped and the call answers DEADLINE_EXCEEDED.
  *
  * Listening: 0.0.0.0:port (port 0: none) and, with socket_path, also
  * unix:socket_path. Messages up to INT32_MAX bytes both ways. With

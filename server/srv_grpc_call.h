@@ -4,8 +4,9 @@
  *
  * The machine accepts a call, reads its one request message and hands the
  * serialized bytes to the method's handler on a polling (completion-queue)
- * thread. The handler decodes them, and then either answers at once or
- * queues engine work whose done() callback answers from an engine worker.
+ * thread. The handler decodes them, and then either answers at once (also
+ * after a model run taken inline) or queues engine work whose done()
+ * callback answers from an engine worker.
  * gRPC types stay in srv_grpc.c: handlers see protobuf-c messages, td_err
  * and srv_call only.
  *
@@ -19,8 +20,10 @@
  *     (when set; per-method state), then srv_call_end(&call) (the servable
  *     reference and the tensors a response was packed from; a no-op on the
  *     zeroed srv_call of a handler that made no engine call).
- *   - Never run a model or block on a polling thread: it also drives gRPC's
- *     network I/O. Blocking work (a config reload) gets its own thread. */
+ *   - Never block on a polling thread: it also drives gRPC's network I/O.
+ *     Model runs go through srv_call_try_inline (which takes only runs
+ *     known to be short, and answers on this thread) or srv_call_submit.
+ *     Blocking work (a config reload) gets its own thread. */
 #ifndef SRV_GRPC_CALL_H
 #define SRV_GRPC_CALL_H
 
