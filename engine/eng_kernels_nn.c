@@ -16,6 +16,7 @@
 #include "eng_dwconv.h"
 #include "eng_gemm.h"
 #include "eng_kernels.h"
+#include "eng_vmath.h"
 
 typedef eng_conv_geom geom;
 
@@ -442,10 +443,9 @@ td_code eng_k_softmax(eng_kctx *c) {
     float mx = xs[0];
     for (int64_t k = 1; k < d; k++) mx = xs[k] > mx ? xs[k] : mx;
     float sum = 0;
-    for (int64_t k = 0; k < d; k++) {
-      ys[k] = expf(xs[k] - mx);
-      sum += ys[k];
-    }
+    for (int64_t k = 0; k < d; k++) ys[k] = xs[k] - mx;
+    eng_vmath_exp(ys, ys, d);
+    for (int64_t k = 0; k < d; k++) sum += ys[k];
     if (logsm) {
       float ls = logf(sum);
       for (int64_t k = 0; k < d; k++) ys[k] = xs[k] - mx - ls;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "eng_kernels.h"
+#include "eng_vmath.h"
 
 typedef enum {
   U_ABS, U_CEIL, U_COS, U_ELU, U_ERF, U_ERFC, U_EXP, U_EXPM1, U_FLOOR, U_LOG, U_LOG1P, U_NEG,
@@ -47,8 +48,8 @@ static int find_unop(const char *name) {
 #define SELU_SCALE 1.0507009873554804934193349852946
 #define SELU_ALPHA 1.6732632423543772848170429916717
 
-#define FLOAT_LOOP(T, SUF)                                                              \
-  static void loop_##SUF(unop op, const T *x, T *y, int64_t n) {                        \
+#define FLOAT_LOOP(T, NAME, SUF)                                                           \
+  static void NAME(unop op, const T *x, T *y, int64_t n) {                              \
     switch (op) {                                                                       \
       case U_ABS: for (int64_t i = 0; i < n; i++) y[i] = fabs##SUF(x[i]); break;        \
       case U_CEIL: for (int64_t i = 0; i < n; i++) y[i] = ceil##SUF(x[i]); break;       \
@@ -96,8 +97,20 @@ static int find_unop(const char *name) {
     }                                                                                   \
   }
 
-FLOAT_LOOP(float, f)
-FLOAT_LOOP(double, )
+FLOAT_LOOP(float, loop_scalar_f, f)
+FLOAT_LOOP(double, loop_, )
+
+/* float: the transcendental functions libmvec has go a vector at a time
+ * (eng_vmath), the rest through the scalar loops. */
+static void loop_f(unop op, const float *x, float *y, int64_t n) {
+  switch (op) {
+    case U_ERF: eng_vmath_erf(x, y, n); break;
+    case U_ERFC: eng_vmath_erfc(x, y, n); break;
+    case U_EXP: eng_vmath_exp(x, y, n); break;
+    case U_TANH: eng_vmath_tanh(x, y, n); break;
+    default: loop_scalar_f(op, x, y, n); break;
+  }
+}
 
 #define INT_LOOP(T, NAME)                                                               \
   static void NAME(unop op, const T *x, T *y, int64_t n) {                              \

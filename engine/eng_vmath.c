@@ -1,0 +1,71 @@
+/* Array wrappers over libmvec's vector functions (see eng_vmath.h). The
+ * prototypes below are the x86-64 vector-function ABI names glibc exports
+ * ('e' = AVX-512, 16 lanes; 'd' = AVX2, 8 lanes); their argument and result
+ * travel in one vector register. */
+#include "eng_vmath.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+__m512 _ZGVeN16v_erff(__m512);
+__m512 _ZGVeN16v_erfcf(__m512);
+__m512 _ZGVeN16v_expf(__m512);
+__m512 _ZGVeN16v_tanhf(__m512);
+__m256 _ZGVdN8v_erff(__m256);
+__m256 _ZGVdN8v_erfcf(__m256);
+__m256 _ZGVdN8v_expf(__m256);
+__m256 _ZGVdN8v_tanhf(__m256);
+
+enum { ISA_UNKNOWN, ISA_NONE, ISA_AVX2, ISA_AVX512 };
+
+static int isa(void) {
+  static atomic_int cached; /* racing first calls store the same value */
+  int v = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (v != ISA_UNKNOWN) return v;
+  __builtin_cpu_init();
+  v = __builtin_cpu_supports("avx512f")                                         ? ISA_AVX512
+      : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? ISA_AVX2
+                                                                        : ISA_NONE;
+  atomic_store_explicit(&cached, v, memory_order_relaxed);
+  return v;
+}
+
+typedef __m512 (*f512)(__m512);
+typedef __m256 (*f256)(__m256);
+
+__attribute__((target("avx512f"))) static void map512(f512 f, const float *x, float *y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, f(_mm512_loadu_ps(x + i)));
+  if (i < n) {
+    __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(y + i, m, f(_mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
+__attribute__((target("avx2,fma"))) static void map256(f256 f, const float *x, float *y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, f(_mm256_loadu_ps(x + i)));
+  if (i < n) {
+    float buf[8] = {0};
+    memcpy(buf, x + i, sizeof *buf * (size_t)(n - i));
+    _mm256_storeu_ps(buf, f(_mm256_loadu_ps(buf)));
+    memcpy(y + i, buf, sizeof *buf * (size_t)(n - i));
+  }
+}
+
+#define VMATH(NAME, LIBM, V512, V256)                                      \
+  void NAME(const float *x, float *y, int64_t n) {                         \
+    switch (isa()) {                                                       \
+      case ISA_AVX512: map512(V512, x, y, n); return;                     \
+      case ISA_AVX2: map256(V256, x, y, n); return;                       \
+      default:                                                             \
+        for (int64_t i = 0; i < n; i++) y[i] = LIBM(x[i]);                 \
+    }                                                                      \
+  }
+
+VMATH(eng_vmath_erf, erff, _ZGVeN16v_erff, _ZGVdN8v_erff)
+VMATH(eng_vmath_erfc, erfcf, _ZGVeN16v_erfcf, _ZGVdN8v_erfcf)
+VMATH(eng_vmath_exp, expf, _ZGVeN16v_expf, _ZGVdN8v_expf)
+VMATH(eng_vmath_tanh, tanhf, _ZGVeN16v_tanhf, _ZGVdN8v_tanhf)

@@ -1,0 +1,24 @@
+/* eng_vmath: float math functions over arrays, a vector at a time, for the
+ * elementwise kernels whose scalar libm calls dominated a profile (GELU's
+ * erfc, softmax's exp).
+ *
+ * The vector bodies are glibc's libmvec (x86-64 glibc 2.35 and later; -lm
+ * already brings it in as needed), reached through its vector-function ABI
+ * names: AVX-512 (16 floats) or AVX2 (8 floats) chosen once at run time, the
+ * last partial vector through a zero-padded copy, and plain libm on CPUs
+ * with neither. libmvec documents at most 4 ulp of error for these (libm's
+ * scalar versions: 1 to 2), well inside the 1e-5 relative bound the op tests
+ * and the zoo's 1e-4 hold the engine to.
+ *
+ * y may equal x. Pure functions; any thread may call them. */
+#ifndef ENG_VMATH_H
+#define ENG_VMATH_H
+
+#include <stdint.h>
+
+void eng_vmath_erf(const float *x, float *y, int64_t n);
+void eng_vmath_erfc(const float *x, float *y, int64_t n);
+void eng_vmath_exp(const float *x, float *y, int64_t n);
+void eng_vmath_tanh(const float *x, float *y, int64_t n);
+
+#endif
