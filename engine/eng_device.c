@@ -121,6 +121,10 @@ td_code eng_device_select(const eng_device_opts *o, char *note, size_t nl, td_er
     snprintf(why, sizeof why, "initialising %.200s failed: %.250s", desc, api->error());
     api = NULL;
   }
+  if (!api && g_plugin) { /* give its memory back: the CPU serves */
+    dlclose(g_plugin);
+    g_plugin = NULL;
+  }
   if (!api) {
     if (o->mode == ENG_DEVICE_GPU)
       return td_err_set(err, TD_FAILED_PRECONDITION, "--device=gpu: no usable GPU: %s", why);

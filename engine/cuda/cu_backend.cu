@@ -1,7 +1,9 @@
 // The CUDA backend: eng_devapi (engine/eng_devapi.h) on one NVIDIA GPU,
 // built by nvcc into the plug-in libtensord_cuda.so, which the daemon
-// dlopens (engine/eng_device.c). The CUDA runtime is linked statically and
-// cuBLAS dynamically, so the daemon itself never needs a CUDA library.
+// dlopens (engine/eng_device.c). The CUDA runtime is linked statically;
+// cuBLAS is opened with dlopen only once a GPU has been found, so probing a
+// machine without one costs a few hundred kilobytes, not the ~150 MB that
+// mapping and relocating cuBLAS takes.
 //
 // GEMMs go to cuBLAS (strided-batched for attention), with TF32 tensor
 // cores only when asked for; every other primitive is a CUDA C kernel
@@ -10,6 +12,8 @@
 // pass, so copies overlap with the host's work and need no allocation.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+
+#include <dlfcn.h>
 
 #include <cmath>
 #include <cstdarg>
@@ -50,6 +54,39 @@ int cuda_fail(const char *what, cudaError_t e) {
     cudaError_t e_ = cudaGetLastError();                \
     if (e_ != cudaSuccess) return cuda_fail(what, e_);  \
   } while (0)
+
+// The cuBLAS entry points used, resolved from libcublas.so.<major>.
+struct Blas {
+  decltype(&cublasCreate_v2) create;
+  decltype(&cublasDestroy_v2) destroy;
+  decltype(&cublasSetStream_v2) set_stream;
+  decltype(&cublasSetMathMode) set_math_mode;
+  decltype(&cublasSgemm_v2) sgemm;
+  decltype(&cublasSgemmStridedBatched) sgemm_batched;
+} blas;
+
+#define CU_STR2(x) #x
+#define CU_STR(x) CU_STR2(x)
+
+int load_blas() {
+  if (blas.sgemm) return 0;
+  const char *name = "libcublas.so." CU_STR(CUBLAS_VER_MAJOR);
+  void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  if (!h) return fail("cannot load %s: %s", name, dlerror());
+  Blas b;
+  *(void **)&b.create = dlsym(h, "cublasCreate_v2");
+  *(void **)&b.destroy = dlsym(h, "cublasDestroy_v2");
+  *(void **)&b.set_stream = dlsym(h, "cublasSetStream_v2");
+  *(void **)&b.set_math_mode = dlsym(h, "cublasSetMathMode");
+  *(void **)&b.sgemm = dlsym(h, "cublasSgemm_v2");
+  *(void **)&b.sgemm_batched = dlsym(h, "cublasSgemmStridedBatched");
+  if (!b.create || !b.destroy || !b.set_stream || !b.set_math_mode || !b.sgemm || !b.sgemm_batched) {
+    dlclose(h);
+    return fail("%s lacks a cuBLAS function tensord uses", name);
+  }
+  blas = b;
+  return 0;
+}
 
 struct Stream {
   cudaStream_t s;
@@ -296,7 +333,7 @@ int probe(char *desc, size_t dl, size_t *total, char *why, size_t wl) {
 int init(bool allow_tf32) {
   g_tf32 = allow_tf32;
   CK(cudaSetDevice(0), "cudaSetDevice");
-  return 0;
+  return load_blas();
 }
 
 void *dalloc(size_t bytes) {
@@ -319,14 +356,14 @@ void *stream_create(void) {
     delete st;
     return nullptr;
   }
-  if (cublasCreate(&st->blas) != CUBLAS_STATUS_SUCCESS) {
+  if (blas.create(&st->blas) != CUBLAS_STATUS_SUCCESS) {
     fail("cublasCreate failed");
     cudaStreamDestroy(st->s);
     delete st;
     return nullptr;
   }
-  cublasSetStream(st->blas, st->s);
-  cublasSetMathMode(st->blas, g_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+  blas.set_stream(st->blas, st->s);
+  blas.set_math_mode(st->blas, g_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
   if (cudaMallocHost(&st->staging, kStaging) != cudaSuccess) st->staging = nullptr;
   return st;
 }
@@ -335,7 +372,7 @@ void stream_destroy(void *p) {
   Stream *st = static_cast<Stream *>(p);
   if (!st) return;
   cudaStreamSynchronize(st->s);
-  cublasDestroy(st->blas);
+  blas.destroy(st->blas);
   cudaStreamDestroy(st->s);
   if (st->staging) cudaFreeHost(st->staging);
   delete st;
@@ -394,10 +431,10 @@ int gemm(void *p, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float
   cublasOperation_t ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N, oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasStatus_t s;
   if (batch == 1)
-    s = cublasSgemm(st->blas, ob, oa, (int)n, (int)m, (int)k, &one, b, (int)ldb, a, (int)lda, &zero,
+    s = blas.sgemm(st->blas, ob, oa, (int)n, (int)m, (int)k, &one, b, (int)ldb, a, (int)lda, &zero,
                     c, (int)ldc);
   else
-    s = cublasSgemmStridedBatched(st->blas, ob, oa, (int)n, (int)m, (int)k, &one, b, (int)ldb, sb, a,
+    s = blas.sgemm_batched(st->blas, ob, oa, (int)n, (int)m, (int)k, &one, b, (int)ldb, sb, a,
                                   (int)lda, sa, &zero, c, (int)ldc, sc, (int)batch);
   if (s != CUBLAS_STATUS_SUCCESS) return fail("cuBLAS sgemm failed: status %d", (int)s);
   return 0;
