@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "bat_runcost.h"
+#include "eng_device.h"
 #include "eng_model.h"
 
 struct bat_queue {
@@ -137,6 +138,7 @@ bool bat_queue_try_inline(bat_queue *q, bat_task *t) {
       atomic_load_explicit(&q->queued, memory_order_relaxed) > 0)
     return false;
   if (!t->run && !t->sig->plan) return false; /* the workers word the error */
+  if (eng_device_active()) return false;      /* see bat_queue.h */
   if (!bat_runcost_is_short(q->cost, t->sig, task_size(t))) return false;
   run_task(q, t);
   return true;

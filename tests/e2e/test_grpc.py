@@ -107,6 +107,22 @@ def test_predict_typed_fields_and_model_spec(grpc_serve):
     assert resp.model_spec.version.value == 123
 
 
+def test_concurrent_small_and_large_predicts_all_answer(grpc_serve):
+    # Small calls run inline on the polling thread once measured short;
+    # larger ones than any seen go to the one engine worker. Mixed and
+    # concurrent, each call gets its own right answer.
+    _, c = grpc_serve("half_plus_two", HPT, "--tensord_num_workers=1", "--grpc_max_threads=1")
+
+    def one(i):
+        n = 3 if i % 3 else 512 + i
+        xs = np.arange(n, dtype=np.float32) + i
+        y = c.predict(predict_request(x=xs)).outputs["y"]
+        assert list(y.float_val) == list(0.5 * xs + 2)
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(one, range(200)))
+
+
 def test_predict_by_version_label_signature_and_filter(grpc_serve):
     _, c = grpc_serve("half_plus_two", HPT)
     for req in (predict_request(version=123), predict_request(signature="serving_default"),

@@ -43,6 +43,31 @@ def test_example_columnar_and_version_path(serve):
     assert out == {"outputs": [3.0, 3.5, 4.0]}
 
 
+def test_concurrent_small_and_large_requests_all_answer(serve):
+    # Small requests of a tiny model run inline on the HTTP threads once the
+    # engine has measured them; requests larger than any seen go to the one
+    # engine worker. Mixed and concurrent, every answer is right, and errors
+    # stay errors on either path.
+    import concurrent.futures
+    s = serve("half_plus_two", os.path.join(EXAMPLES, "half_plus_two"),
+              "--tensord_num_workers=1", "--rest_api_num_threads=2")
+
+    def one(i):
+        n = 3 if i % 3 else 512 + i
+        xs = [float(i % 7 + k) for k in range(n)]
+        status, out = s.json("POST", "/v1/models/half_plus_two:predict",
+                             json.dumps({"instances": xs}))
+        assert status == 200, out
+        assert out["predictions"] == [0.5 * x + 2 for x in xs]
+        if i % 5 == 0:
+            status, out = s.json("POST", "/v1/models/half_plus_two:predict",
+                                 '{"instances": ["a"]}')
+            assert status == 400 and "error" in out
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(one, range(200)))
+
+
 # --- TensorFlow's numbers, TF1 and TF2 forms ---------------------------------
 
 MODEL_DIRS = {
