@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ENG_DEVAPI_VERSION 1
+#define ENG_DEVAPI_VERSION 2
 #define ENG_DEVAPI_SYMBOL "tensord_devapi"
 #define ENG_DEV_MAX_RANK 8
 
@@ -80,6 +80,21 @@ enum {
 
 /* Reductions over the middle axis of [outer, r, inner]. */
 enum { ENG_DR_SUM, ENG_DR_MEAN, ENG_DR_MAX, ENG_DR_MIN, ENG_DR_PROD, ENG_DR_COUNT };
+
+/* A fused per-channel chain applied in place to y[rows, ch]: op by op,
+ * y = y + k, y - k, y * k (k: ch device floats, or the scalar s when k is
+ * NULL), relu, relu6. Bias, batch norm and activation after a convolution
+ * or matrix product in one pass instead of one launch each. */
+enum { ENG_DE_ADD, ENG_DE_SUB, ENG_DE_MUL, ENG_DE_RELU, ENG_DE_RELU6 };
+#define ENG_DEV_EPI_MAX 8
+typedef struct eng_dev_epi {
+  int n;
+  struct {
+    int kind;
+    const float *k;
+    float s;
+  } op[ENG_DEV_EPI_MAX];
+} eng_dev_epi;
 
 /* A 2-D window over an NHWC input: convolution, depthwise convolution and
  * pooling share it. pad_t / pad_l are the zero rows / columns before the
@@ -146,6 +161,7 @@ typedef struct eng_devapi {
   /* y[o, i] = reduce_r x[o, r, i]. r may be 0 (identity of the reduction). */
   int (*reduce)(void *st, int op, int64_t outer, int64_t r, int64_t inner, const float *x,
                 float *y);
+  int (*epilogue)(void *st, int64_t rows, int64_t ch, const eng_dev_epi *e, float *y);
   const char *(*error)(void);
 } eng_devapi;
 

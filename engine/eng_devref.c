@@ -405,6 +405,32 @@ static int reduce(void *st, int op, int64_t outer, int64_t r, int64_t inner, con
   return 0;
 }
 
+static int epilogue(void *st, int64_t rows, int64_t ch, const eng_dev_epi *e, float *y) {
+  if (rows <= 0 || ch <= 0) return 0;
+  if (e->n < 0 || e->n > ENG_DEV_EPI_MAX) return fail("epilogue: %d ops", e->n);
+  NEED(y, sizeof(float) * (size_t)(rows * ch));
+  for (int i = 0; i < e->n; i++)
+    if (e->op[i].k) NEED(e->op[i].k, sizeof(float) * (size_t)ch);
+  count(st);
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < ch; c++) {
+      float v = y[r * ch + c];
+      for (int i = 0; i < e->n; i++) {
+        float k = e->op[i].k ? e->op[i].k[c] : e->op[i].s;
+        switch (e->op[i].kind) {
+          case ENG_DE_ADD: v = v + k; break;
+          case ENG_DE_SUB: v = v - k; break;
+          case ENG_DE_MUL: v = v * k; break;
+          case ENG_DE_RELU: v = v > 0 ? v : 0; break;
+          case ENG_DE_RELU6: v = v > 0 ? (v < 6 ? v : 6) : 0; break;
+          default: return fail("epilogue: op kind %d", e->op[i].kind);
+        }
+      }
+      y[r * ch + c] = v;
+    }
+  return 0;
+}
+
 static const char *error(void) { return g_err; }
 
 static const eng_devapi g_api = {
@@ -429,6 +455,7 @@ static const eng_devapi g_api = {
     .pool = pool,
     .softmax = softmax,
     .reduce = reduce,
+    .epilogue = epilogue,
     .error = error,
 };
 

@@ -828,25 +828,29 @@ const char *eng_gpu_op_name(int i) {
 
 /* --- the run loop ----------------------------------------------------------------- */
 
-/* Applies a fused epilogue to the device result of output 0 in place. */
+/* Applies a fused epilogue to the device result of output 0 in place, in
+ * one pass. */
 static int apply_epi(gx *g, const eng_epilogue *e, eng_dev_val *y) {
-  if (y->dtype != ENG_DT_FLOAT) return G_DECLINE;
+  if (y->dtype != ENG_DT_FLOAT || e->n > ENG_DEV_EPI_MAX) return G_DECLINE;
   int64_t n = eng_shape_numel(&y->shape), c = y->shape.rank ? y->shape.dim[y->shape.rank - 1] : 1;
   if (n <= 0 || c <= 0) return G_OK;
-  int64_t dims[2] = {n / c, c}, sy[2] = {c, 1};
+  static const int kinds[] = {[EPI_ADD] = ENG_DE_ADD, [EPI_SUB] = ENG_DE_SUB, [EPI_MUL] = ENG_DE_MUL,
+                              [EPI_RELU] = ENG_DE_RELU, [EPI_RELU6] = ENG_DE_RELU6};
+  eng_dev_epi de = {.n = e->n};
   for (int i = 0; i < e->n; i++) {
-    int kind = e->op[i].kind;
-    if (kind == EPI_RELU || kind == EPI_RELU6) {
-      DEV(g->api->unary(g->t->stream, kind == EPI_RELU ? ENG_DU_RELU : ENG_DU_RELU6, n, y->d, y->d, 0),
-          "fused activation");
-      continue;
+    const eng_tensor *k = &e->op[i].k;
+    de.op[i].kind = kinds[e->op[i].kind];
+    if (!k->buf) continue;
+    if (eng_tensor_numel(k) == 1) {
+      de.op[i].s = *(const float *)eng_tensor_data(k);
+    } else {
+      void *d;
+      if (eng_tensor_numel(k) != c) return G_DECLINE;
+      if (eng_dev_model_const(g->dm, g->t, k, &d, g->err)) return G_ERR;
+      de.op[i].k = d;
     }
-    void *k;
-    if (eng_dev_model_const(g->dm, g->t, &e->op[i].k, &k, g->err)) return G_ERR;
-    int64_t sk[2] = {0, eng_tensor_numel(&e->op[i].k) == 1 ? 0 : 1};
-    int op = kind == EPI_ADD ? ENG_DB_ADD : kind == EPI_SUB ? ENG_DB_SUB : ENG_DB_MUL;
-    DEV(g->api->binary(g->t->stream, op, 2, dims, y->d, sy, k, sk, y->d), "fused epilogue");
   }
+  DEV(g->api->epilogue(g->t->stream, n / c, c, &de, y->d), "fused epilogue");
   return G_OK;
 }
 

@@ -299,6 +299,26 @@ __global__ void k_reduce(int op, int64_t outer, int64_t r, int64_t inner, const 
   }
 }
 
+__global__ void k_epilogue(int64_t rows, int64_t ch, eng_dev_epi e, float *y) {
+  int64_t n = rows * ch;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t c = i % ch;
+    float v = y[i];
+    for (int j = 0; j < e.n; j++) {
+      float k = e.op[j].k ? e.op[j].k[c] : e.op[j].s;
+      switch (e.op[j].kind) {
+        case ENG_DE_ADD: v = v + k; break;
+        case ENG_DE_SUB: v = v - k; break;
+        case ENG_DE_MUL: v = v * k; break;
+        case ENG_DE_RELU: v = v > 0.f ? v : 0.f; break;
+        case ENG_DE_RELU6: v = v > 0.f ? (v < 6.f ? v : 6.f) : 0.f; break;
+      }
+    }
+    y[i] = v;
+  }
+}
+
 // --- the table's functions -----------------------------------------------
 
 int probe(char *desc, size_t dl, size_t *total, char *why, size_t wl) {
@@ -553,11 +573,22 @@ int reduce(void *p, int op, int64_t outer, int64_t r, int64_t inner, const float
   return 0;
 }
 
+int epilogue(void *p, int64_t rows, int64_t ch, const eng_dev_epi *e, float *y) {
+  Stream *st = static_cast<Stream *>(p);
+  int64_t n = rows * ch;
+  if (n <= 0) return 0;
+  if (e->n < 0 || e->n > ENG_DEV_EPI_MAX) return fail("epilogue: %d ops", e->n);
+  k_epilogue<<<blocks_for(n), kThreads, 0, st->s>>>(rows, ch, *e, y);
+  LAUNCHED("epilogue kernel");
+  return 0;
+}
+
 const char *error(void) { return g_err; }
 
 const eng_devapi g_api = {
     ENG_DEVAPI_VERSION, "cuda", probe, init, dalloc, dfree, stream_create, stream_destroy, upload,
-    download, sync_, gemm, binary, unary, copy, fill, im2col, depthwise, pool, softmax, reduce, error,
+    download, sync_, gemm, binary, unary, copy, fill, im2col, depthwise, pool, softmax, reduce,
+    epilogue, error,
 };
 
 }  // namespace
