@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ENG_DEVAPI_VERSION 2
+#define ENG_DEVAPI_VERSION 3
 #define ENG_DEVAPI_SYMBOL "tensord_devapi"
 #define ENG_DEV_MAX_RANK 8
 
@@ -162,6 +162,11 @@ typedef struct eng_devapi {
   int (*reduce)(void *st, int op, int64_t outer, int64_t r, int64_t inner, const float *x,
                 float *y);
   int (*epilogue)(void *st, int64_t rows, int64_t ch, const eng_dev_epi *e, float *y);
+  /* y[o, i, :] = params[o, idx[i], :] with params [outer, limit, inner] of
+   * es-byte elements and idx n int64 (device) already checked to lie in
+   * [0, limit). */
+  int (*gather)(void *st, int64_t outer, int64_t n, int64_t limit, int64_t inner, size_t es,
+                const void *params, const int64_t *idx, void *y);
   const char *(*error)(void);
 } eng_devapi;
 

@@ -431,6 +431,23 @@ static int epilogue(void *st, int64_t rows, int64_t ch, const eng_dev_epi *e, fl
   return 0;
 }
 
+static int gather(void *st, int64_t outer, int64_t n, int64_t limit, int64_t inner, size_t es,
+                  const void *params, const int64_t *idx, void *y) {
+  if (outer <= 0 || n <= 0 || inner <= 0) return 0;
+  NEED(params, es * (size_t)(outer * limit * inner));
+  NEED(idx, sizeof(int64_t) * (size_t)n);
+  NEED(y, es * (size_t)(outer * n * inner));
+  count(st);
+  size_t row = es * (size_t)inner;
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t i = 0; i < n; i++) {
+      if (idx[i] < 0 || idx[i] >= limit) return fail("gather: index %lld out of range", (long long)idx[i]);
+      memcpy((char *)y + (size_t)(o * n + i) * row,
+             (const char *)params + (size_t)(o * limit + idx[i]) * row, row);
+    }
+  return 0;
+}
+
 static const char *error(void) { return g_err; }
 
 static const eng_devapi g_api = {
@@ -456,6 +473,7 @@ static const eng_devapi g_api = {
     .softmax = softmax,
     .reduce = reduce,
     .epilogue = epilogue,
+    .gather = gather,
     .error = error,
 };
 

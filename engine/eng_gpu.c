@@ -728,6 +728,59 @@ static int g_pad(gx *g, eng_dev_val *out) {
   return G_OK;
 }
 
+/* GatherV2 without batch dims. The indices are checked on the host, so an
+ * index out of range declines and the CPU kernel reports it as TensorFlow
+ * does (TensorFlow's own GPU kernel writes zeros there instead). */
+static int g_gather(gx *g, eng_dev_val *out) {
+  eng_dtype dt = dtype_of(g, 0);
+  eng_shape ps = shape_of(g, 0);
+  if (!fixed_size(dt) || eng_node_attr_int(g->nd, "batch_dims", 0) != 0 || g->nd->n_in < 3 ||
+      !worth(g, 0, 1, eng_shape_numel(&ps)))
+    return G_DECLINE;
+  int64_t axis;
+  int na = 0, r = host_ints(g, 2, &axis, 1, &na);
+  if (r != G_OK) return r;
+  if (na != 1) return G_DECLINE;
+  if (axis < 0) axis += ps.rank;
+  if (axis < 0 || axis >= ps.rank) return G_DECLINE;
+  if ((r = to_host(g, 1)) != G_OK) return r;
+  const eng_tensor *ix = host(g, 1);
+  if ((ix->dtype != ENG_DT_INT32 && ix->dtype != ENG_DT_INT64) ||
+      ps.rank - 1 + ix->shape.rank > ENG_MAX_RANK)
+    return G_DECLINE;
+  int64_t n = eng_tensor_numel(ix), limit = ps.dim[axis], outer = 1, inner = 1;
+  for (int d = 0; d < axis; d++) outer *= ps.dim[d];
+  for (int d = (int)axis + 1; d < ps.rank; d++) inner *= ps.dim[d];
+  int64_t *idx = eng_dev_scratch(g->t, sizeof(int64_t) * (size_t)(n ? n : 1), g->err);
+  if (!idx) return G_ERR;
+  /* Checked and widened on the host, then uploaded. */
+  int64_t buf[512];
+  int64_t *h = n <= 512 ? buf : malloc(sizeof *h * (size_t)n);
+  if (!h) return G_DECLINE;
+  const void *iv = eng_tensor_data(ix);
+  bool ok = true;
+  for (int64_t i = 0; i < n && ok; i++) {
+    h[i] = ix->dtype == ENG_DT_INT32 ? ((const int32_t *)iv)[i] : ((const int64_t *)iv)[i];
+    ok = h[i] >= 0 && h[i] < limit;
+  }
+  int up = ok && n ? g->api->upload(g->t->stream, idx, h, sizeof(int64_t) * (size_t)n) : 0;
+  if (h != buf) free(h);
+  if (!ok) return G_DECLINE;
+  if (up) return dev_fail(g, "upload");
+  const void *pd;
+  NEED_DEV(0, pd);
+  eng_shape o = {.rank = ps.rank - 1 + ix->shape.rank};
+  int k = 0;
+  for (int d = 0; d < axis; d++) o.dim[k++] = ps.dim[d];
+  for (int d = 0; d < ix->shape.rank; d++) o.dim[k++] = ix->shape.dim[d];
+  for (int d = (int)axis + 1; d < ps.rank; d++) o.dim[k++] = ps.dim[d];
+  r = new_out(g, out, dt, &o);
+  if (r != G_OK) return r;
+  DEV(g->api->gather(g->t->stream, outer, n, limit, inner, eng_dtype_size(dt), pd, idx, out->d),
+      "gather");
+  return G_OK;
+}
+
 /* --- the table -------------------------------------------------------------- */
 
 typedef int (*gfn)(gx *g, eng_dev_val *out);
@@ -757,6 +810,7 @@ static const struct gop {
     {"ExpandDims", g_alias},
     {"Expm1", g_unary},
     {"Floor", g_unary},
+    {"GatherV2", g_gather},
     {"Identity", g_alias},
     {"IdentityN", g_identity_n},
     {"LeakyRelu", g_unary},

@@ -319,6 +319,17 @@ __global__ void k_epilogue(int64_t rows, int64_t ch, eng_dev_epi e, float *y) {
   }
 }
 
+template <typename T>
+__global__ void k_gather(int64_t outer, int64_t n, int64_t limit, int64_t inner, const T *p,
+                         const int64_t *idx, T *y) {
+  int64_t total = outer * n * inner;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t j = i % inner, r = i / inner, k = r % n, o = r / n;
+    y[i] = p[(o * limit + idx[k]) * inner + j];
+  }
+}
+
 // --- the table's functions -----------------------------------------------
 
 int probe(char *desc, size_t dl, size_t *total, char *why, size_t wl) {
@@ -583,12 +594,29 @@ int epilogue(void *p, int64_t rows, int64_t ch, const eng_dev_epi *e, float *y) 
   return 0;
 }
 
+int gather(void *p, int64_t outer, int64_t n, int64_t limit, int64_t inner, size_t es,
+           const void *params, const int64_t *idx, void *y) {
+  Stream *st = static_cast<Stream *>(p);
+  int64_t total = outer * n * inner;
+  if (total <= 0) return 0;
+  unsigned g = blocks_for(total);
+  switch (es) {
+    case 1: k_gather<uint8_t><<<g, kThreads, 0, st->s>>>(outer, n, limit, inner, (const uint8_t *)params, idx, (uint8_t *)y); break;
+    case 2: k_gather<uint16_t><<<g, kThreads, 0, st->s>>>(outer, n, limit, inner, (const uint16_t *)params, idx, (uint16_t *)y); break;
+    case 4: k_gather<uint32_t><<<g, kThreads, 0, st->s>>>(outer, n, limit, inner, (const uint32_t *)params, idx, (uint32_t *)y); break;
+    case 8: k_gather<uint64_t><<<g, kThreads, 0, st->s>>>(outer, n, limit, inner, (const uint64_t *)params, idx, (uint64_t *)y); break;
+    default: return fail("gather: element size %zu", es);
+  }
+  LAUNCHED("gather kernel");
+  return 0;
+}
+
 const char *error(void) { return g_err; }
 
 const eng_devapi g_api = {
     ENG_DEVAPI_VERSION, "cuda", probe, init, dalloc, dfree, stream_create, stream_destroy, upload,
     download, sync_, gemm, binary, unary, copy, fill, im2col, depthwise, pool, softmax, reduce,
-    epilogue, error,
+    epilogue, gather, error,
 };
 
 }  // namespace

@@ -210,6 +210,10 @@ static const rcase rcases[] = {
     {"Mean", "", 2, {F(2, 3, 4), I1(2, 0, 2)}, NULL, 0}, /* not contiguous: the CPU takes it */
     {"Transpose", "", 2, {F(2, 3, 4, 5), I1(4, 0, 2, 1, 3)}, NULL, 0},
     {"Transpose", "", 2, {F(7, 3), I1(2, 1, 0)}, NULL, 0},
+    {"GatherV2", "", 3, {W(11, 6), I2(2, 3, 0, 10, 3, 3, 7, 1), {R_INTS, ENG_DT_INT32, 0, {0}, {0}, true}},
+     NULL, 0},
+    {"GatherV2", "", 3, {F(2, 5, 3), I1(4, 4, 0, 2, 2), {R_INTS, ENG_DT_INT32, 0, {0}, {1}, true}},
+     NULL, 0},
     {"ConcatV2", "N=i:2", 3, {F(2, 3, 4), F(2, 1, 4), {R_INTS, ENG_DT_INT32, 0, {0}, {1}, true}},
      NULL, 0},
     {"Pack", "N=i:3;axis=i:1", 3, {F(3, 4), F(3, 4), F(3, 4)}, NULL, 0},
@@ -537,6 +541,18 @@ START_TEST(bad_shapes_on_device) {
   build(&b, "Reshape", "", 2, in, NULL, 1);
   ck_err(eng_plan_run(b.p, b.fed, &out, &err), err, TD_INVALID_ARGUMENT, "reshape");
   unbuild(&b);
+  /* An index out of range: TensorFlow's CPU error, not its GPU's zeros. */
+  eng_tensor gi[3];
+  rin pr = F(4, 3), ir = {R_INTS, ENG_DT_INT32, 1, {2}, {1, 4}, false},
+      axr = {R_INTS, ENG_DT_INT32, 0, {0}, {0}, true};
+  make_input(&pr, &gi[0]);
+  make_input(&ir, &gi[1]);
+  make_input(&axr, &gi[2]);
+  bool gk[3] = {false, false, true};
+  build(&b, "GatherV2", "", 3, gi, gk, 1);
+  ck_err(eng_plan_run(b.p, b.fed, &out, &err), err, TD_INVALID_ARGUMENT, "indices[1] = 4");
+  unbuild(&b);
+  for (int i = 0; i < 3; i++) eng_tensor_release(&gi[i]);
   eng_tensor_release(&in[0]);
   eng_tensor_release(&in[1]);
   eng_gpu_set_host_small(4096);
