@@ -36,6 +36,31 @@ __attribute__((target(DW_TARGET))) static inline void DW_FN(pixel)(
   DW_STORE(yp + cb, m, acc);
 }
 
+/* G neighbouring interior pixels of one row side by side (G independent
+ * FMA chains; one weight load per tap for the G). xi: input at tap (i0, 0)
+ * of the first pixel, xs: step between pixels. Inlined with G constant. */
+__attribute__((target(DW_TARGET), always_inline)) static inline void DW_FN(group)(
+    const eng_conv_geom *g, const float *xi, int64_t xs, const float *f, int64_t cb, dw_m m,
+    int64_t i0, int64_t i1, const eng_gemm_epi *epi, float *yp, const int G) {
+  const int64_t c = g->c;
+  dw_v acc[DW_GROUP];
+  for (int p = 0; p < G; p++) acc[p] = DW_ZERO();
+  for (int64_t i = i0; i < i1; i++, xi += g->dh * g->w * c) {
+    const float *fi = f + i * g->kw * c + cb;
+    for (int64_t j = 0; j < g->kw; j++) {
+      dw_v wv = DW_LOAD(fi + j * c, m);
+      const float *xj = xi + j * g->dw * c;
+      for (int p = 0; p < G; p++) acc[p] = DW_FMA(DW_LOAD(xj + p * xs, m), wv, acc[p]);
+    }
+  }
+  for (int e = 0; epi && e < epi->n; e++) {
+    dw_v k = DW_FN(epi_k)(epi, e, cb, m);
+    int kind = epi->op[e].kind;
+    for (int p = 0; p < G; p++) acc[p] = DW_EPI(kind, acc[p], k);
+  }
+  for (int p = 0; p < G; p++) DW_STORE(yp + p * c + cb, m, acc[p]);
+}
+
 __attribute__((target(DW_TARGET))) static void DW_FN(dw)(const eng_conv_geom *g, const float *x,
                                                           const float *f, float *y,
                                                           const eng_gemm_epi *epi) {
@@ -67,24 +92,24 @@ __attribute__((target(DW_TARGET))) static void DW_FN(dw)(const eng_conv_geom *g,
           if (j1 < j0) j1 = j0;
           DW_FN(pixel)(g, x, xrow + ow * xs, f, cb, m, i0, i1, j0, j1, epi, yrow + ow * c);
         }
-        for (; ow + DW_GROUP <= hi; ow += DW_GROUP) {
-          dw_v acc[DW_GROUP];
-          for (int p = 0; p < DW_GROUP; p++) acc[p] = DW_ZERO();
-          for (int64_t i = i0; i < i1; i++) {
-            const float *xi = x + xrow + ow * xs + i * g->dh * g->w * c + cb;
-            const float *fi = f + i * g->kw * c + cb;
-            for (int64_t j = 0; j < g->kw; j++) {
-              dw_v wv = DW_LOAD(fi + j * c, m);
-              const float *xj = xi + j * g->dw * c;
-              for (int p = 0; p < DW_GROUP; p++) acc[p] = DW_FMA(DW_LOAD(xj + p * xs, m), wv, acc[p]);
-            }
-          }
-          for (int e = 0; epi && e < epi->n; e++) {
-            dw_v k = DW_FN(epi_k)(epi, e, cb, m);
-            int kind = epi->op[e].kind;
-            for (int p = 0; p < DW_GROUP; p++) acc[p] = DW_EPI(kind, acc[p], k);
-          }
-          for (int p = 0; p < DW_GROUP; p++) DW_STORE(yrow + (ow + p) * c + cb, m, acc[p]);
+        /* Interior pixels eight at a time, the rest four, two, one. */
+        for (; ow + DW_GROUP <= hi; ow += DW_GROUP)
+          DW_FN(group)(g, x + (xrow + ow * xs + i0 * g->dh * g->w * c + cb), xs, f, cb, m, i0, i1,
+                       epi, yrow + ow * c, DW_GROUP);
+        if (ow + 4 <= hi) {
+          DW_FN(group)(g, x + (xrow + ow * xs + i0 * g->dh * g->w * c + cb), xs, f, cb, m, i0, i1,
+                       epi, yrow + ow * c, 4);
+          ow += 4;
+        }
+        if (ow + 2 <= hi) {
+          DW_FN(group)(g, x + (xrow + ow * xs + i0 * g->dh * g->w * c + cb), xs, f, cb, m, i0, i1,
+                       epi, yrow + ow * c, 2);
+          ow += 2;
+        }
+        if (ow < hi) {
+          DW_FN(group)(g, x + (xrow + ow * xs + i0 * g->dh * g->w * c + cb), xs, f, cb, m, i0, i1,
+                       epi, yrow + ow * c, 1);
+          ow++;
         }
         for (; ow < g->ow; ow++) {
           int64_t iw0 = ow * g->sw - g->pl;

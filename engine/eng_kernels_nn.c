@@ -149,12 +149,15 @@ static td_code conv_in_place(eng_kctx *c, const geom *g, const float *x, float *
                              const eng_gemm_epi *epi) {
   int64_t hp = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1, wp = (g->ow - 1) * g->sw + g->kw;
   const float *src = x;
-  float *pad = NULL;
+  eng_tensor scratch = {0}; /* from the engine's recycled buffers: no page faults when warm */
   if (g->pt || g->pl || hp > g->h || wp > g->w) {
     if (hp < g->h) hp = g->h;
     if (wp < g->w) wp = g->w;
-    pad = malloc(sizeof *pad * (size_t)(g->n * hp * wp * g->c));
-    if (!pad) return eng_kfail(c, TD_RESOURCE_EXHAUSTED, "out of memory for padding");
+    int64_t numel = g->n * hp * wp * g->c;
+    eng_shape ps = eng_shape_make(1, &numel);
+    if (eng_tensor_alloc_raw(&scratch, ENG_DT_FLOAT, &ps, NULL))
+      return eng_kfail(c, TD_RESOURCE_EXHAUSTED, "out of memory for padding");
+    float *pad = eng_tensor_data(&scratch);
     for (int64_t n = 0; n < g->n; n++)
       for (int64_t r = 0; r < hp; r++) {
         float *dst = pad + (n * hp + r) * wp * g->c;
@@ -192,7 +195,7 @@ static td_code conv_in_place(eng_kctx *c, const geom *g, const float *x, float *
     eng_gemm_run_rows(rows, m, g->kh, g->dh * wp * g->c, g->kw * g->c, c->packed,
                       y + p0 * cout, cout, epi);
   }
-  free(pad);
+  eng_tensor_release(&scratch);
   return TD_OK;
 }
 

@@ -1,8 +1,9 @@
 /* eng_dwconv: every code path (AVX-512, AVX2, scalar; those this CPU has)
  * against a plain loop in double, over odd image sizes, batch 1 and 2,
  * channel counts around the vector widths, 1x1 / 3x3 / 5x5 / 2x3 windows,
- * strides 1 and 2, dilation 2, SAME / VALID / asymmetric padding, and the
- * in-register epilogue. */
+ * strides 1 and 2, dilation 2, SAME / VALID / asymmetric padding, rows
+ * whose interior pixels end in groups of 8, 4, 2 and 1, and the in-register
+ * epilogue. */
 #include <check.h>
 #include <math.h>
 #include <stdbool.h>
@@ -93,6 +94,13 @@ START_TEST(matches_naive) {
             check_case(isas[ii], n, 13, 21, cs[ic], wins[iw][0], wins[iw][1], s, d, pad, epi);
             cases++;
           }
+  /* Interior runs that end in groups of four, two and one (12, 6, 15
+   * interior pixels). */
+  for (size_t ii = 0; ii < 3; ii++)
+    for (int64_t w = 14; w <= 17; w += 3) {
+      check_case(isas[ii], 1, 5, w, 24, 3, 3, 1, 1, 1, true);
+      check_case(isas[ii], 2, 4, w - 6, 16, 3, 3, 1, 1, 1, false);
+    }
   /* A row just wide enough for one group of eight interior pixels, and a
    * tiny image where no pixel is interior. */
   check_case("avx512", 1, 3, 10, 16, 3, 3, 1, 1, 1, true);
