@@ -4,10 +4,10 @@
  * packed panel and broadcasts R values of A. Kernels come in four shapes:
  * NR 32 and 16 on AVX-512 (two or one zmm per row), NR 16 and 8 with AVX2
  * (two or one ymm per row; the 8-wide one also serves AVX-512 CPUs for the
- * last few columns). Edge rows use the same kernel with a smaller R
- * (instantiated for every R up to MR), edge columns masked loads and
- * stores. Panels are zero-padded to NR columns so loads never read past the
- * end.
+ * last few columns). A block is 12 rows (6 for AVX2's two-ymm rows, which
+ * have only 16 registers); edge rows use the same kernel with a smaller R
+ * (instantiated for every R), edge columns masked loads and stores. Panels
+ * are zero-padded to NR columns so loads never read past the end.
  *
  * A row of A is read through a pointer per row and a list of segments, so
  * one kernel serves both a plain matrix (one segment of k) and a
@@ -134,11 +134,14 @@ void eng_gemm_free(eng_packed *p) {
 int64_t eng_gemm_k(const eng_packed *p) { return p->k; }
 int64_t eng_gemm_n(const eng_packed *p) { return p->n; }
 
-#define MR 6
+/* Most rows per register block: 12 for the one-vector-per-row panels and
+ * for AVX-512's two-zmm panels (24 accumulators of 32 registers), 6 for
+ * AVX2's two-ymm panels (12 of 16). */
+#define MR 12
 
 /* Fully unrolled, so that accumulator arrays indexed by row and vector
  * number are register variables. */
-#define UNROLL _Pragma("GCC unroll 8")
+#define UNROLL _Pragma("GCC unroll 12")
 
 /* The micro-kernel, for one vector type (VT, W floats) and NV vectors per
  * row, over R rows. `cols` (1..NR) columns of the block are real. */
@@ -226,12 +229,24 @@ K512(k512_3, 2, 3)
 K512(k512_4, 2, 4)
 K512(k512_5, 2, 5)
 K512(k512_6, 2, 6)
+K512(k512_7, 2, 7)
+K512(k512_8, 2, 8)
+K512(k512_9, 2, 9)
+K512(k512_10, 2, 10)
+K512(k512_11, 2, 11)
+K512(k512_12, 2, 12)
 K512(k512h_1, 1, 1)
 K512(k512h_2, 1, 2)
 K512(k512h_3, 1, 3)
 K512(k512h_4, 1, 4)
 K512(k512h_5, 1, 5)
 K512(k512h_6, 1, 6)
+K512(k512h_7, 1, 7)
+K512(k512h_8, 1, 8)
+K512(k512h_9, 1, 9)
+K512(k512h_10, 1, 10)
+K512(k512h_11, 1, 11)
+K512(k512h_12, 1, 12)
 
 /* --- AVX2 ---------------------------------------------------------------------- */
 
@@ -268,13 +283,20 @@ K256(k256h_3, 1, 3)
 K256(k256h_4, 1, 4)
 K256(k256h_5, 1, 5)
 K256(k256h_6, 1, 6)
+K256(k256h_7, 1, 7)
+K256(k256h_8, 1, 8)
+K256(k256h_9, 1, 9)
+K256(k256h_10, 1, 10)
+K256(k256h_11, 1, 11)
+K256(k256h_12, 1, 12)
 
 static const kern_fn kernels[MAX_PANEL_KINDS][MR + 1] = {
-    [P512_32] = {NULL, k512_1, k512_2, k512_3, k512_4, k512_5, k512_6},
-    [P512_16] = {NULL, k512h_1, k512h_2, k512h_3, k512h_4, k512h_5, k512h_6},
+    [P512_32] = {NULL, k512_1, k512_2, k512_3, k512_4, k512_5, k512_6, k512_7, k512_8, k512_9, k512_10, k512_11, k512_12},
+    [P512_16] = {NULL, k512h_1, k512h_2, k512h_3, k512h_4, k512h_5, k512h_6, k512h_7, k512h_8, k512h_9, k512h_10, k512h_11, k512h_12},
     [P256_16] = {NULL, k256_1, k256_2, k256_3, k256_4, k256_5, k256_6},
-    [P256_8] = {NULL, k256h_1, k256h_2, k256h_3, k256h_4, k256h_5, k256h_6},
+    [P256_8] = {NULL, k256h_1, k256h_2, k256h_3, k256h_4, k256h_5, k256h_6, k256h_7, k256h_8, k256h_9, k256h_10, k256h_11, k256h_12},
 };
+static const int64_t kind_mr[MAX_PANEL_KINDS] = {12, 12, 6, 12};
 
 /* Rows of A per block: the block stays in L2 while every panel of B passes
  * over it. */
@@ -292,8 +314,9 @@ static void run(const float *a, int64_t lda, const float *const *rows, int64_t m
       const float *bp = b->data + b->off[pn];
       int64_t col0 = b->col0[pn], nr = kind_nr[kind];
       int64_t cols = b->n - col0 < nr ? b->n - col0 : nr;
-      for (int64_t r = 0; r < nrows; r += MR) {
-        int64_t mr = nrows - r < MR ? nrows - r : MR;
+      int64_t kmr = kind_mr[kind];
+      for (int64_t r = 0; r < nrows; r += kmr) {
+        int64_t mr = nrows - r < kmr ? nrows - r : kmr;
         const float *ap[MR];
         for (int64_t i = 0; i < mr; i++)
           ap[i] = rows ? rows[r0 + r + i] : a + (r0 + r + i) * lda;
