@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_einsum.h"
 #include "eng_kernels.h"
 
 enum { G_OK, G_DECLINE, G_ERR };
@@ -395,6 +396,72 @@ static int g_batch_matmul(gx *g, eng_dev_val *out) {
   DEV(g->api->gemm(g->t->stream, ta, tb, m, n, k, da, ta ? m : k, na == 1 ? 0 : m * k, db,
                    tb ? k : n, nbb == 1 ? 0 : k * n, out->d, n, m * n, nb),
       "batched GEMM");
+  return G_OK;
+}
+
+/* x (shape s, float) with its dims reordered so that dim d is source dim
+ * perm[d]: x itself when perm is the identity, else a scratch copy. */
+static int permuted(gx *g, const float *x, const eng_shape *s, const int *perm, const float **y) {
+  bool ident = true;
+  for (int d = 0; d < s->rank; d++) ident &= perm[d] == d;
+  if (ident) {
+    *y = x;
+    return G_OK;
+  }
+  int64_t cs[ENG_MAX_RANK], ss[ENG_MAX_RANK], ds[ENG_MAX_RANK];
+  eng_shape o = {.rank = s->rank};
+  contig(s, cs);
+  for (int d = 0; d < s->rank; d++) {
+    o.dim[d] = s->dim[perm[d]];
+    ss[d] = cs[perm[d]];
+  }
+  contig(&o, ds);
+  float *p = eng_dev_scratch(g->t, sizeof(float) * (size_t)eng_shape_numel(&o), g->err);
+  if (!p) return G_ERR;
+  DEV(g->api->copy(g->t->stream, o.rank, o.dim, sizeof(float), x, ss, p, ds), "transpose");
+  *y = p;
+  return G_OK;
+}
+
+/* Einsum through eng_einsum's plan: permute, one batched GEMM, permute. */
+static int g_einsum(gx *g, eng_dev_val *out) {
+  if (g->nd->n_in != 2 || dtype_of(g, 0) != ENG_DT_FLOAT || dtype_of(g, 1) != ENG_DT_FLOAT)
+    return G_DECLINE;
+  eng_shape a = shape_of(g, 0), b = shape_of(g, 1);
+  eng_einsum e;
+  td_err scratch;
+  if (eng_einsum_plan(eng_attr_str(g->nd, "equation", ""), &a, &b, &e, &scratch)) return G_DECLINE;
+  if (!worth(g, 0, 2, e.batch * e.m * e.n)) return G_DECLINE;
+  const float *da, *db, *pa, *pb;
+  NEED_DEV(0, da);
+  NEED_DEV(1, db);
+  int r = permuted(g, da, &a, e.perm_a, &pa);
+  if (r == G_OK) r = permuted(g, db, &b, e.perm_b, &pb);
+  if (r != G_OK) return r;
+  int64_t total = e.batch * e.m * e.n;
+  bool ident = true;
+  for (int d = 0; d < e.out.rank; d++) ident &= e.perm_out[d] == d;
+  /* The product lands in the output when no permutation follows. */
+  r = new_out(g, out, ENG_DT_FLOAT, ident ? &e.out : &e.prod);
+  if (r != G_OK) return r;
+  if (total == 0) {
+    out->shape = e.out;
+    return G_OK;
+  }
+  float *prod = out->d;
+  if (e.k == 0) {
+    float z = 0;
+    DEV(g->api->fill(g->t->stream, total, sizeof z, &z, prod), "fill");
+  } else {
+    DEV(g->api->gemm(g->t->stream, false, false, e.m, e.n, e.k, pa, e.k, e.m * e.k, pb, e.n,
+                     e.k * e.n, prod, e.n, e.m * e.n, e.batch),
+        "Einsum GEMM");
+  }
+  if (!ident) {
+    const float *po;
+    if ((r = permuted(g, prod, &e.prod, e.perm_out, &po)) != G_OK) return r;
+    *out = (eng_dev_val){.d = (void *)po, .dtype = ENG_DT_FLOAT, .shape = e.out};
+  }
   return G_OK;
 }
 
@@ -802,6 +869,7 @@ static const struct gop {
     {"Conv2D", g_conv2d},
     {"Cos", g_unary},
     {"DepthwiseConv2dNative", g_depthwise},
+    {"Einsum", g_einsum},
     {"Elu", g_unary},
     {"EnsureShape", g_alias},
     {"Erf", g_unary},

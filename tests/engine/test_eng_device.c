@@ -185,6 +185,10 @@ static const rcase rcases[] = {
     {"BatchMatMulV2", "", 2, {F(2, 3, 4, 5), W(5, 6)}, NULL, 0},
     {"BatchMatMulV2", "", 2, {F(1, 4, 5), F(3, 5, 2)}, NULL, 0},
     {"BatchMatMulV2", "", 2, {F(2, 1, 4, 5), F(1, 3, 5, 2)}, NULL, 0}, /* the CPU takes it */
+    {"Einsum", "equation=s:abc,cde->abde", 2, {F(2, 7, 16), W(16, 4, 8)}, NULL, 0},
+    {"Einsum", "equation=s:aecd,abcd->acbe", 2, {F(2, 5, 4, 8), F(2, 6, 4, 8)}, NULL, 0},
+    {"Einsum", "equation=s:acbe,aecd->abcd", 2, {F(2, 4, 6, 5), F(2, 5, 4, 8)}, NULL, 0},
+    {"Einsum", "equation=s:ij,jk->ik", 2, {F(3, 9), F(9, 2)}, NULL, 0},
     {"Conv2D", "strides=li:1,2,2,1;padding=s:SAME", 2, {F(2, 9, 11, 3), W(3, 3, 3, 8)}, NULL, 0},
     {"Conv2D", "strides=li:1,1,1,1;dilations=li:1,2,2,1;padding=s:VALID", 2,
      {F(1, 10, 9, 4), W(3, 2, 4, 5)}, NULL, 0},

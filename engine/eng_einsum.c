@@ -1,0 +1,108 @@
+#include "eng_einsum.h"
+
+#include <string.h>
+
+static int label_at(const char *s, int n, char l) {
+  for (int i = 0; i < n; i++)
+    if (s[i] == l) return i;
+  return -1;
+}
+
+/* Splits "x,y->z" into its three label strings (letters only). */
+static bool split(const char *eq, char lab[3][ENG_MAX_RANK], int cnt[3]) {
+  int part = 0;
+  cnt[0] = cnt[1] = cnt[2] = 0;
+  for (const char *p = eq; *p; p++) {
+    if (*p == ' ') continue;
+    if (*p == ',' && part == 0) {
+      part = 1;
+    } else if (*p == '-' && p[1] == '>' && part == 1) {
+      part = 2;
+      p++;
+    } else if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')) {
+      if (cnt[part] >= ENG_MAX_RANK || label_at(lab[part], cnt[part], *p) >= 0) return false;
+      lab[part][cnt[part]++] = *p;
+    } else {
+      return false;
+    }
+  }
+  return part == 2;
+}
+
+td_code eng_einsum_plan(const char *eq, const eng_shape *a, const eng_shape *b, eng_einsum *e,
+                        td_err *err) {
+  char lab[3][ENG_MAX_RANK];
+  int cnt[3];
+  const char *la = lab[0], *lb = lab[1], *lo = lab[2];
+  bool ok = split(eq, lab, cnt);
+  int na = cnt[0], nb = cnt[1], no = cnt[2];
+  char batch[ENG_MAX_RANK], fa[ENG_MAX_RANK], fb[ENG_MAX_RANK], ct[ENG_MAX_RANK];
+  int nbt = 0, nfa = 0, nfb = 0, nct = 0;
+  for (int i = 0; ok && i < na; i++) {
+    bool in_b = label_at(lb, nb, la[i]) >= 0, in_o = label_at(lo, no, la[i]) >= 0;
+    if (in_b && in_o) batch[nbt++] = la[i];
+    else if (in_b) ct[nct++] = la[i];
+    else if (in_o) fa[nfa++] = la[i];
+    else ok = false; /* summed away */
+  }
+  for (int i = 0; ok && i < nb; i++) {
+    bool in_a = label_at(la, na, lb[i]) >= 0, in_o = label_at(lo, no, lb[i]) >= 0;
+    if (!in_a && in_o) fb[nfb++] = lb[i];
+    else if (!in_a) ok = false;
+  }
+  for (int i = 0; ok && i < no; i++) ok = label_at(la, na, lo[i]) >= 0 || label_at(lb, nb, lo[i]) >= 0;
+  if (!ok || nbt + 2 > ENG_MAX_RANK)
+    return td_err_set(err, TD_UNIMPLEMENTED, "Einsum equation '%s' is not supported", eq);
+  if (a->rank != na || b->rank != nb)
+    return td_err_set(err, TD_INVALID_ARGUMENT, "equation '%s' expects ranks %d and %d, got %d and %d",
+                      eq, na, nb, a->rank, b->rank);
+  int64_t size[128] = {0};
+  for (int i = 0; i < na; i++) size[(int)la[i]] = a->dim[i];
+  for (int i = 0; i < nb; i++) {
+    int j = label_at(la, na, lb[i]);
+    if (j >= 0 && a->dim[j] != b->dim[i])
+      return td_err_set(err, TD_INVALID_ARGUMENT,
+                        "label '%c' has size %lld in input 0 but %lld in input 1 (equation '%s')",
+                        lb[i], (long long)a->dim[j], (long long)b->dim[i], eq);
+    size[(int)lb[i]] = b->dim[i];
+  }
+  memset(e, 0, sizeof *e);
+  e->n_batch = nbt;
+  e->batch = e->m = e->n = e->k = 1;
+  int k = 0;
+  for (int i = 0; i < nbt; i++) {
+    e->perm_a[k++] = label_at(la, na, batch[i]);
+    e->batch_dim[i] = size[(int)batch[i]];
+    e->batch *= e->batch_dim[i];
+  }
+  for (int i = 0; i < nfa; i++) {
+    e->perm_a[k++] = label_at(la, na, fa[i]);
+    e->m *= size[(int)fa[i]];
+  }
+  for (int i = 0; i < nct; i++) {
+    e->perm_a[k++] = label_at(la, na, ct[i]);
+    e->k *= size[(int)ct[i]];
+  }
+  k = 0;
+  for (int i = 0; i < nbt; i++) e->perm_b[k++] = label_at(lb, nb, batch[i]);
+  for (int i = 0; i < nct; i++) e->perm_b[k++] = label_at(lb, nb, ct[i]);
+  for (int i = 0; i < nfb; i++) {
+    e->perm_b[k++] = label_at(lb, nb, fb[i]);
+    e->n *= size[(int)fb[i]];
+  }
+  char order[3 * ENG_MAX_RANK];
+  int nord = 0;
+  for (int i = 0; i < nbt; i++) order[nord++] = batch[i];
+  for (int i = 0; i < nfa; i++) order[nord++] = fa[i];
+  for (int i = 0; i < nfb; i++) order[nord++] = fb[i];
+  if (nord > ENG_MAX_RANK)
+    return td_err_set(err, TD_UNIMPLEMENTED, "Einsum equation '%s' is not supported", eq);
+  e->prod.rank = nord;
+  for (int i = 0; i < nord; i++) e->prod.dim[i] = size[(int)order[i]];
+  e->out.rank = no;
+  for (int i = 0; i < no; i++) {
+    e->perm_out[i] = label_at(order, nord, lo[i]);
+    e->out.dim[i] = e->prod.dim[e->perm_out[i]];
+  }
+  return TD_OK;
+}

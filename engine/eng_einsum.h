@@ -1,0 +1,32 @@
+/* eng_einsum: a two-operand Einsum equation as one batched matrix product.
+ *
+ * Each label of "ab...,cd...->ef..." is a batch label (in both operands and
+ * the output), a contracted label (in both operands, not the output) or a
+ * free label of one operand (in it and the output). Then
+ *   A permuted to [batch..., free_a..., contracted...] = [B, m, k],
+ *   B permuted to [batch..., contracted..., free_b...] = [B, k, n],
+ *   their product [batch..., free_a..., free_b...] permuted to the output.
+ * Equations outside that form (ellipses, a label repeated in one operand,
+ * a label summed away, one operand) are UNIMPLEMENTED naming the equation;
+ * operand ranks or label sizes that disagree are INVALID_ARGUMENT. Both
+ * the CPU kernel and the GPU lowering run the plan this makes. */
+#ifndef ENG_EINSUM_H
+#define ENG_EINSUM_H
+
+#include "eng_tensor.h"
+
+typedef struct eng_einsum {
+  int perm_a[ENG_MAX_RANK]; /* source dim of A for each permuted dim */
+  int perm_b[ENG_MAX_RANK];
+  int n_batch;
+  int64_t batch_dim[ENG_MAX_RANK];
+  int64_t batch, m, n, k; /* batch = the product of batch_dim */
+  eng_shape prod;          /* [batch..., free_a..., free_b...] */
+  int perm_out[ENG_MAX_RANK]; /* prod dim for each output dim */
+  eng_shape out;
+} eng_einsum;
+
+td_code eng_einsum_plan(const char *eq, const eng_shape *a, const eng_shape *b, eng_einsum *e,
+                        td_err *err);
+
+#endif
