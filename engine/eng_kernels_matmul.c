@@ -246,6 +246,99 @@ static int find_label(const char *s, int n, char l) {
   return -1;
 }
 
+/* An operand or the output of an Einsum as its labels see it. */
+typedef struct einsum_view {
+  const char *lab;
+  int n;
+  const int64_t *dim;
+} einsum_view;
+
+/* Row-major element stride of label l in v (-1 when absent). */
+static int64_t label_stride(const einsum_view *v, char l) {
+  int64_t st = 1;
+  for (int i = v->n - 1; i >= 0; i--) {
+    if (v->lab[i] == l) return st;
+    st *= v->dim[i];
+  }
+  return -1;
+}
+
+/* Whether the labels g[0..n) of v, in that order, form one dimension of
+ * memory (each stride the next one's times its size); *size and *stride
+ * get the merged dimension. */
+static bool merge_group(const einsum_view *v, const char *g, int n, int64_t *size,
+                        int64_t *stride) {
+  if (n == 0) return false;
+  *size = 1;
+  for (int i = 0; i < n; i++) {
+    int64_t st = label_stride(v, g[i]);
+    if (st < 0) return false;
+    if (i + 1 < n) {
+      int64_t next = label_stride(v, g[i + 1]), d = 0;
+      for (int j = 0; j < v->n; j++)
+        if (v->lab[j] == g[i + 1]) d = v->dim[j];
+      if (next < 0 || st != next * d) return false;
+    }
+    for (int j = 0; j < v->n; j++)
+      if (v->lab[j] == g[i]) *size *= v->dim[j];
+  }
+  *stride = label_stride(v, g[n - 1]);
+  return true;
+}
+
+/* A float Einsum whose operands and output are each a strided matrix per
+ * batch index (the free and contracted labels of each appear in the same
+ * order everywhere and merge into one memory dimension, one of which is
+ * unit-stride): one sgemm per batch index on the tensors in place, without
+ * the permuted copies of the general path (attention's "BTNH,BSNH->BNTS"
+ * and "BNTS,BSNH->BTNH"). False when the equation is not of that form;
+ * otherwise *rc is the result. */
+static bool einsum_in_place(eng_kctx *c, const einsum_view *va, const einsum_view *vb,
+                            const einsum_view *vo, const char *batch, int nb, const char *fa,
+                            int nfa, const char *fb, int nfb, const char *ct, int nct,
+                            td_code *rc) {
+  int64_t m, n, k, sam, sak, sbk, sbn, som, son, x;
+  if (!merge_group(va, fa, nfa, &m, &sam) || !merge_group(va, ct, nct, &k, &sak) ||
+      !merge_group(vb, ct, nct, &x, &sbk) || !merge_group(vb, fb, nfb, &n, &sbn) ||
+      !merge_group(vo, fa, nfa, &x, &som) || !merge_group(vo, fb, nfb, &x, &son))
+    return false;
+  if ((sak != 1 && sam != 1) || (sbn != 1 && sbk != 1) || son != 1) return false;
+  if (!m || !n || !k || check_dims(c, m, n, k)) return false;
+  bool ta = sak != 1, tb = sbn != 1; /* stored transposed */
+  int64_t lda = ta ? sak : sam, ldb = tb ? sbn : sbk, ldc = som;
+  if (lda < (ta ? m : k) || ldb < (tb ? k : n) || ldc < n) return false;
+  int64_t od[ENG_MAX_RANK];
+  for (int i = 0; i < vo->n; i++) od[i] = vo->dim[i];
+  eng_shape os = eng_shape_make(vo->n, od);
+  if ((*rc = eng_kout_raw(c, 0, ENG_DT_FLOAT, &os))) return true;
+  const float *ad = eng_tensor_data(&c->in[0]), *bd = eng_tensor_data(&c->in[1]);
+  float *od_ = eng_tensor_data(&c->out[0]);
+  /* Odometer over the batch labels with each tensor's offset. */
+  int64_t idx[ENG_MAX_RANK] = {0}, bdim[ENG_MAX_RANK], st[3][ENG_MAX_RANK], off[3] = {0};
+  int64_t total = 1;
+  for (int i = 0; i < nb; i++) {
+    st[0][i] = label_stride(va, batch[i]);
+    st[1][i] = label_stride(vb, batch[i]);
+    st[2][i] = label_stride(vo, batch[i]);
+    for (int j = 0; j < vo->n; j++)
+      if (vo->lab[j] == batch[i]) bdim[i] = vo->dim[j];
+    total *= bdim[i];
+  }
+  for (int64_t it = 0; it < total; it++) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                (int)m, (int)n, (int)k, 1.0f, ad + off[0], (int)lda, bd + off[1], (int)ldb, 0.0f,
+                od_ + off[2], (int)ldc);
+    for (int d = nb - 1; d >= 0; d--) {
+      for (int t = 0; t < 3; t++) off[t] += st[t][d];
+      if (++idx[d] < bdim[d]) break;
+      for (int t = 0; t < 3; t++) off[t] -= st[t][d] * bdim[d];
+      idx[d] = 0;
+    }
+  }
+  *rc = TD_OK;
+  return true;
+}
+
 td_code eng_k_einsum(eng_kctx *c) {
   const char *eq = eng_attr_str(c->node, "equation", "");
   char in0[ENG_MAX_RANK + 1], in1[ENG_MAX_RANK + 1], outl[ENG_MAX_RANK + 1];
@@ -314,6 +407,14 @@ td_code eng_k_einsum(eng_kctx *c) {
   for (int i = 0; i < nb; i++) pb[k++] = find_label(in1, n1, batch[i]);
   for (int i = 0; i < nct; i++) pb[k++] = find_label(in1, n1, ct[i]);
   for (int i = 0; i < nfb; i++) pb[k++] = find_label(in1, n1, fb[i]);
+  if (a->dtype == ENG_DT_FLOAT && b->dtype == ENG_DT_FLOAT) {
+    einsum_view va = {in0, n0, a->shape.dim}, vb = {in1, n1, b->shape.dim};
+    int64_t od[ENG_MAX_RANK];
+    for (int i = 0; i < no; i++) od[i] = dim_of[(int)outl[i]];
+    einsum_view vo = {outl, no, od};
+    td_code frc;
+    if (einsum_in_place(c, &va, &vb, &vo, batch, nb, fa, nfa, fb, nfb, ct, nct, &frc)) return frc;
+  }
   eng_tensor ta = {0}, tb = {0}, prod = {0};
   td_code rc = permute(c, a, pa, &ta);
   if (!rc) rc = permute(c, b, pb, &tb);

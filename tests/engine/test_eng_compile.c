@@ -399,6 +399,97 @@ START_TEST(dense_reshape_bias_fuses) {
 }
 END_TEST
 
+/* Einsum of two fed operands against a loop over every label assignment.
+ * dims: size of each label 'a'..'z' used. */
+static void einsum_case(const char *eq, const int64_t *size) {
+  char l0[8] = {0}, l1[8] = {0}, lo[8] = {0};
+  int n0 = 0, n1 = 0, no = 0, part = 0;
+  for (const char *q = eq; *q; q++) {
+    if (*q == ',') part = 1;
+    else if (*q == '-') part = 2, q++;
+    else if (part == 0) l0[n0++] = *q;
+    else if (part == 1) l1[n1++] = *q;
+    else lo[no++] = *q;
+  }
+  int64_t d0[8], d1[8], dout[8], c0 = 1, c1 = 1, co = 1;
+  for (int i = 0; i < n0; i++) c0 *= d0[i] = size[l0[i] - 'a'];
+  for (int i = 0; i < n1; i++) c1 *= d1[i] = size[l1[i] - 'a'];
+  for (int i = 0; i < no; i++) co *= dout[i] = size[lo[i] - 'a'];
+  float *x0 = malloc(sizeof *x0 * (size_t)c0), *x1 = malloc(sizeof *x1 * (size_t)c1);
+  for (int64_t i = 0; i < c0; i++) x0[i] = cval(i, 7);
+  for (int64_t i = 0; i < c1; i++) x1[i] = cval(i, 8);
+  eng_graph *g = eng_graph_create();
+  placeholder(g, "a");
+  placeholder(g, "b");
+  int e = node(g, "e", "Einsum", 1, "a", "b", NULL);
+  eng_attr *at = eng_graph_add_attr(g, e, "equation");
+  at->kind = ENG_ATTR_S;
+  at->s.data = strdup(eq);
+  at->s.len = strlen(eq);
+  eng_model *m;
+  td_err err;
+  ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
+  const char *in[] = {"a:0", "b:0"}, *out[] = {"e:0"};
+  eng_plan *p;
+  ck_assert_int_eq(eng_plan_create(m, 2, in, 1, out, 0, NULL, &p, &err), TD_OK);
+  eng_tensor x[2] = {tensor(n0, d0, x0), tensor(n1, d1, x1)}, y = {0};
+  ck_assert_msg(eng_plan_run(p, x, &y, &err) == TD_OK, "%s: %s", eq, err.msg);
+  ck_assert_int_eq(eng_tensor_numel(&y), co);
+  const float *yv = eng_tensor_data(&y);
+  /* Labels summed over: those of the inputs not in the output. */
+  char all[16];
+  int na = 0;
+  for (int i = 0; i < n0 + n1; i++) {
+    char l = i < n0 ? l0[i] : l1[i - n0];
+    if (!memchr(all, l, (size_t)na)) all[na++] = l;
+  }
+  for (int64_t oi = 0; oi < co; oi++) {
+    int64_t val[26] = {0}, r = oi;
+    for (int i = no - 1; i >= 0; i--) val[lo[i] - 'a'] = r % dout[i], r /= dout[i];
+    char sum[16];
+    int ns = 0;
+    int64_t cnt = 1;
+    for (int i = 0; i < na; i++)
+      if (!memchr(lo, all[i], (size_t)no)) cnt *= size[(sum[ns++] = all[i]) - 'a'];
+    double want = 0;
+    for (int64_t si = 0; si < cnt; si++) {
+      int64_t q = si;
+      for (int i = ns - 1; i >= 0; i--) val[sum[i] - 'a'] = q % size[sum[i] - 'a'], q /= size[sum[i] - 'a'];
+      int64_t f0 = 0, f1 = 0;
+      for (int i = 0; i < n0; i++) f0 = f0 * d0[i] + val[l0[i] - 'a'];
+      for (int i = 0; i < n1; i++) f1 = f1 * d1[i] + val[l1[i] - 'a'];
+      want += (double)x0[f0] * x1[f1];
+    }
+    ck_assert_msg(fabs(yv[oi] - want) <= 1e-5 * (1 + fabs(want)), "%s: y[%lld] = %g, want %g",
+                  eq, (long long)oi, yv[oi], want);
+  }
+  eng_tensor_release(&y);
+  eng_tensor_release(&x[0]);
+  eng_tensor_release(&x[1]);
+  eng_plan_destroy(p);
+  eng_model_destroy(m);
+  free(x0);
+  free(x1);
+}
+
+START_TEST(einsum_matches_naive) {
+  /* sizes of labels a..z; attention's labels in capitals map to lower case */
+  int64_t size[26];
+  for (int i = 0; i < 26; i++) size[i] = 2 + (i * 5) % 7;
+  const char *eqs[] = {
+      "btnh,bsnh->bnts", /* attention scores, in place */
+      "bnts,bsnh->btnh", /* attention context, in place */
+      "ij,jk->ik",       "ij,kj->ik",  "ji,jk->ik", "ji,kj->ik", /* every transpose */
+      "bij,bjk->bik",    "abc,cd->abd", "abc,cde->abde",
+      "bij,bkj->bki",    /* output with B's free label first: the general path */
+      "bij,jk->bki",     /* the same without a batch label */
+  };
+  for (size_t i = 0; i < sizeof eqs / sizeof *eqs; i++) einsum_case(eqs[i], size);
+  size['s' - 'a'] = 1; /* a size-1 label */
+  einsum_case("btnh,bsnh->bnts", size);
+}
+END_TEST
+
 START_TEST(shape_arithmetic_folds_per_input_shape) {
   /* Keras's Flatten: y = Reshape(x, Pack(StridedSlice(Shape(x), 0, 1), -1)) * 2 */
   eng_graph *g = eng_graph_create();
@@ -457,6 +548,7 @@ int main(void) {
   tcase_add_test(tc, conv_bias_relu6_fuses);
   tcase_add_test(tc, conv_in_place_matches_naive);
   tcase_add_test(tc, dense_reshape_bias_fuses);
+  tcase_add_test(tc, einsum_matches_naive);
   tcase_add_test(tc, shape_arithmetic_folds_per_input_shape);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
