@@ -446,7 +446,14 @@ td_code eng_k_softmax(eng_kctx *c) {
     float mx = xs[0];
     for (int64_t k = 1; k < d; k++) mx = xs[k] > mx ? xs[k] : mx;
     float sum = 0;
-    for (int64_t k = 0; k < d; k++) ys[k] = xs[k] - mx;
+    /* Below -87 exp is at most FLT_MIN (1.2e-38, or a subnormal), a nothing
+     * beside the max's 1 in the sum; clamping there keeps masked logits
+     * (-1e9, -inf) off the vector exp's slow scalar path for subnormal
+     * results, as Eigen's exp clamps its argument too. */
+    for (int64_t k = 0; k < d; k++) {
+      float v = xs[k] - mx;
+      ys[k] = v < -87.0f ? -87.0f : v;
+    }
     eng_vmath_exp(ys, ys, d);
     for (int64_t k = 0; k < d; k++) sum += ys[k];
     if (logsm) {
