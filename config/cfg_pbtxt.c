@@ -33,6 +33,7 @@ typedef struct parser {
   int line, col;
   token tok;
   td_err *err;
+  unsigned flags; /* CFG_PBTXT_* */
 } parser;
 
 static td_code fail(parser *ps, const token *t, const char *fmt, ...)
@@ -425,17 +426,82 @@ static td_code parse_repeated_one(parser *ps, ProtobufCMessage *m, const Protobu
   return rc;
 }
 
+/* Skips an extension or Any type name, "[type.googleapis.com/pkg.Msg]":
+ * the current token is its '['; the name may hold '/', which is no token,
+ * so it is passed over character by character. */
+static td_code skip_bracket_name(parser *ps) {
+  token open = ps->tok;
+  while (ps->p < ps->end && *ps->p != ']' && *ps->p != '\n') advance_char(ps);
+  if (ps->p >= ps->end || *ps->p != ']') return fail(ps, &open, "unterminated '['");
+  advance_char(ps);
+  return next(ps);
+}
+
+/* Skips one value of a field the descriptor does not know: a scalar (or
+ * adjacent strings), a `{ }` / `< >` block, or a `[ ]` list of either. */
+static td_code skip_value(parser *ps, int depth) {
+  if (depth > MAX_DEPTH) return fail(ps, &ps->tok, "messages nest more than %d deep", MAX_DEPTH);
+  td_code rc;
+  if (is_punct(&ps->tok, '{') || is_punct(&ps->tok, '<')) {
+    char close = ps->tok.s[0] == '{' ? '}' : '>';
+    if ((rc = next(ps))) return rc;
+    while (!is_punct(&ps->tok, close)) {
+      if (ps->tok.kind == T_EOF) return fail(ps, &ps->tok, "unexpected end of input: expected '%c'", close);
+      /* A field: its name (or [extension]), an optional ':', its value. */
+      if (is_punct(&ps->tok, '[')) {
+        if ((rc = skip_bracket_name(ps))) return rc;
+      } else if (ps->tok.kind != T_IDENT) {
+        return fail(ps, &ps->tok, "expected a field name");
+      } else if ((rc = next(ps))) {
+        return rc;
+      }
+      if (is_punct(&ps->tok, ':') && (rc = next(ps))) return rc;
+      if ((rc = skip_value(ps, depth + 1))) return rc;
+      if ((is_punct(&ps->tok, ',') || is_punct(&ps->tok, ';')) && (rc = next(ps))) return rc;
+    }
+    return next(ps);
+  }
+  if (is_punct(&ps->tok, '[')) {
+    if ((rc = next(ps))) return rc;
+    while (!is_punct(&ps->tok, ']')) {
+      if (ps->tok.kind == T_EOF) return fail(ps, &ps->tok, "unterminated list");
+      if ((rc = skip_value(ps, depth + 1))) return rc;
+      if (is_punct(&ps->tok, ',') && (rc = next(ps))) return rc;
+    }
+    return next(ps);
+  }
+  if (ps->tok.kind == T_STRING) {
+    while (ps->tok.kind == T_STRING)
+      if ((rc = next(ps))) return rc;
+    return TD_OK;
+  }
+  if (ps->tok.kind == T_IDENT || ps->tok.kind == T_NUMBER) return next(ps);
+  return fail(ps, &ps->tok, "expected a value");
+}
+
+/* Skips a whole unknown field (its name is the current token). */
+static td_code skip_field(parser *ps) {
+  td_code rc = is_punct(&ps->tok, '[') ? skip_bracket_name(ps) : next(ps);
+  if (rc) return rc;
+  if (is_punct(&ps->tok, ':') && (rc = next(ps))) return rc;
+  return skip_value(ps, 0);
+}
+
 static td_code parse_field(parser *ps, ProtobufCMessage *m, bool *seen, int depth) {
   token name = ps->tok;
   const ProtobufCMessageDescriptor *d = m->descriptor;
-  if (name.kind == T_PUNCT && name.s[0] == '[')
+  bool lenient = ps->flags & CFG_PBTXT_SKIP_UNKNOWN;
+  if (name.kind == T_PUNCT && name.s[0] == '[') {
+    if (lenient) return skip_field(ps);
     return fail(ps, &name, "extensions and Any expansion are not supported");
+  }
   if (name.kind != T_IDENT) return fail(ps, &name, "expected a field name");
   char fname[256];
   if (name.len >= sizeof fname) return fail(ps, &name, "field name too long");
   memcpy(fname, name.s, name.len);
   fname[name.len] = '\0';
   const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field_by_name(d, fname);
+  if (!f && lenient) return skip_field(ps);
   if (!f) return fail(ps, &name, "message %s has no field named \"%s\"", d->name, fname);
   td_code rc = next(ps);
   if (rc) return rc;
@@ -512,7 +578,12 @@ static td_code parse_message(parser *ps, ProtobufCMessage *m, char close, int de
 
 td_code cfg_pbtxt_parse(const char *text, size_t len, const ProtobufCMessageDescriptor *desc,
                         ProtobufCMessage **out, td_err *err) {
-  parser ps = {.p = text, .end = text + len, .line = 1, .col = 1, .err = err};
+  return cfg_pbtxt_parse_flags(text, len, desc, 0, out, err);
+}
+
+td_code cfg_pbtxt_parse_flags(const char *text, size_t len, const ProtobufCMessageDescriptor *desc,
+                              unsigned flags, ProtobufCMessage **out, td_err *err) {
+  parser ps = {.p = text, .end = text + len, .line = 1, .col = 1, .err = err, .flags = flags};
   ProtobufCMessage *m = new_message(desc);
   if (!m) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
   td_code rc = next(&ps);
@@ -527,11 +598,17 @@ td_code cfg_pbtxt_parse(const char *text, size_t len, const ProtobufCMessageDesc
 
 td_code cfg_pbtxt_parse_file(const char *path, const ProtobufCMessageDescriptor *desc,
                              ProtobufCMessage **out, td_err *err) {
+  return cfg_pbtxt_parse_file_flags(path, desc, 0, MAX_FILE_BYTES, out, err);
+}
+
+td_code cfg_pbtxt_parse_file_flags(const char *path, const ProtobufCMessageDescriptor *desc,
+                                   unsigned flags, size_t max_bytes, ProtobufCMessage **out,
+                                   td_err *err) {
   uint8_t *text;
   size_t n;
-  td_code rc = td_file_read(path, MAX_FILE_BYTES, &text, &n, err);
+  td_code rc = td_file_read(path, max_bytes, &text, &n, err);
   if (rc) return rc;
-  rc = cfg_pbtxt_parse((const char *)text, n, desc, out, err);
+  rc = cfg_pbtxt_parse_flags((const char *)text, n, desc, flags, out, err);
   free(text);
   if (rc) td_err_prefix(err, "%s", path);
   return rc;

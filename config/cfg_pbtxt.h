@@ -31,7 +31,20 @@
 
 td_code cfg_pbtxt_parse(const char *text, size_t len, const ProtobufCMessageDescriptor *desc,
                         ProtobufCMessage **out, td_err *err);
+/* Files up to 64 MiB. */
 td_code cfg_pbtxt_parse_file(const char *path, const ProtobufCMessageDescriptor *desc,
                              ProtobufCMessage **out, td_err *err);
+
+/* Skip fields the descriptor does not know, and Any expansions, instead of
+ * failing: for files written against TensorFlow's full .proto files (a
+ * saved_model.pbtxt) read through the project's smaller ones, as protobuf's
+ * binary parser skips unknown fields. The skipped text must still be well
+ * formed. */
+#define CFG_PBTXT_SKIP_UNKNOWN 1u
+td_code cfg_pbtxt_parse_flags(const char *text, size_t len, const ProtobufCMessageDescriptor *desc,
+                              unsigned flags, ProtobufCMessage **out, td_err *err);
+td_code cfg_pbtxt_parse_file_flags(const char *path, const ProtobufCMessageDescriptor *desc,
+                                   unsigned flags, size_t max_bytes, ProtobufCMessage **out,
+                                   td_err *err);
 
 #endif

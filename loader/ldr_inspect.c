@@ -12,9 +12,9 @@
 #include "eng_op.h"
 #include "ldr_proto.h"
 #include "ldr_servable.h"
+#include "ldr_smfile.h"
 #include "tensorflow/core/protobuf/saved_model.pb-c.h"
 
-#define MAX_PB_BYTES ((size_t)2 << 30)
 
 typedef struct op_count {
   const char *op;
@@ -138,33 +138,19 @@ static void print_meta_graph(FILE *out, const Tensorflow__MetaGraphDef *mg) {
 }
 
 td_code ldr_inspect_print(const char *dir, const char *tags, FILE *out, td_err *err) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/saved_model.pb", dir);
-  FILE *f = fopen(path, "rb");
-  if (!f) return td_err_set(err, TD_NOT_FOUND, "%s: cannot open", path);
-  struct stat st;
-  if (fstat(fileno(f), &st) || st.st_size < 0 || (size_t)st.st_size > MAX_PB_BYTES) {
-    fclose(f);
-    return td_err_set(err, TD_INVALID_ARGUMENT, "%s: unreadable or larger than 2 GiB", path);
-  }
-  size_t len = (size_t)st.st_size;
-  uint8_t *data = malloc(len ? len : 1);
-  size_t got = data ? fread(data, 1, len, f) : 0;
-  fclose(f);
-  if (!data || got != len) {
-    free(data);
-    return td_err_set(err, TD_DATA_LOSS, "%s: short read", path);
-  }
-  Tensorflow__SavedModel *sm = tensorflow__saved_model__unpack(NULL, len, data);
-  free(data);
-  if (!sm) return td_err_set(err, TD_DATA_LOSS, "%s: cannot parse the SavedModel", path);
-  fprintf(out, "SavedModel %s (%zu bytes, %zu MetaGraph%s)\n\n", dir, len, sm->n_meta_graphs,
+  Tensorflow__SavedModel *sm = NULL;
+  size_t len = 0;
+  bool text = false;
+  td_code rc = ldr_smfile_read(dir, &sm, &len, &text, err);
+  if (rc) return rc;
+  fprintf(out, "SavedModel %s (%s, %zu bytes, %zu MetaGraph%s)\n\n", dir,
+          text ? "saved_model.pbtxt" : "saved_model.pb", len, sm->n_meta_graphs,
           sm->n_meta_graphs == 1 ? "" : "s");
   for (size_t m = 0; m < sm->n_meta_graphs; m++) {
     if (m) fprintf(out, "\n");
     print_meta_graph(out, sm->meta_graphs[m]);
   }
-  tensorflow__saved_model__free_unpacked(sm, NULL);
+  ldr_smfile_free(sm);
 
   fprintf(out, "\nLoading with tags '%s': ", tags);
   ldr_servable *sv = NULL;

@@ -9,9 +9,8 @@
 
 #include "ldr_bundle.h"
 #include "td_log.h"
-#include "tensorflow/core/protobuf/saved_model.pb-c.h"
+#include "ldr_smfile.h"
 
-#define MAX_SAVED_MODEL_BYTES ((size_t)2 << 30)
 
 bool ldr_scan_parse_version(const char *name, int64_t *version) {
   if (!*name) return false;
@@ -95,55 +94,15 @@ static td_code errno_code(int e) {
   return e == ENOENT ? TD_NOT_FOUND : e == EACCES || e == EPERM ? TD_PERMISSION_DENIED : TD_UNAVAILABLE;
 }
 
-/* Reads and parses saved_model.pb; sets *has_saver when a MetaGraph has a
- * saver_def (so the graph has variables to restore). */
+/* Reads and parses saved_model.pb (or .pbtxt); sets *has_saver when a
+ * MetaGraph has a saver_def (so the graph has variables to restore). */
 static td_code check_saved_model(const char *dir, bool *has_saver, td_err *err) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/saved_model.pb", dir);
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    int e = errno;
-    char txt[4096];
-    snprintf(txt, sizeof txt, "%s/saved_model.pbtxt", dir);
-    struct stat st;
-    if (e == ENOENT && !stat(txt, &st))
-      return td_err_set(err, TD_UNIMPLEMENTED, "%s: text-format SavedModels are not supported yet",
-                        txt);
-    return td_err_set(err, errno_code(e), "%s: cannot open (%s)", path, strerror(e));
-  }
-  struct stat st;
-  if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode) || st.st_size < 0 ||
-      (size_t)st.st_size > MAX_SAVED_MODEL_BYTES) {
-    fclose(f);
-    return td_err_set(err, TD_INVALID_ARGUMENT, "%s: not a regular file, or larger than 2 GiB",
-                      path);
-  }
-  size_t len = (size_t)st.st_size;
-  uint8_t *data = malloc(len ? len : 1);
-  if (!data) {
-    fclose(f);
-    return td_err_set(err, TD_RESOURCE_EXHAUSTED, "%s: out of memory", path);
-  }
-  size_t got = fread(data, 1, len, f);
-  int read_errno = ferror(f) ? errno : 0;
-  fclose(f);
-  if (got != len) {
-    free(data);
-    return td_err_set(err, read_errno ? errno_code(read_errno) : TD_DATA_LOSS,
-                      "%s: short read (%s)", path, read_errno ? strerror(read_errno) : "file shrank");
-  }
-  Tensorflow__SavedModel *sm = tensorflow__saved_model__unpack(NULL, len, data);
-  free(data);
-  if (!sm || !sm->n_meta_graphs) {
-    if (sm) tensorflow__saved_model__free_unpacked(sm, NULL);
-    return td_err_set(err, TD_DATA_LOSS,
-                      "%s: does not parse as a SavedModel (%zu bytes; still being written, or "
-                      "corrupt)",
-                      path, len);
-  }
+  Tensorflow__SavedModel *sm = NULL;
+  td_code rc = ldr_smfile_read(dir, &sm, NULL, NULL, err);
+  if (rc) return rc;
   *has_saver = false;
   for (size_t i = 0; i < sm->n_meta_graphs; i++) *has_saver |= sm->meta_graphs[i]->saver_def != NULL;
-  tensorflow__saved_model__free_unpacked(sm, NULL);
+  ldr_smfile_free(sm);
   return TD_OK;
 }
 

@@ -16,9 +16,9 @@
 #include "ldr_proto.h"
 #include "td_file.h"
 #include "td_log.h"
+#include "ldr_smfile.h"
 #include "tensorflow/core/protobuf/saved_model.pb-c.h"
 
-#define MAX_SAVED_MODEL_BYTES ((size_t)2 << 30)
 #define DEFAULT_SIGNATURE "serving_default"
 #define INIT_OP_SIGNATURE "__saved_model_init_op"
 
@@ -44,40 +44,7 @@ static bool file_exists(const char *path) {
 }
 
 static td_code read_saved_model(const char *dir, Tensorflow__SavedModel **out, td_err *err) {
-  char *pb = join(dir, "saved_model.pb");
-  char *pbtxt = join(dir, "saved_model.pbtxt");
-  td_code rc = TD_OK;
-  if (!pb || !pbtxt) {
-    rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
-  } else if (!file_exists(pb)) {
-    if (file_exists(pbtxt))
-      rc = td_err_set(err, TD_UNIMPLEMENTED, "%s: text-format SavedModels are not supported yet",
-                      pbtxt);
-    else
-      rc = td_err_set(err, TD_NOT_FOUND, "%s: no saved_model.pb (or saved_model.pbtxt) found", pb);
-  } else {
-    uint8_t *data = NULL;
-    size_t len = 0;
-    rc = td_file_read(pb, MAX_SAVED_MODEL_BYTES, &data, &len, err);
-    if (!rc) {
-      *out = tensorflow__saved_model__unpack(NULL, len, data);
-      free(data);
-      if (!*out)
-        rc = td_err_set(err, TD_DATA_LOSS,
-                        "%s: cannot parse the SavedModel protocol buffer (%zu bytes; truncated or "
-                        "corrupt)",
-                        pb, len);
-      else if (!(*out)->n_meta_graphs)
-        rc = td_err_set(err, TD_INVALID_ARGUMENT, "%s: the SavedModel holds no MetaGraph", pb);
-      if (rc && *out) {
-        tensorflow__saved_model__free_unpacked(*out, NULL);
-        *out = NULL;
-      }
-    }
-  }
-  free(pb);
-  free(pbtxt);
-  return rc;
+  return ldr_smfile_read(dir, out, NULL, NULL, err);
 }
 
 /* The MetaGraph whose tag set equals the requested set. */
@@ -493,7 +460,7 @@ td_code ldr_servable_load(const char *dir, int64_t version, const char *tags, ld
 done:
   if (sv->model) eng_model_detach_io(sv->model);
   ldr_bundle_close(bundle);
-  if (sm) tensorflow__saved_model__free_unpacked(sm, NULL);
+  ldr_smfile_free(sm);
   free(vars);
   free(prefix);
   free(index);

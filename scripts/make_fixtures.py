@@ -16,6 +16,11 @@ MobileNetV2, transformer encoder, two-input/two-output model):
   tests/fixtures/models/zoo/<model>/1/                model.export() or tf.saved_model.save
   tests/fixtures/zoo.json                            TF's outputs at batch 1 and 8
 
+With --pbtxt it writes only text-format copies of existing SavedModels, made by
+TensorFlow's own text_format from their saved_model.pb (the tests pair each with
+its model's variables/ in a temporary directory):
+  tests/fixtures/pbtxt/<name>.pbtxt                 half_plus_two_tf1, zoo_mlp, zoo_transformer
+
 The summary at the end reads the files back with the standalone readers in
 /work/shared/reference/tools (imported from there, not copied into the repo).
 """
@@ -519,9 +524,29 @@ def summarize():
             print("   functions:", sorted(f.signature.name for f in mg.graph_def.library.function))
 
 
+PBTXT = {"half_plus_two_tf1": TF1_DIR, "zoo_mlp": "tests/fixtures/models/zoo/mlp/1",
+         "zoo_transformer": "tests/fixtures/models/zoo/transformer/1"}
+
+
+def export_pbtxt():
+    from google.protobuf import text_format
+    from tensorflow.core.protobuf import saved_model_pb2
+    os.makedirs(p("tests/fixtures/pbtxt"), exist_ok=True)
+    for name, rel in PBTXT.items():
+        sm = saved_model_pb2.SavedModel()
+        with open(p(os.path.join(rel, "saved_model.pb")), "rb") as f:
+            sm.ParseFromString(f.read())
+        with open(p("tests/fixtures/pbtxt/%s.pbtxt" % name), "w") as f:
+            f.write(text_format.MessageToString(sm))
+
+
 def main():
     check_version()
     seed_everything()
+    if sys.argv[1:] == ["--pbtxt"]:
+        # Only the text-format copies: python3 scripts/make_fixtures.py --pbtxt
+        export_pbtxt()
+        return
     if sys.argv[1:] == ["--zoo"]:
         # Only the model zoo (slow to rebuild, large): python3 scripts/make_fixtures.py --zoo
         if os.path.isdir(p(ZOO_ROOT)):

@@ -180,6 +180,50 @@ START_TEST(test_parse_file) {
 }
 END_TEST
 
+/* Files written against TensorFlow's full .proto files: with
+ * CFG_PBTXT_SKIP_UNKNOWN, fields our .proto files leave out (scalars,
+ * strings, blocks, lists, Any expansions) are skipped and the rest parses;
+ * without it they are errors; skipped text must still be well formed. */
+START_TEST(test_skip_unknown_fields) {
+  const char *text =
+      "model_config_list {\n"
+      "  some_future_field: 7\n"
+      "  config { name: 'a' base_path: '/m/a' unknown_str: 'x' \"y\"\n"
+      "    unknown_block { deep { deeper: [1, 2, {z: 3}] } [type.googleapis.com/x.Y] { v: 1 } }\n"
+      "    unknown_list: [ 'p', 'q' ] unknown_enum: SOME_VALUE\n"
+      "    model_platform: 'tensorflow' }\n"
+      "}\n"
+      "[type.googleapis.com/foo.Bar] { a: 1 }\n";
+  ProtobufCMessage *m = NULL;
+  td_err err;
+  td_err_clear(&err);
+  ck_assert_int_eq(cfg_pbtxt_parse_flags(text, strlen(text),
+                                         &tensorflow__serving__model_server_config__descriptor,
+                                         CFG_PBTXT_SKIP_UNKNOWN, &m, &err),
+                   TD_OK);
+  MSC *c = (MSC *)m;
+  ck_assert_uint_eq(c->model_config_list->n_config, 1);
+  ck_assert_str_eq(c->model_config_list->config[0]->name, "a");
+  ck_assert_str_eq(c->model_config_list->config[0]->model_platform, "tensorflow");
+  protobuf_c_message_free_unpacked(m, NULL);
+  parse_err(text, "has no field named \"some_future_field\"");
+  const char *bad[] = {"model_config_list { junk { a: 1 }", /* unclosed */
+                       "model_config_list { junk: [1, 2 }", /* list */
+                       "model_config_list { junk: } }",     /* no value */
+                       "model_config_list { [type.x { } }"}; /* bracket */
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    m = NULL;
+    td_err_clear(&err);
+    ck_assert_int_eq(cfg_pbtxt_parse_flags(bad[i], strlen(bad[i]),
+                                           &tensorflow__serving__model_server_config__descriptor,
+                                           CFG_PBTXT_SKIP_UNKNOWN, &m, &err),
+                     TD_INVALID_ARGUMENT);
+    ck_assert_ptr_null(m);
+    ck_assert_msg(strstr(err.msg, "line 1"), "%s", err.msg);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cfg_pbtxt");
   TCase *tc = tcase_create("core");
@@ -190,6 +234,7 @@ int main(void) {
   tcase_add_test(tc, test_errors_name_line_and_column);
   tcase_add_test(tc, test_depth_and_garbage_never_crash);
   tcase_add_test(tc, test_parse_file);
+  tcase_add_test(tc, test_skip_unknown_fields);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
