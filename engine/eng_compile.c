@@ -202,6 +202,56 @@ static bool channel_const_in(const eng_tensor *k, int64_t c, const eng_shape *s)
   return true;
 }
 
+/* Pad (zeros on H and W, a Const amount) -> DepthwiseConv2dNative with
+ * VALID padding, the Pad's only reader: Keras's ZeroPadding2D before a
+ * stride-2 depthwise layer. The Pad step passes its input through and the
+ * convolution applies the padding as its window's (skipping the padded
+ * copy, its zero fill and one pass over the activations). Op defs of the
+ * plan only, so the graph is untouched; names of their own, so another
+ * executor that does not know them runs them on the CPU. */
+static td_code k_pad_view(eng_kctx *c) {
+  c->out[0] = eng_tensor_share(&c->in[0]);
+  return TD_OK;
+}
+static const eng_op_def pad_view_def = {"_PadView", 0, NULL, k_pad_view};
+static const eng_op_def dw_padded_def = {"_DepthwiseConv2dNativePadded", 0, NULL,
+                                         eng_k_depthwise_conv2d_padded};
+
+static void fold_pads(eng_plan *p) {
+  const eng_graph *g = eng_model_graph(p->m);
+  int *readers = calloc((size_t)p->n_values + 1, sizeof *readers);
+  int *reader = malloc(sizeof *reader * ((size_t)p->n_values + 1));
+  if (!readers || !reader) goto out;
+  for (int s = 0; s < p->n_steps; s++) {
+    const eng_node *nd = eng_graph_node(g, p->steps[s]);
+    for (int k = 0; k < nd->n_in; k++) {
+      int v = p->base[nd->in[k].node] + nd->in[k].index;
+      readers[v]++;
+      reader[v] = s;
+    }
+  }
+  for (int s = 0; s < p->n_steps; s++) {
+    const eng_node *nd = eng_graph_node(g, p->steps[s]);
+    int64_t pads[4];
+    if (strcmp(p->ops[s]->name, "Pad") || (p->epi && p->epi[s]) || !eng_pad_hw(g, nd, pads))
+      continue;
+    int v = p->base[p->steps[s]];
+    if (readers[v] != 1 || is_fetched(p, v) || is_fed(p, v)) continue;
+    int d = reader[v];
+    const eng_node *dn = eng_graph_node(g, p->steps[d]);
+    if (strcmp(p->ops[d]->name, "DepthwiseConv2dNative") || dn->n_in != 2 ||
+        p->base[dn->in[0].node] + dn->in[0].index != v ||
+        strcmp(eng_attr_str(dn, "padding", "VALID"), "VALID") ||
+        strcmp(eng_attr_str(dn, "data_format", "NHWC"), "NHWC"))
+      continue;
+    p->ops[s] = &pad_view_def;
+    p->ops[d] = &dw_padded_def;
+  }
+out:
+  free(readers);
+  free(reader);
+}
+
 /* A BatchMatMul whose left operand is not adjoint: with a constant matrix
  * (rank 2) on the right it is a dense layer over all leading dims, which
  * eng_k_batch_matmul runs through a packed weight with a fused epilogue.
@@ -371,6 +421,7 @@ void eng_plan_compile(eng_plan *p) {
   if (!foldable_plan(p)) return;
   fold(p);
   fuse(p);
+  fold_pads(p);
   pack_weights(p);
   recount_uses(p);
 }
@@ -564,6 +615,7 @@ static eng_plan *build_spec(eng_plan *p, const eng_tensor *in) {
     return NULL;
   }
   fuse(sp);
+  fold_pads(sp);
   pack_weights(sp);
   recount_uses(sp);
   sp->is_specialised = true;

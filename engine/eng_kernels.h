@@ -173,5 +173,12 @@ td_code eng_k_fused_batch_norm(eng_kctx *c);
 td_code eng_k_softmax(eng_kctx *c);
 td_code eng_s_conv2d(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
 td_code eng_s_pool(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+/* A Pad node (zeros) of an NHWC tensor by a Const amount on H and W only:
+ * out = (top, bottom, left, right). */
+bool eng_pad_hw(const eng_graph *g, const eng_node *pad, int64_t out[4]);
+/* DepthwiseConv2dNative (VALID) reading, as input 0, the unpadded input of
+ * the Pad node feeding it (that Pad's step passes its input through): the
+ * padding is applied as the window's own. Set by eng_compile.c. */
+td_code eng_k_depthwise_conv2d_padded(eng_kctx *c);
 
 #endif

@@ -16,6 +16,7 @@
 #include "eng_dwconv.h"
 #include "eng_gemm.h"
 #include "eng_kernels.h"
+#include "eng_model.h"
 #include "eng_vmath.h"
 
 typedef eng_conv_geom geom;
@@ -49,8 +50,11 @@ static td_code window_1d(eng_kctx *c, const char *pad, int64_t in, int64_t k, in
   return TD_OK;
 }
 
-/* Reads strides/dilations/padding of a conv or pool over x (NHWC). */
-static td_code get_geom(eng_kctx *c, const eng_tensor *x, int64_t kh, int64_t kw, geom *g) {
+/* Reads strides/dilations/padding of a conv or pool over x (NHWC). pads,
+ * when not NULL, is (top, bottom, left, right) zero padding applied before
+ * a VALID window (a folded Pad): the geometry is then EXPLICIT. */
+static td_code get_geom_pad(eng_kctx *c, const eng_tensor *x, int64_t kh, int64_t kw,
+                            const int64_t *pads, geom *g) {
   const char *fmt = eng_attr_str(c->node, "data_format", "NHWC");
   if (strcmp(fmt, "NHWC"))
     return eng_kfail(c, TD_UNIMPLEMENTED, "data_format %s is not supported on CPU (NHWC only)", fmt);
@@ -68,12 +72,22 @@ static td_code get_geom(eng_kctx *c, const eng_tensor *x, int64_t kh, int64_t kw
   const char *pad = eng_attr_str(c->node, "padding", "VALID");
   if (!strcmp(pad, "EXPLICIT") && nep != 8)
     return eng_kfail(c, TD_INVALID_ARGUMENT, "explicit_paddings must have 8 elements");
+  if (pads) {
+    if (strcmp(pad, "VALID"))
+      return eng_kfail(c, TD_INTERNAL, "a folded Pad needs a VALID window");
+    pad = "EXPLICIT";
+    for (int i = 0; i < 4; i++) ep[2 + i] = pads[i];
+  }
   *g = (geom){.n = x->shape.dim[0], .h = x->shape.dim[1], .w = x->shape.dim[2],
               .c = x->shape.dim[3], .kh = kh, .kw = kw, .sh = st[1], .sw = st[2],
               .dh = dl[1], .dw = dl[2]};
   td_code rc = window_1d(c, pad, g->h, kh, g->sh, g->dh, ep + 2, &g->oh, &g->pt);
   if (!rc) rc = window_1d(c, pad, g->w, kw, g->sw, g->dw, ep + 4, &g->ow, &g->pl);
   return rc;
+}
+
+static td_code get_geom(eng_kctx *c, const eng_tensor *x, int64_t kh, int64_t kw, geom *g) {
+  return get_geom_pad(c, x, kh, kw, NULL, g);
 }
 
 static td_code out_nhwc(eng_kctx *c, const geom *g, int64_t ch, bool zero) {
@@ -270,7 +284,7 @@ td_code eng_k_conv2d(eng_kctx *c) {
 
 /* --- DepthwiseConv2dNative --------------------------------------------------- */
 
-td_code eng_k_depthwise_conv2d(eng_kctx *c) {
+static td_code depthwise(eng_kctx *c, const int64_t *pads) {
   const eng_tensor *x = &c->in[0], *f = &c->in[1];
   td_code rc = eng_kwant(c, 0, ENG_DT_FLOAT);
   if (!rc) rc = eng_kwant(c, 1, ENG_DT_FLOAT);
@@ -279,7 +293,7 @@ td_code eng_k_depthwise_conv2d(eng_kctx *c) {
     return eng_kfail(c, TD_INVALID_ARGUMENT, "filter must be 4-dimensional, got rank %d",
                      f->shape.rank);
   geom g;
-  if ((rc = get_geom(c, x, f->shape.dim[0], f->shape.dim[1], &g))) return rc;
+  if ((rc = get_geom_pad(c, x, f->shape.dim[0], f->shape.dim[1], pads, &g))) return rc;
   int64_t mult = f->shape.dim[3];
   if (f->shape.dim[2] != g.c)
     return eng_kfail(c, TD_INVALID_ARGUMENT, "input depth %lld does not match the filter's %lld",
@@ -312,6 +326,38 @@ td_code eng_k_depthwise_conv2d(eng_kctx *c) {
         eng_kepilogue(c, o, 1, oc);
       }
   return TD_OK;
+}
+
+td_code eng_k_depthwise_conv2d(eng_kctx *c) { return depthwise(c, NULL); }
+
+/* The paddings of a Pad node whose amounts are a Const node's value:
+ * (top, bottom, left, right) of an NHWC tensor, false unless only H and W
+ * are padded. */
+bool eng_pad_hw(const eng_graph *g, const eng_node *pad, int64_t out[4]) {
+  if (strcmp(pad->op, "Pad") || pad->n_in != 2) return false;
+  const eng_node *k = eng_graph_node(g, pad->in[1].node);
+  const eng_attr *a = strcmp(k->op, "Const") ? NULL : eng_node_attr(k, "value");
+  if (!a || a->kind != ENG_ATTR_TENSOR) return false;
+  const eng_tensor *t = &a->tensor;
+  if (t->shape.rank != 2 || t->shape.dim[0] != 4 || t->shape.dim[1] != 2) return false;
+  int64_t v[8];
+  for (int i = 0; i < 8; i++) {
+    if (t->dtype == ENG_DT_INT32) v[i] = ((const int32_t *)eng_tensor_data(t))[i];
+    else if (t->dtype == ENG_DT_INT64) v[i] = ((const int64_t *)eng_tensor_data(t))[i];
+    else return false;
+    if (v[i] < 0) return false;
+  }
+  if (v[0] || v[1] || v[6] || v[7]) return false;
+  for (int i = 0; i < 4; i++) out[i] = v[2 + i];
+  return true;
+}
+
+td_code eng_k_depthwise_conv2d_padded(eng_kctx *c) {
+  const eng_graph *g = eng_model_graph(c->model);
+  int64_t pads[4];
+  if (!eng_pad_hw(g, eng_graph_node(g, c->node->in[0].node), pads))
+    return eng_kfail(c, TD_INTERNAL, "input 0 is not a foldable Pad");
+  return depthwise(c, pads);
 }
 
 /* --- pools ------------------------------------------------------------------- */

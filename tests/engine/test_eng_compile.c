@@ -490,6 +490,82 @@ START_TEST(einsum_matches_naive) {
 }
 END_TEST
 
+/* Pad (a Const amount on H and W) -> DepthwiseConv2dNative VALID: folded
+ * into the convolution's window when the Pad has no other reader (and the
+ * same numbers when it has one and is not folded), against a double loop
+ * over the zero-padded input. */
+static void pad_dw_case(int stride, bool second_reader) {
+  const int64_t h = 7, w = 6, c = 5, pt = 0, pb = 1, pl = 2, pr = 1;
+  eng_graph *g = eng_graph_create();
+  placeholder(g, "x");
+  float f[45], xv[210];
+  for (int i = 0; i < 45; i++) f[i] = cval(i, 9);
+  for (int i = 0; i < 210; i++) xv[i] = cval(i, 10);
+  konst(g, "W", 4, (int64_t[]){3, 3, c, 1}, f);
+  int32_t pv[8] = {0, 0, (int32_t)pt, (int32_t)pb, (int32_t)pl, (int32_t)pr, 0, 0};
+  int pk = node(g, "pads", "Const", 1, NULL);
+  eng_attr *a = eng_graph_add_attr(g, pk, "value");
+  a->kind = ENG_ATTR_TENSOR;
+  eng_shape ps = eng_shape_make(2, (int64_t[]){4, 2});
+  ck_assert_int_eq(eng_tensor_alloc(&a->tensor, ENG_DT_INT32, &ps, NULL), TD_OK);
+  memcpy(eng_tensor_data(&a->tensor), pv, sizeof pv);
+  node(g, "p", "Pad", 1, "x", "pads", NULL);
+  int d = node(g, "dw", "DepthwiseConv2dNative", 1, "p", "W", NULL);
+  list_attr(g, d, "strides", 4, (int64_t[]){1, stride, stride, 1});
+  a = eng_graph_add_attr(g, d, "padding");
+  a->kind = ENG_ATTR_S;
+  a->s.data = strdup("VALID");
+  a->s.len = 5;
+  node(g, "y", "Relu", 1, "dw", NULL);
+  if (second_reader) node(g, "z", "Relu", 1, "p", NULL);
+  eng_model *m;
+  td_err err;
+  ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
+  const char *in[] = {"x:0"}, *out[] = {"y:0", "z:0"};
+  eng_plan *p;
+  ck_assert_int_eq(eng_plan_create(m, 1, in, second_reader ? 2 : 1, out, 0, NULL, &p, &err),
+                   TD_OK);
+  eng_tensor x = tensor(4, (int64_t[]){1, h, w, c}, xv), y[2] = {{0}};
+  ck_assert_msg(eng_plan_run(p, &x, y, &err) == TD_OK, "%s", err.msg);
+  int64_t hp = h + pt + pb, wp = w + pl + pr, oh = (hp - 3 + stride) / stride,
+          ow = (wp - 3 + stride) / stride;
+  ck_assert_int_eq(y[0].shape.dim[1], oh);
+  ck_assert_int_eq(y[0].shape.dim[2], ow);
+  const float *yv = eng_tensor_data(&y[0]);
+  for (int64_t i = 0; i < oh; i++)
+    for (int64_t j = 0; j < ow; j++)
+      for (int64_t k = 0; k < c; k++) {
+        double want = 0;
+        for (int u = 0; u < 3; u++)
+          for (int v = 0; v < 3; v++) {
+            int64_t ih = i * stride + u - pt, iw = j * stride + v - pl;
+            if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
+            want += (double)xv[(ih * w + iw) * c + k] * f[(u * 3 + v) * c + k];
+          }
+        want = want > 0 ? want : 0;
+        float got = yv[(i * ow + j) * c + k];
+        ck_assert_msg(fabs(got - want) <= 1e-5 * (1 + fabs(want)),
+                      "stride %d reader %d: y[%lld,%lld,%lld] = %g, want %g", stride,
+                      second_reader, (long long)i, (long long)j, (long long)k, got, want);
+      }
+  if (second_reader) { /* the padded tensor itself, unchanged */
+    ck_assert_int_eq(y[1].shape.dim[1], hp);
+    ck_assert_int_eq(y[1].shape.dim[2], wp);
+    ck_assert_float_eq(((const float *)eng_tensor_data(&y[1]))[0], 0);
+  }
+  for (int i = 0; i < 2; i++) eng_tensor_release(&y[i]);
+  eng_tensor_release(&x);
+  eng_plan_destroy(p);
+  eng_model_destroy(m);
+}
+
+START_TEST(pad_folds_into_depthwise) {
+  pad_dw_case(2, false);
+  pad_dw_case(1, false);
+  pad_dw_case(2, true);
+}
+END_TEST
+
 START_TEST(shape_arithmetic_folds_per_input_shape) {
   /* Keras's Flatten: y = Reshape(x, Pack(StridedSlice(Shape(x), 0, 1), -1)) * 2 */
   eng_graph *g = eng_graph_create();
@@ -549,6 +625,7 @@ int main(void) {
   tcase_add_test(tc, conv_in_place_matches_naive);
   tcase_add_test(tc, dense_reshape_bias_fuses);
   tcase_add_test(tc, einsum_matches_naive);
+  tcase_add_test(tc, pad_folds_into_depthwise);
   tcase_add_test(tc, shape_arithmetic_folds_per_input_shape);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
