@@ -316,3 +316,50 @@ td_code eng_tensor_copy(eng_tensor *dst, const eng_tensor *src, td_err *err) {
   memcpy(eng_tensor_data(dst), eng_tensor_data(src), eng_tensor_nbytes(src));
   return TD_OK;
 }
+
+eng_dtype eng_dtype_widened(eng_dtype dt) {
+  return dt == ENG_DT_HALF || dt == ENG_DT_BFLOAT16 ? ENG_DT_FLOAT : dt;
+}
+
+/* IEEE binary16 to binary32, exactly (subnormals, infinities, NaN). */
+static float half_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1F, man = h & 0x3FF, bits;
+  if (exp == 0x1F) {
+    bits = sign | 0x7F800000u | (man << 13);
+  } else if (exp) {
+    bits = sign | ((exp + 112) << 23) | (man << 13);
+  } else if (!man) {
+    bits = sign;
+  } else { /* subnormal: normalise */
+    int e = -1;
+    do {
+      e++;
+      man <<= 1;
+    } while (!(man & 0x400));
+    bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3FF) << 13);
+  }
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+td_code eng_tensor_widen(eng_tensor *t, td_err *err) {
+  if (t->dtype != ENG_DT_HALF && t->dtype != ENG_DT_BFLOAT16) return TD_OK;
+  eng_tensor w;
+  td_code rc = eng_tensor_alloc_raw(&w, ENG_DT_FLOAT, &t->shape, err);
+  if (rc) return rc;
+  int64_t n = eng_tensor_numel(t);
+  const uint16_t *src = eng_tensor_data(t);
+  float *dst = eng_tensor_data(&w);
+  for (int64_t i = 0; i < n; i++) {
+    if (t->dtype == ENG_DT_HALF) {
+      dst[i] = half_to_float(src[i]);
+    } else {
+      uint32_t bits = (uint32_t)src[i] << 16;
+      memcpy(&dst[i], &bits, sizeof bits);
+    }
+  }
+  eng_tensor_release(t);
+  *t = w;
+  return TD_OK;
+}

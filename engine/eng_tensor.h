@@ -96,4 +96,12 @@ void eng_tensor_release(eng_tensor *t);
 /* Deep copy (new buffer). */
 td_code eng_tensor_copy(eng_tensor *dst, const eng_tensor *src, td_err *err);
 
+/* Low-precision floats are widened to float32 when a model loads: the
+ * engine computes in float32 (see the README). ENG_DT_FLOAT for half and
+ * bfloat16, the dtype itself otherwise. */
+eng_dtype eng_dtype_widened(eng_dtype dt);
+/* Replaces a half or bfloat16 tensor by its exact float32 equivalent; other
+ * tensors are left alone. */
+td_code eng_tensor_widen(eng_tensor *t, td_err *err);
+
 #endif

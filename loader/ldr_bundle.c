@@ -757,7 +757,9 @@ td_code ldr_bundle_read(const ldr_bundle *b, const char *key, eng_dtype want, en
   bool is_ref = false;
   eng_dtype dt = eng_dtype_from_tf(e->tf_dtype, &is_ref);
   if (is_ref) dt = ENG_DT_INVALID; /* a checkpoint stores values, never refs */
-  if (want != ENG_DT_INVALID && dt != want) {
+  /* Half and bfloat16 checkpoints feed graphs widened to float32. */
+  bool widen = want == ENG_DT_FLOAT && eng_dtype_widened(dt) == ENG_DT_FLOAT && dt != want;
+  if (want != ENG_DT_INVALID && dt != want && !widen) {
     char num[16];
     snprintf(num, sizeof num, "%d", e->tf_dtype);
     return td_err_set(err, TD_INVALID_ARGUMENT,
@@ -801,6 +803,7 @@ td_code ldr_bundle_read(const ldr_bundle *b, const char *key, eng_dtype want, en
   rc = pread_full(b->fds[e->shard], path, eng_tensor_data(&t), (size_t)e->size, e->offset, err);
   if (!rc && ldr_crc32c_mask(ldr_crc32c(eng_tensor_data(&t), (size_t)e->size)) != e->crc)
     rc = td_err_set(err, TD_DATA_LOSS, "%s: checksum mismatch for tensor '%s'", path, skey);
+  if (!rc && widen) rc = eng_tensor_widen(&t, err);
   if (rc) {
     eng_tensor_release(&t);
     return rc;

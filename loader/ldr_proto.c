@@ -32,7 +32,7 @@ td_code ldr_proto_shape(const Tensorflow__TensorShapeProto *p, eng_shape *out, t
       dst[i] = (T)(src)[(size_t)i < (count) ? (size_t)i : (count)-1]; \
   } while (0)
 
-td_code ldr_proto_tensor(const Tensorflow__TensorProto *p, eng_tensor *out, td_err *err) {
+static td_code decode_tensor(const Tensorflow__TensorProto *p, eng_tensor *out, td_err *err) {
   bool is_ref;
   eng_dtype dt = eng_dtype_from_tf(p->dtype, &is_ref);
   eng_shape shape;
@@ -121,6 +121,12 @@ td_code ldr_proto_tensor(const Tensorflow__TensorProto *p, eng_tensor *out, td_e
   return TD_OK;
 }
 
+td_code ldr_proto_tensor(const Tensorflow__TensorProto *p, eng_tensor *out, td_err *err) {
+  td_code rc = decode_tensor(p, out, err);
+  if (!rc && (rc = eng_tensor_widen(out, err))) eng_tensor_release(out);
+  return rc;
+}
+
 static bool dup_bytes(eng_bytes *b, const ProtobufCBinaryData *src) {
   b->len = src->len;
   b->data = malloc(src->len + 1);
@@ -157,7 +163,8 @@ static td_code attr_list(const Tensorflow__AttrValue__ListValue *l, eng_attr *a,
     for (size_t i = 0; i < l->n_b; i++) a->lb[i] = l->b[i];
   } else if (l->n_type) {
     TAKE(l->n_type, ENG_ATTR_TYPE, ltype, eng_dtype);
-    for (size_t i = 0; i < l->n_type; i++) a->ltype[i] = eng_dtype_from_tf(l->type[i], NULL);
+    for (size_t i = 0; i < l->n_type; i++)
+      a->ltype[i] = eng_dtype_widened(eng_dtype_from_tf(l->type[i], NULL));
   } else if (l->n_shape) {
     TAKE(l->n_shape, ENG_ATTR_SHAPE, lshape, eng_shape);
     for (size_t i = 0; i < l->n_shape; i++) {
@@ -187,7 +194,7 @@ td_code ldr_proto_attr(const Tensorflow__AttrValue *v, eng_attr *a, td_err *err)
     case TENSORFLOW__ATTR_VALUE__VALUE_B: a->kind = ENG_ATTR_B; a->b = v->b; return TD_OK;
     case TENSORFLOW__ATTR_VALUE__VALUE_TYPE:
       a->kind = ENG_ATTR_TYPE;
-      a->type = eng_dtype_from_tf(v->type, NULL);
+      a->type = eng_dtype_widened(eng_dtype_from_tf(v->type, NULL));
       return TD_OK;
     case TENSORFLOW__ATTR_VALUE__VALUE_SHAPE:
       a->kind = ENG_ATTR_SHAPE;

@@ -6,7 +6,11 @@
  * TensorProto decoding follows TensorFlow: tensor_content when present
  * (not for strings), else the typed repeated field, where fewer values than
  * the shape needs repeat the last one and none means zeros. Values that do
- * not fit the shape are INVALID_ARGUMENT naming the count. Pure functions,
+ * not fit the shape are INVALID_ARGUMENT naming the count.
+ *
+ * float16 and bfloat16 are widened to float32 here, in tensors and in type
+ * attributes (T, dtype, DstT, ...): a model with low-precision weights
+ * becomes a float32 graph at load, and computes in float32. Pure functions,
  * thread-safe. */
 #ifndef LDR_PROTO_H
 #define LDR_PROTO_H

@@ -128,7 +128,7 @@ static td_code convert_infos(Tensorflow__SignatureDef__InputsEntry **entries, si
                         entries[i]->key);
     t[i].name = strdup(ti->name);
     if (!t[i].name) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
-    t[i].dtype = eng_dtype_from_tf(ti->dtype, NULL);
+    t[i].dtype = eng_dtype_widened(eng_dtype_from_tf(ti->dtype, NULL)); /* tf_dtype keeps DT_HALF */
     t[i].tf_dtype = ti->dtype;
     const ProtobufCEnumValue *dv =
         protobuf_c_enum_descriptor_get_value(&tensorflow__data_type__descriptor, ti->dtype);

@@ -16,6 +16,11 @@ MobileNetV2, transformer encoder, two-input/two-output model):
   tests/fixtures/models/zoo/<model>/1/                model.export() or tf.saved_model.save
   tests/fixtures/zoo.json                            TF's outputs at batch 1 and 8
 
+With --lowp it writes only Keras models whose weights are float16 or bfloat16
+(dtype policies "float16" / "bfloat16"), exported with model.export():
+  tests/fixtures/models/lowp/<model>/1/
+  tests/fixtures/lowp.json                           TF's outputs at batch 1 and 8
+
 With --pbtxt it writes only text-format copies of existing SavedModels, made by
 TensorFlow's own text_format from their saved_model.pb (the tests pair each with
 its model's variables/ in a temporary directory):
@@ -528,6 +533,39 @@ PBTXT = {"half_plus_two_tf1": TF1_DIR, "zoo_mlp": "tests/fixtures/models/zoo/mlp
          "zoo_transformer": "tests/fixtures/models/zoo/transformer/1"}
 
 
+LOWP_ROOT = "tests/fixtures/models/lowp"
+LOWP_JSON = "tests/fixtures/lowp.json"
+
+
+def export_lowp():
+    import keras
+    from keras import layers
+    keras.utils.set_random_seed(0)
+    if os.path.isdir(p(LOWP_ROOT)):
+        shutil.rmtree(p(LOWP_ROOT))
+    out = {}
+    spec = {"x": {"dtype": "float32", "shape": [32], "gen": "float", "seed": 11}}
+    for name, dt in (("mlp_f16", "float16"), ("mlp_bf16", "bfloat16")):
+        model = keras.Sequential([keras.Input((32,), name="x"),
+                                  layers.Dense(64, activation="relu", dtype=dt),
+                                  layers.Dense(10, activation="softmax", dtype=dt)], name=name)
+        rel = os.path.join(LOWP_ROOT, name, "1")
+        model.export(p(rel), verbose=False)
+        fn = tf.saved_model.load(p(rel)).signatures["serving_default"]
+        entry = {"dir": rel, "export": "model.export", "signature": "serving_default",
+                 "weights": dt, "inputs": spec, "outputs": {}}
+        for b in ZOO_BATCHES:
+            res = fn(x=tf.constant(zoo_input(spec["x"], b)))
+            for alias, t in sorted(res.items()):
+                o = entry["outputs"].setdefault(alias, {"dtype": t.dtype.name})
+                o["batch%d" % b] = {"shape": list(t.shape),
+                                    "values": floats(tf.cast(t, tf.float32).numpy())}
+        out[name] = entry
+    with open(p(LOWP_JSON), "w") as f:
+        json.dump({"models": out}, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
 def export_pbtxt():
     from google.protobuf import text_format
     from tensorflow.core.protobuf import saved_model_pb2
@@ -543,6 +581,10 @@ def export_pbtxt():
 def main():
     check_version()
     seed_everything()
+    if sys.argv[1:] == ["--lowp"]:
+        # Only the float16 / bfloat16 models: python3 scripts/make_fixtures.py --lowp
+        export_lowp()
+        return
     if sys.argv[1:] == ["--pbtxt"]:
         # Only the text-format copies: python3 scripts/make_fixtures.py --pbtxt
         export_pbtxt()
