@@ -217,6 +217,21 @@ static int g_alias(gx *g, eng_dev_val *out) {
   return res;
 }
 
+/* Cast to its own dtype (float16 models after widening: float to float)
+ * passes the buffer through; real conversions run on the CPU. */
+static int g_cast(gx *g, eng_dev_val *out) {
+  eng_dtype dt = dtype_of(g, 0);
+  eng_shape s = shape_of(g, 0);
+  if (eng_node_attr_type(g->nd, "DstT", ENG_DT_INVALID) != dt || !fixed_size(dt) ||
+      !worth(g, 0, 1, eng_shape_numel(&s)))
+    return G_DECLINE;
+  const void *d;
+  NEED_DEV(0, d);
+  (void)d;
+  *out = g->dv[vin(g, 0)];
+  return G_OK;
+}
+
 /* IdentityN passes every input through; NoOp has nothing to do. */
 static int g_identity_n(gx *g, eng_dev_val *out) {
   if (g->nd->n_out != g->nd->n_in || !worth(g, 0, g->nd->n_in, 0)) return G_DECLINE;
@@ -865,6 +880,7 @@ static const struct gop {
     {"BatchMatMulV2", g_batch_matmul},
     {"BatchMatMulV3", g_batch_matmul},
     {"BiasAdd", g_binary},
+    {"Cast", g_cast},
     {"ConcatV2", g_concat},
     {"Conv2D", g_conv2d},
     {"Cos", g_unary},

@@ -226,6 +226,7 @@ static const rcase rcases[] = {
     {"Reshape", "", 2, {F(4, 6), I1(3, 2, -1, 3)}, NULL, 0},
     {"ExpandDims", "", 2, {F(4, 6), {R_INTS, ENG_DT_INT32, 0, {0}, {1}, true}}, NULL, 0},
     {"Squeeze", "squeeze_dims=li:1", 1, {F(4, 1, 6)}, NULL, 0},
+    {"Cast", "DstT=t:1", 1, {F(4, 6)}, NULL, 0},
     {"Add", "", 2, {F(8, 16, 40), F(40)}, NULL, 0},
     {"AddV2", "", 2, {F(1), F(5, 3)}, NULL, 0},
     {"Mul", "", 2, {F(2, 1, 4), F(3, 1)}, NULL, 0},
