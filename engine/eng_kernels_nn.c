@@ -9,6 +9,7 @@
  * with the odd padding cell at the end, EXPLICIT takes explicit_paddings;
  * eff = (k - 1) * dilation + 1. */
 #include <cblas.h>
+#include <immintrin.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,17 +194,20 @@ static td_code conv_in_place(eng_kctx *c, const geom *g, const float *x, float *
     wp = g->w;
   }
   const float *rows[ROWS_CHUNK];
-  int64_t total = g->n * g->oh * g->ow, ow = 0, oh = 0, n = 0;
+  int64_t total = g->n * g->oh * g->ow, ow = 0, oh = 0, n = 0, step = g->sw * g->c;
+  const float *rp = src; /* window of pixel (n, oh, ow) */
   for (int64_t p0 = 0; p0 < total; p0 += ROWS_CHUNK) {
     int64_t m = total - p0 < ROWS_CHUNK ? total - p0 : ROWS_CHUNK;
-    for (int64_t i = 0; i < m; i++) { /* pixel p0 + i is (n, oh, ow) */
-      rows[i] = src + ((n * hp + oh * g->sh) * wp + ow * g->sw) * g->c;
+    for (int64_t i = 0; i < m; i++) {
+      rows[i] = rp;
+      rp += step;
       if (++ow == g->ow) {
         ow = 0;
         if (++oh == g->oh) {
           oh = 0;
           n++;
         }
+        if (n < g->n) rp = src + (n * hp + oh * g->sh) * wp * g->c;
       }
     }
     eng_gemm_run_rows(rows, m, g->kh, g->dh * wp * g->c, g->kw * g->c, c->packed,
@@ -362,6 +366,88 @@ td_code eng_k_depthwise_conv2d_padded(eng_kctx *c) {
 
 /* --- pools ------------------------------------------------------------------- */
 
+/* One output pixel of a pool: channels in blocks of eight with a fixed
+ * inner trip count (which the compiler turns into vector registers), the
+ * rest one by one; off is the offset of the window's (0, 0) cell in x (which
+ * may lie in the padding: only valid cells are read), rs the row step. */
+#define POOL_BLK 8
+static void pool_max_pixel(const float *x, int64_t off, int64_t rs, int64_t c, int64_t i0, int64_t i1,
+                           int64_t j0, int64_t j1, float *restrict o) {
+  int64_t ch = 0;
+  for (; ch + POOL_BLK <= c; ch += POOL_BLK) {
+    float m[POOL_BLK];
+    for (int v = 0; v < POOL_BLK; v++) m[v] = -INFINITY;
+    for (int64_t i = i0; i < i1; i++)
+      for (int64_t j = j0; j < j1; j++) {
+        const float *restrict ip = x + (off + i * rs + j * c + ch);
+        for (int v = 0; v < POOL_BLK; v++) m[v] = ip[v] > m[v] ? ip[v] : m[v];
+      }
+    for (int v = 0; v < POOL_BLK; v++) o[ch + v] = m[v];
+  }
+  for (; ch < c; ch++) {
+    float m = -INFINITY;
+    for (int64_t i = i0; i < i1; i++)
+      for (int64_t j = j0; j < j1; j++) {
+        float v = x[off + i * rs + j * c + ch];
+        m = v > m ? v : m;
+      }
+    o[ch] = m;
+  }
+}
+
+/* The same for AvgPool: the sum over the valid cells in window order, then
+ * one division by their count (TF's SAME averages count only those). */
+static void pool_avg_pixel(const float *x, int64_t off, int64_t rs, int64_t c, int64_t i0, int64_t i1,
+                           int64_t j0, int64_t j1, int64_t cnt, float *restrict o) {
+  int64_t ch = 0;
+  for (; ch + POOL_BLK <= c; ch += POOL_BLK) {
+    float s[POOL_BLK] = {0};
+    for (int64_t i = i0; i < i1; i++)
+      for (int64_t j = j0; j < j1; j++) {
+        const float *restrict ip = x + (off + i * rs + j * c + ch);
+        for (int v = 0; v < POOL_BLK; v++) s[v] += ip[v];
+      }
+    for (int v = 0; v < POOL_BLK; v++) o[ch + v] = cnt ? s[v] / (float)cnt : s[v];
+  }
+  for (; ch < c; ch++) {
+    float s = 0;
+    for (int64_t i = i0; i < i1; i++)
+      for (int64_t j = j0; j < j1; j++) s += x[off + i * rs + j * c + ch];
+    o[ch] = cnt ? s / (float)cnt : s;
+  }
+}
+
+/* One output row of a pool on AVX2: eight channels a vector (masked at the
+ * tail), max as (x > m ? x : m) like the scalar code, sums in window order;
+ * rows [i0, i1) of the window are valid. */
+__attribute__((target("avx2"))) static void pool_row_avx2(bool is_max, const geom *g,
+                                                          const float *x, int64_t n, int64_t ih0,
+                                                          int64_t i0, int64_t i1, float *o) {
+  const int64_t c = g->c, rs = g->w * c;
+  for (int64_t ow = 0; ow < g->ow; ow++, o += c) {
+    int64_t iw0 = ow * g->sw - g->pl, j0 = iw0 < 0 ? -iw0 : 0;
+    int64_t j1 = g->w - iw0 < g->kw ? g->w - iw0 : g->kw;
+    int64_t cnt = i1 > i0 && j1 > j0 ? (i1 - i0) * (j1 - j0) : 0;
+    int64_t off = ((n * g->h + ih0) * g->w + iw0) * c;
+    for (int64_t ch = 0; ch < c; ch += 8) {
+      int cw = c - ch < 8 ? (int)(c - ch) : 8;
+      __m256i m = _mm256_sub_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(cw));
+      __m256 acc = is_max ? _mm256_set1_ps(-INFINITY) : _mm256_setzero_ps();
+      for (int64_t i = i0; i < i1; i++)
+        for (int64_t j = j0; j < j1; j++) {
+          const float *p = x + (off + i * rs + j * c + ch);
+          __m256 v = cw == 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, m);
+          acc = is_max ? _mm256_max_ps(v, acc) : _mm256_add_ps(acc, v);
+        }
+      if (!is_max && cnt) acc = _mm256_div_ps(acc, _mm256_set1_ps((float)cnt));
+      if (cw == 8)
+        _mm256_storeu_ps(o + ch, acc);
+      else
+        _mm256_maskstore_ps(o + ch, m, acc);
+    }
+  }
+}
+
 static td_code pool(eng_kctx *c, bool is_max) {
   const eng_tensor *x = &c->in[0];
   td_code rc = eng_kwant(c, 0, ENG_DT_FLOAT);
@@ -373,33 +459,29 @@ static td_code pool(eng_kctx *c, bool is_max) {
     return eng_kfail(c, TD_UNIMPLEMENTED, "pooling across the batch or depth dimension");
   geom g;
   if ((rc = get_geom(c, x, k[1], k[2], &g))) return rc;
-  if ((rc = out_nhwc(c, &g, g.c, !is_max))) return rc;
+  if ((rc = out_nhwc(c, &g, g.c, false))) return rc;
+  bool avx2 = __builtin_cpu_supports("avx2");
   const float *xd = eng_tensor_data(x);
   float *y = eng_tensor_data(&c->out[0]);
   for (int64_t n = 0; n < g.n; n++)
     for (int64_t oh = 0; oh < g.oh; oh++) {
       int64_t ih0 = oh * g.sh - g.pt, i0 = ih0 < 0 ? -ih0 : 0;
       int64_t i1 = g.h - ih0 < g.kh ? g.h - ih0 : g.kh;
+      if (avx2) {
+        pool_row_avx2(is_max, &g, xd, n, ih0, i0, i1, y + (n * g.oh + oh) * g.ow * g.c);
+        continue;
+      }
       for (int64_t ow = 0; ow < g.ow; ow++) {
         float *restrict o = y + ((n * g.oh + oh) * g.ow + ow) * g.c;
         int64_t iw0 = ow * g.sw - g.pl, j0 = iw0 < 0 ? -iw0 : 0;
         int64_t j1 = g.w - iw0 < g.kw ? g.w - iw0 : g.kw;
-        /* Valid window cells [i0, i1) x [j0, j1), in window order; the
-         * branch on the pool kind stays outside the channel loops so that
-         * they vectorise. */
+        /* Valid window cells [i0, i1) x [j0, j1), in window order. */
         int64_t cnt = i1 > i0 && j1 > j0 ? (i1 - i0) * (j1 - j0) : 0;
+        int64_t off = ((n * g.h + ih0) * g.w + iw0) * g.c;
         if (is_max)
-          for (int64_t ch = 0; ch < g.c; ch++) o[ch] = -INFINITY;
-        for (int64_t i = i0; i < i1; i++)
-          for (int64_t j = j0; j < j1; j++) {
-            const float *restrict ip = xd + ((n * g.h + ih0 + i) * g.w + iw0 + j) * g.c;
-            if (is_max)
-              for (int64_t ch = 0; ch < g.c; ch++) o[ch] = ip[ch] > o[ch] ? ip[ch] : o[ch];
-            else
-              for (int64_t ch = 0; ch < g.c; ch++) o[ch] += ip[ch];
-          }
-        if (!is_max && cnt)
-          for (int64_t ch = 0; ch < g.c; ch++) o[ch] /= (float)cnt;
+          pool_max_pixel(xd, off, g.w * g.c, g.c, i0, i1, j0, j1, o);
+        else
+          pool_avg_pixel(xd, off, g.w * g.c, g.c, i0, i1, j0, j1, cnt, o);
       }
     }
   return TD_OK;
