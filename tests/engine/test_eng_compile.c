@@ -4,7 +4,11 @@
  * by bias, scale and ReLU runs them in place, a chain is cut where a value
  * has another reader or is fetched, a plan whose variables are not yet
  * set is left unfolded (the read fails when it runs, as before), and a
- * plan specialises itself per input shape, folding the shape arithmetic. */
+ * plan specialises itself per input shape, folding the shape arithmetic.
+ * Kernels whose fast paths only a compiled plan reaches (Conv2D on packed
+ * weights, dense BatchMatMul through a Reshape, Einsum in place, a Pad
+ * folded into a depthwise convolution, the pools) are checked here against
+ * plain loops, through whole plans. */
 #include <check.h>
 #include <math.h>
 #include <stdarg.h>
@@ -566,6 +570,77 @@ START_TEST(pad_folds_into_depthwise) {
 }
 END_TEST
 
+/* MaxPool / AvgPool against a loop over each window's valid cells (SAME
+ * averages over those only), with channel counts that fill whole vectors,
+ * leave a tail, or are smaller than one. */
+static void pool_case(const char *op, int64_t n, int64_t h, int64_t w, int64_t c, int64_t k,
+                      int64_t st, bool same) {
+  bool is_max = !strcmp(op, "MaxPool");
+  eng_graph *g = eng_graph_create();
+  placeholder(g, "x");
+  int id = node(g, "y", op, 1, "x", NULL);
+  list_attr(g, id, "ksize", 4, (int64_t[]){1, k, k, 1});
+  list_attr(g, id, "strides", 4, (int64_t[]){1, st, st, 1});
+  eng_attr *a = eng_graph_add_attr(g, id, "padding");
+  a->kind = ENG_ATTR_S;
+  a->s.data = strdup(same ? "SAME" : "VALID");
+  a->s.len = strlen(a->s.data);
+  int64_t oh = same ? (h + st - 1) / st : (h - k + st) / st;
+  int64_t ow = same ? (w + st - 1) / st : (w - k + st) / st;
+  int64_t th = (oh - 1) * st + k - h, tw = (ow - 1) * st + k - w;
+  int64_t pt = same && th > 0 ? th / 2 : 0, pl = same && tw > 0 ? tw / 2 : 0;
+  int64_t nx = n * h * w * c;
+  float *xv = malloc(sizeof *xv * (size_t)nx);
+  for (int64_t i = 0; i < nx; i++) xv[i] = cval(i, 11);
+  eng_model *m;
+  td_err err;
+  ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
+  const char *in[] = {"x:0"}, *out[] = {"y:0"};
+  eng_plan *p;
+  ck_assert_int_eq(eng_plan_create(m, 1, in, 1, out, 0, NULL, &p, &err), TD_OK);
+  eng_tensor x = tensor(4, (int64_t[]){n, h, w, c}, xv), y = {0};
+  ck_assert_msg(eng_plan_run(p, &x, &y, &err) == TD_OK, "%s", err.msg);
+  const float *yv = eng_tensor_data(&y);
+  for (int64_t b = 0; b < n; b++)
+    for (int64_t i = 0; i < oh; i++)
+      for (int64_t j = 0; j < ow; j++)
+        for (int64_t ch = 0; ch < c; ch++) {
+          double acc = is_max ? -INFINITY : 0;
+          int cnt = 0;
+          for (int64_t u = 0; u < k; u++)
+            for (int64_t v = 0; v < k; v++) {
+              int64_t ih = i * st - pt + u, iw = j * st - pl + v;
+              if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
+              double e = xv[((b * h + ih) * w + iw) * c + ch];
+              acc = is_max ? (e > acc ? e : acc) : acc + e;
+              cnt++;
+            }
+          if (!is_max) acc /= cnt;
+          float got = yv[((b * oh + i) * ow + j) * c + ch];
+          ck_assert_msg(fabs(got - acc) <= 1e-6 * (1 + fabs(acc)),
+                        "%s %lldx%lldx%lld k%lld s%lld %s: y[%lld,%lld,%lld,%lld] = %g, want %g",
+                        op, (long long)h, (long long)w, (long long)c, (long long)k, (long long)st,
+                        same ? "SAME" : "VALID", (long long)b, (long long)i, (long long)j,
+                        (long long)ch, got, acc);
+        }
+  eng_tensor_release(&y);
+  eng_tensor_release(&x);
+  eng_plan_destroy(p);
+  eng_model_destroy(m);
+  free(xv);
+}
+
+START_TEST(pools_match_naive) {
+  const int64_t cs[] = {3, 8, 11, 16};
+  for (int op = 0; op < 2; op++)
+    for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
+      for (int same = 0; same < 2; same++) {
+        pool_case(op ? "AvgPool" : "MaxPool", 1 + (int64_t)(i % 2), 7, 9, cs[i], 3, 2, same);
+        pool_case(op ? "AvgPool" : "MaxPool", 1, 6, 5, cs[i], 2, 1, same);
+      }
+}
+END_TEST
+
 START_TEST(shape_arithmetic_folds_per_input_shape) {
   /* Keras's Flatten: y = Reshape(x, Pack(StridedSlice(Shape(x), 0, 1), -1)) * 2 */
   eng_graph *g = eng_graph_create();
@@ -626,6 +701,7 @@ int main(void) {
   tcase_add_test(tc, dense_reshape_bias_fuses);
   tcase_add_test(tc, einsum_matches_naive);
   tcase_add_test(tc, pad_folds_into_depthwise);
+  tcase_add_test(tc, pools_match_naive);
   tcase_add_test(tc, shape_arithmetic_folds_per_input_shape);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
