@@ -14,8 +14,9 @@
 #include "ldr_crc32c.h"
 #include "ldr_proto.h"
 #include "td_log.h"
-#include "tensorflow_serving/apis/prediction_log.pb-c.h"
 #include "td_file.h"
+#include "tensord/raw_input.pb-c.h"
+#include "tensorflow_serving/apis/prediction_log.pb-c.h"
 
 #define MAX_FILE_BYTES ((size_t)1 << 30)
 #define TFRECORD_HINT ". Please verify your warmup data is in TFRecord format."
@@ -45,17 +46,15 @@ static const char *other_log_type(const Tensorflow__Serving__PredictionLog *log)
   return found;
 }
 
+static td_code find_signature(const ldr_servable *sv, const Tensorflow__Serving__ModelSpec *spec,
+                              const ldr_signature **out, td_err *err);
+
 static td_code run_predict(const ldr_servable *sv, const Tensorflow__Serving__PredictRequest *req,
                            int iterations, td_err *err) {
-  const char *key = req->model_spec && req->model_spec->signature_name &&
-                            *req->model_spec->signature_name
-                        ? req->model_spec->signature_name
-                        : DEFAULT_SIGNATURE;
-  const ldr_signature *sig = ldr_servable_signature(sv, key);
-  if (!sig) return td_err_set(err, TD_FAILED_PRECONDITION, "Serving signature key \"%s\" not found.", key);
-  if (!sig->plan)
-    return td_err_set(err, TD_FAILED_PRECONDITION, "signature '%s' cannot run: %s", key,
-                      sig->plan_error ? sig->plan_error : "no plan");
+  const ldr_signature *sig = NULL;
+  td_code rc0 = find_signature(sv, req->model_spec, &sig, err);
+  if (rc0) return rc0;
+  const char *key = sig->key;
   eng_tensor *in = calloc((size_t)sig->n_inputs + 1, sizeof *in);
   eng_tensor *out = calloc((size_t)sig->n_outputs + 1, sizeof *out);
   td_code rc = in && out ? TD_OK : td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
@@ -84,6 +83,102 @@ static td_code run_predict(const ldr_servable *sv, const Tensorflow__Serving__Pr
   for (int k = 0; in && k < sig->n_inputs; k++) eng_tensor_release(&in[k]);
   free(in);
   free(out);
+  return rc;
+}
+
+/* The signature a request's model_spec names (serving_default when none),
+ * ready to run. */
+static td_code find_signature(const ldr_servable *sv, const Tensorflow__Serving__ModelSpec *spec,
+                              const ldr_signature **out, td_err *err) {
+  const char *key = spec && spec->signature_name && *spec->signature_name ? spec->signature_name
+                                                                           : DEFAULT_SIGNATURE;
+  const ldr_signature *sig = ldr_servable_signature(sv, key);
+  if (!sig) return td_err_set(err, TD_FAILED_PRECONDITION, "Serving signature key \"%s\" not found.", key);
+  if (!sig->plan)
+    return td_err_set(err, TD_FAILED_PRECONDITION, "signature '%s' cannot run: %s", key,
+                      sig->plan_error ? sig->plan_error : "no plan");
+  *out = sig;
+  return TD_OK;
+}
+
+/* A Classify or Regress request: its tf.Examples, serialized as the client
+ * wrote them (a context's bytes first, which parsing merges, as TF Serving
+ * does), form the 1-D string tensor fed to the signature's one input. */
+static td_code run_infer(const ldr_servable *sv, const Tensorflow__Serving__ModelSpec *spec,
+                         const Tensord__Wire__InputRaw *input, int iterations, td_err *err) {
+  const ldr_signature *sig = NULL;
+  td_code rc = find_signature(sv, spec, &sig, err);
+  if (rc) return rc;
+  if (sig->n_inputs != 1 || sig->inputs[0].dtype != ENG_DT_STRING)
+    return td_err_set(err, TD_INVALID_ARGUMENT,
+                      "Expected one input Tensor of DT_STRING in signature '%s'", sig->key);
+  size_t n = 0;
+  ProtobufCBinaryData *ex = NULL, ctx = {0};
+  if (input && input->kind_case == TENSORD__WIRE__INPUT_RAW__KIND_EXAMPLE_LIST) {
+    n = input->example_list->n_examples;
+    ex = input->example_list->examples;
+  } else if (input && input->kind_case == TENSORD__WIRE__INPUT_RAW__KIND_EXAMPLE_LIST_WITH_CONTEXT) {
+    n = input->example_list_with_context->n_examples;
+    ex = input->example_list_with_context->examples;
+    ctx = input->example_list_with_context->context;
+  }
+  if (!n) return td_err_set(err, TD_INVALID_ARGUMENT, "Input is empty.");
+  size_t *lens = calloc(n, sizeof *lens);
+  if (!lens) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  for (size_t i = 0; i < n; i++) lens[i] = ctx.len + ex[i].len;
+  eng_tensor in = {0};
+  eng_shape s = eng_shape_make(1, (int64_t[]){(int64_t)n});
+  rc = eng_tensor_alloc_strings(&in, &s, lens, err);
+  free(lens);
+  if (rc) return rc;
+  for (size_t i = 0; i < n; i++) {
+    char *dst = eng_tensor_str_bytes(&in, (int64_t)i);
+    if (ctx.len) memcpy(dst, ctx.data, ctx.len);
+    if (ex[i].len) memcpy(dst + ctx.len, ex[i].data, ex[i].len);
+  }
+  eng_tensor *out = calloc((size_t)sig->n_outputs + 1, sizeof *out);
+  if (!out) rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  for (int it = 0; !rc && it < iterations; it++) {
+    rc = eng_plan_run(sig->plan, &in, out, err);
+    for (int k = 0; k < sig->n_outputs; k++) eng_tensor_release(&out[k]);
+  }
+  free(out);
+  eng_tensor_release(&in);
+  return rc;
+}
+
+/* classify_log, regress_log and multi_inference_log records (every task of
+ * a MultiInference runs on the one input). */
+static td_code run_other(const ldr_servable *sv, const uint8_t *body, size_t n, int iterations,
+                         const char **type, td_err *err) {
+  Tensord__Wire__PredictionLogRaw *log = tensord__wire__prediction_log_raw__unpack(NULL, n, body);
+  if (!log) return td_err_set(err, TD_INVALID_ARGUMENT, "cannot parse the record");
+  td_code rc = TD_OK;
+  switch (log->log_type_case) {
+    case TENSORD__WIRE__PREDICTION_LOG_RAW__LOG_TYPE_CLASSIFY_LOG:
+    case TENSORD__WIRE__PREDICTION_LOG_RAW__LOG_TYPE_REGRESS_LOG: {
+      bool cls = log->log_type_case == TENSORD__WIRE__PREDICTION_LOG_RAW__LOG_TYPE_CLASSIFY_LOG;
+      const Tensord__Wire__InferLogRaw *l = cls ? log->classify_log : log->regress_log;
+      *type = cls ? "classify_log" : "regress_log";
+      if (!l->request)
+        rc = td_err_set(err, TD_INVALID_ARGUMENT, "%s has no request", *type);
+      else
+        rc = run_infer(sv, l->request->model_spec, l->request->input, iterations, err);
+      break;
+    }
+    case TENSORD__WIRE__PREDICTION_LOG_RAW__LOG_TYPE_MULTI_INFERENCE_LOG: {
+      const Tensord__Wire__MultiInferenceRequestRaw *r = log->multi_inference_log->request;
+      *type = "multi_inference_log";
+      if (!r || !r->n_tasks)
+        rc = td_err_set(err, TD_INVALID_ARGUMENT, "multi_inference_log has no tasks");
+      for (size_t t = 0; !rc && r && t < r->n_tasks; t++)
+        rc = run_infer(sv, r->tasks[t]->model_spec, r->input, iterations, err);
+      break;
+    }
+    default:
+      rc = TD_UNIMPLEMENTED;
+  }
+  tensord__wire__prediction_log_raw__free_unpacked(log, NULL);
   return rc;
 }
 
@@ -150,9 +245,13 @@ td_code ldr_warmup_run(const ldr_servable *sv, const char *version_dir, int iter
       break;
     }
     if (log->log_type_case != TENSORFLOW__SERVING__PREDICTION_LOG__LOG_TYPE_PREDICT_LOG) {
-      const char *other = other_log_type(log);
-      rc = td_err_set(err, TD_UNIMPLEMENTED, "Unsupported log_type for warmup: %s (record %d of %s)",
-                      other ? other : "none", count, path);
+      const char *other = other_log_type(log), *type = NULL;
+      rc = run_other(sv, body, (size_t)n, iterations, &type, err);
+      if (rc == TD_UNIMPLEMENTED)
+        rc = td_err_set(err, TD_UNIMPLEMENTED, "Unsupported log_type for warmup: %s (record %d of %s)",
+                        other ? other : "none", count, path);
+      else if (rc)
+        td_err_prefix(err, "warmup record %d (%s) of %s", count, type ? type : "?", path);
     } else if (!log->predict_log->request) {
       rc = td_err_set(err, TD_INVALID_ARGUMENT, "warmup record %d of %s has no PredictRequest",
                       count, path);

@@ -533,6 +533,63 @@ def test_warmup(life, tmp_path):
     assert predict(s) == (200, 4.0)
 
 
+def infer_logs():
+    """classify_log, regress_log (with a context) and multi_inference_log
+    records for the TF1 fixture's classify/regress signatures, written with
+    the stock tensorflow-serving-api messages."""
+    from tensorflow.core.example import example_pb2
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    def ex(v):
+        e = example_pb2.Example()
+        e.features.feature["x"].float_list.value.append(v)
+        return e
+
+    def log(kind, signature, context=False):
+        rec = prediction_log_pb2.PredictionLog()
+        req = getattr(rec, kind).request
+        if kind == "multi_inference_log":
+            for sig, method in (("classify_x_to_y", "classify"), ("regress_x_to_y", "regress")):
+                t = req.tasks.add()
+                t.model_spec.name = "m"
+                t.model_spec.signature_name = sig
+                t.method_name = "tensorflow/serving/" + method
+        else:
+            req.model_spec.name = "m"
+            req.model_spec.signature_name = signature
+        if context:
+            req.input.example_list_with_context.context.CopyFrom(ex(1.0))
+            req.input.example_list_with_context.examples.extend([ex(2.0), ex(3.0)])
+        else:
+            req.input.example_list.examples.extend([ex(2.0), ex(5.0)])
+        return rec.SerializeToString()
+
+    return log
+
+
+def test_warmup_classify_regress_multi_inference(life, tmp_path):
+    # TF Serving replays every log type a warmup file may hold; a record
+    # that names a signature the model lacks fails that version's load.
+    log = infer_logs()
+    tf1 = os.path.join(MODELS, "half_plus_two_tf1", "00000123")
+    base = tmp_path / "m"
+    base.mkdir()
+    shutil.copytree(tf1, base / "1")
+    write_warmup(base / "1", [log("classify_log", "classify_x_to_y"),
+                              log("regress_log", "regress_x_to_y", context=True),
+                              log("multi_inference_log", None)])
+    s = life("--model_name=m", f"--model_base_path={base}",
+             f"--file_system_poll_wait_seconds={POLL}", "--max_num_load_retries=0")
+    assert "Number of warmup records read: 3" in s.output()
+    assert status(s)[1]["state"] == "AVAILABLE"
+    shutil.copytree(tf1, base / ".v2")
+    write_warmup(base / ".v2", [log("classify_log", "no_such_signature")])
+    os.rename(base / ".v2", base / "2")
+    assert wait_for(lambda: status(s).get(2, {}).get("state") == "END", 5), status(s)
+    msg = status(s)[2]["status"]["error_message"]
+    assert "classify_log" in msg and "no_such_signature" in msg, msg
+
+
 def test_warmup_corrupt_file_fails_load(life, tmp_path):
     base = tmp_path / "m"
     base.mkdir()

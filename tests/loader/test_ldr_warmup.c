@@ -153,12 +153,20 @@ START_TEST(errors_fail) {
   fclose(f);
   ck_fails(TD_INVALID_ARGUMENT, "Failed to parse warmup record 1");
 
-  /* A classify_log record (field 2): recognised, not replayed. */
+  /* A classify_log record (field 2) without a request: replayed, and
+   * refused for what it lacks. */
   f = fopen(wfile, "wb");
   const uint8_t classify[] = {0x12, 0x00};
   frame(f, classify, sizeof classify);
   fclose(f);
-  ck_fails(TD_UNIMPLEMENTED, "Unsupported log_type for warmup: classify_log");
+  ck_fails(TD_INVALID_ARGUMENT, "classify_log has no request");
+
+  /* A session_run_log record (field 5): recognised, not replayed. */
+  f = fopen(wfile, "wb");
+  const uint8_t session[] = {0x2a, 0x00};
+  frame(f, session, sizeof session);
+  fclose(f);
+  ck_fails(TD_UNIMPLEMENTED, "Unsupported log_type for warmup: session_run_log");
 }
 END_TEST
 
