@@ -471,19 +471,28 @@ int gemm(void *p, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float
   return 0;
 }
 
+// The dims and two operands' strides of an n-element strided walk.
+int make_dims(int rank, const int64_t *dims, const int64_t *sa, const int64_t *sb, Dims *dm,
+              int64_t *n) {
+  if (rank < 0 || rank > ENG_DEV_MAX_RANK) return 1;
+  *dm = Dims{};
+  dm->rank = rank;
+  *n = 1;
+  for (int d = 0; d < rank; d++) {
+    dm->d[d] = dims[d];
+    dm->a[d] = sa[d];
+    dm->b[d] = sb[d];
+    *n *= dims[d];
+  }
+  return 0;
+}
+
 int binary(void *p, int op, int rank, const int64_t *dims, const float *a, const int64_t *sa,
            const float *b, const int64_t *sb, float *y) {
   Stream *st = static_cast<Stream *>(p);
-  if (rank < 0 || rank > ENG_DEV_MAX_RANK) return fail("binary: rank %d", rank);
-  Dims dm = {};
-  dm.rank = rank;
-  int64_t n = 1;
-  for (int d = 0; d < rank; d++) {
-    dm.d[d] = dims[d];
-    dm.a[d] = sa[d];
-    dm.b[d] = sb[d];
-    n *= dims[d];
-  }
+  Dims dm;
+  int64_t n;
+  if (make_dims(rank, dims, sa, sb, &dm, &n)) return fail("binary: rank %d", rank);
   if (n == 0) return 0;
   k_binary<<<blocks_for(n), kThreads, 0, st->s>>>(op, dm, n, a, b, y);
   LAUNCHED("binary kernel");
@@ -501,16 +510,9 @@ int unary(void *p, int op, int64_t n, const float *x, float *y, float alpha) {
 int copy(void *p, int rank, const int64_t *dims, size_t es, const void *src, const int64_t *ss,
          void *dst, const int64_t *ds) {
   Stream *st = static_cast<Stream *>(p);
-  if (rank < 0 || rank > ENG_DEV_MAX_RANK) return fail("copy: rank %d", rank);
-  Dims dm = {};
-  dm.rank = rank;
-  int64_t n = 1;
-  for (int d = 0; d < rank; d++) {
-    dm.d[d] = dims[d];
-    dm.a[d] = ss[d];
-    dm.b[d] = ds[d];
-    n *= dims[d];
-  }
+  Dims dm;
+  int64_t n;
+  if (make_dims(rank, dims, ss, ds, &dm, &n)) return fail("copy: rank %d", rank);
   if (n == 0) return 0;
   unsigned g = blocks_for(n);
   switch (es) {

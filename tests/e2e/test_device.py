@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from conftest import BINARY, EXAMPLES, ROOT
-from test_zoo import CASES, ZOO, check, zoo_input
+from test_zoo import CASES, ZOO, check_outputs, zoo_input
 
 DEVICE = os.environ.get("TENSORD_E2E_DEVICE", "reference")
 
@@ -34,13 +34,7 @@ def test_zoo_on_device_matches_tensorflow(serve, model, batch):
     inputs = {alias: zoo_input(spec, batch) for alias, spec in entry["inputs"].items()}
     status, out = s.json("POST", f"/v1/models/{model}:predict", json.dumps({"inputs": inputs}))
     assert status == 200, out
-    outs = out["outputs"]
-    if len(entry["outputs"]) == 1:
-        (alias, ref), = entry["outputs"].items()
-        check(alias, outs, ref["batch%d" % batch])
-    else:
-        for alias, ref in entry["outputs"].items():
-            check(alias, outs[alias], ref["batch%d" % batch])
+    check_outputs(entry, out["outputs"], batch)
 
 
 def test_device_bad_input_is_a_clean_error(serve):

@@ -10,20 +10,9 @@ import os
 import shutil
 
 from conftest import FIXTURES, MODELS, ROOT
-from test_zoo import ZOO, check, zoo_input
+from test_zoo import ZOO, check, f32, flat, zoo_input
 
 PBTXT = os.path.join(FIXTURES, "pbtxt")
-
-
-def f32(v):
-    import struct
-    return struct.unpack("f", struct.pack("f", v))[0]
-
-
-def flat(x):
-    if isinstance(x, list):
-        return [v for item in x for v in flat(item)]
-    return [x]
 
 
 def text_version(tmp_path, src_version_dir, pbtxt_name, version="1"):

@@ -57,6 +57,17 @@ def check(name, got, want):
     assert worst <= 1e-4, (name, worst)
 
 
+def check_outputs(entry, outs, batch):
+    """A columnar predict answer against the zoo entry's TensorFlow outputs."""
+    if len(entry["outputs"]) == 1:
+        (alias, ref), = entry["outputs"].items()
+        check(alias, outs, ref["batch%d" % batch])
+    else:
+        assert sorted(outs) == sorted(entry["outputs"])
+        for alias, ref in entry["outputs"].items():
+            check(alias, outs[alias], ref["batch%d" % batch])
+
+
 CASES = [(m, b) for m in sorted(ZOO) for b in (1, 8) if not (m == "mobilenet_v2" and b == 8)]
 
 
@@ -67,14 +78,7 @@ def test_zoo_predict_matches_tensorflow(serve, model, batch):
     inputs = {alias: zoo_input(spec, batch) for alias, spec in entry["inputs"].items()}
     status, out = s.json("POST", f"/v1/models/{model}:predict", json.dumps({"inputs": inputs}))
     assert status == 200, out
-    outs = out["outputs"]
-    if len(entry["outputs"]) == 1:
-        (alias, ref), = entry["outputs"].items()
-        check(alias, outs, ref["batch%d" % batch])
-    else:
-        assert sorted(outs) == sorted(entry["outputs"])
-        for alias, ref in entry["outputs"].items():
-            check(alias, outs[alias], ref["batch%d" % batch])
+    check_outputs(entry, out["outputs"], batch)
 
 
 def test_zoo_row_form_single_input(serve):
