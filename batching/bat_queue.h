@@ -55,7 +55,6 @@ struct bat_task {
   eng_tensor *inputs;  /* sig->n_inputs, in signature order */
   eng_tensor *outputs; /* sig->n_outputs, filled on success */
   td_code code;        /* result, set before done() */
-  td_err err;
   void (*done)(bat_task *t);
   /* Optional: the worker calls run(t) instead of running sig's plan on
    * inputs/outputs (the batcher runs a merged batch this way). */
@@ -67,6 +66,10 @@ struct bat_task {
   const char *model;
   void *user;
   bat_task *next; /* queue link; owned by the queue while queued */
+  /* Set with code. Last, and need not be zeroed by the submitter: it is 2
+   * KiB, and zeroing it per request showed in profiles; the queue clears
+   * it before the run. */
+  td_err err;
 };
 
 typedef struct bat_queue bat_queue;

@@ -2,6 +2,7 @@
 
 #include "bat_batcher.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +17,8 @@ static void call_done(bat_task *t) {
 }
 
 td_code srv_call_begin(srv_call *c, srv_api *api, const srv_model_spec *spec, td_err *err) {
-  memset(c, 0, sizeof *c);
+  memset(c, 0, offsetof(srv_call, task.err));
+  td_err_clear(&c->task.err);
   c->api = api;
   if (!spec->name || !*spec->name)
     return td_err_set(err, TD_INVALID_ARGUMENT, "ModelSpec has no name specified.");
@@ -58,10 +60,20 @@ fail:
   return rc;
 }
 
+/* Field by field: a compound literal would zero task.err's 2 KiB too. */
 static void set_task(srv_call *c) {
-  c->task = (bat_task){.sig = c->sig, .inputs = c->inputs, .outputs = c->outputs,
-                       .done = call_done, .user = c, .deadline_ns = c->deadline_ns,
-                       .model = c->model};
+  bat_task *t = &c->task;
+  t->sig = c->sig;
+  t->inputs = c->inputs;
+  t->outputs = c->outputs;
+  t->code = TD_OK;
+  t->done = call_done;
+  t->run = NULL;
+  t->deadline_ns = c->deadline_ns;
+  t->model = c->model;
+  t->user = c;
+  t->next = NULL;
+  td_err_clear(&t->err);
 }
 
 bool srv_call_try_inline(srv_call *c) {

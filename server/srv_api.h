@@ -75,10 +75,13 @@ struct srv_call {
   char *model;              /* the model's name, kept when batching (per-model parameters) */
   eng_tensor *inputs;       /* sig->n_inputs, filled by the transport */
   eng_tensor *outputs;      /* sig->n_outputs, filled by the engine */
-  bat_task task;            /* task.code / task.err hold the run's result */
   uint64_t deadline_ns;     /* set after begin; copied to task.deadline_ns (0 = none) */
   void (*done)(srv_call *c);
   void *user;
+  /* task.code / task.err hold the run's result. Last, with task.err last
+   * in it: srv_call_begin zeroes the call up to task.err (2 KiB, cleared
+   * before each run instead). */
+  bat_task task;
 };
 
 /* On failure the call holds nothing, but srv_call_end is still safe. */

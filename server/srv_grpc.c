@@ -97,13 +97,18 @@ struct srv_grpc {
 
 static void request_call(srv_grpc *s, grpc_completion_queue *cq) {
   if (atomic_load(&s->stopping)) return;
-  /* The arena is not zeroed: that would be most of the context's bytes. */
+  /* Neither the arena nor the engine call's error message (2 KiB each) is
+   * zeroed: together they are most of the context's bytes, and neither is
+   * read before it is written. */
   call_ctx *c = malloc(sizeof *c);
   if (!c) {
     td_log_error("gRPC: out of memory arming a call");
     return;
   }
-  memset(c, 0, offsetof(call_ctx, arena));
+  size_t hole = offsetof(call_ctx, g.call.task.err), after = hole + sizeof(td_err);
+  memset(c, 0, hole);
+  memset((char *)c + after, 0, offsetof(call_ctx, arena) - after);
+  td_err_clear(&c->g.call.task.err);
   c->srv = s;
   c->cq = cq;
   c->state = CALL_REQUESTED;

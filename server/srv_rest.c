@@ -25,6 +25,7 @@
 
 #include <microhttpd.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +56,6 @@ typedef struct rest_run rest_run;
 typedef enum { RUN_RUNNING, RUN_DONE, RUN_EXPIRED } run_state;
 
 struct rest_run {
-  srv_call call;
   srv_rest *srv;
   rest_req *q;
   run_state state; /* under srv->mu once submitted */
@@ -66,6 +66,7 @@ struct rest_run {
   srv_route_kind kind;
   srv_json_format fmt; /* predict */
   int n_examples;      /* classify / regress */
+  srv_call call;       /* last: srv_call_begin initialises it */
 };
 
 struct srv_rest {
@@ -87,7 +88,6 @@ struct rest_req {
   struct MHD_Connection *conn;
   srv_route route;
   td_code route_rc;
-  td_err route_err;
   td_buf body;
   bool answered;  /* a response was queued before the body was read */
   bool suspended; /* waiting for its run */
@@ -97,8 +97,10 @@ struct rest_req {
   bool gzip, z_open, z_end;
   z_stream z;
   td_code body_rc; /* a body error found while reading (gzip) */
-  td_err body_err;
   rest_run *run; /* owned by the connection unless handed to the worker */
+  /* Last and not zeroed (2 KiB each): read only once their code is set. */
+  td_err route_err;
+  td_err body_err;
 };
 
 /* --- the run list -------------------------------------------------------- */
@@ -407,7 +409,8 @@ static td_code start_run(rest_req *q, td_err *err, bool *ran) {
   srv_json_request jr;
   td_code rc = srv_json_parse_request(q->body.data ? q->body.data : "", q->body.len, &jr, err);
   if (rc) return rc;
-  rest_run *r = calloc(1, sizeof *r);
+  rest_run *r = malloc(sizeof *r);
+  if (r) memset(r, 0, offsetof(rest_run, call)); /* the call: srv_call_begin */
   if (!r) {
     srv_json_request_free(&jr);
     return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
@@ -523,8 +526,9 @@ static enum MHD_Result finish_inline(rest_req *q) {
 
 static enum MHD_Result first_call(srv_rest *s, struct MHD_Connection *conn, const char *url,
                                   const char *method, void **con_cls) {
-  rest_req *q = calloc(1, sizeof *q);
+  rest_req *q = malloc(sizeof *q);
   if (!q) return MHD_NO;
+  memset(q, 0, offsetof(rest_req, route_err));
   q->srv = s;
   q->conn = conn;
   td_buf_init(&q->body);
