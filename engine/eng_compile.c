@@ -407,12 +407,23 @@ static void pack_weights(eng_plan *p) {
     const eng_tensor *w = const_of(p, p->base[nd->in[1].node] + nd->in[1].index);
     if (!w || w->dtype != ENG_DT_FLOAT || w->shape.rank != (mm || bmm ? 2 : 4)) continue;
     const float *wd = eng_tensor_data(w);
+    /* A per-channel (or scalar) multiply first in the fused epilogue (a
+     * batch-norm scale) goes into the packed weights; eng_kgemm_epi then
+     * skips it. Not for BatchMatMul, which may still run unpacked. */
+    const eng_epilogue *e = p->epi ? p->epi[s] : NULL;
+    const float *scale = NULL;
+    int64_t nscale = 0;
+    if (!bmm && e && e->n > 0 && e->op[0].kind == EPI_MUL && e->op[0].k.buf) {
+      scale = eng_tensor_data(&e->op[0].k);
+      nscale = eng_tensor_numel(&e->op[0].k);
+    }
     if (mm || bmm) {
       bool tb = eng_node_attr_bool(nd, mm ? "transpose_b" : "adj_y", false);
-      p->packed[s] = eng_gemm_pack(wd, w->shape.dim[tb ? 1 : 0], w->shape.dim[tb ? 0 : 1], tb);
+      p->packed[s] = eng_gemm_pack_scaled(wd, w->shape.dim[tb ? 1 : 0], w->shape.dim[tb ? 0 : 1],
+                                          tb, scale, nscale);
     } else {
       const int64_t *d = w->shape.dim;
-      p->packed[s] = eng_gemm_pack(wd, d[0] * d[1] * d[2], d[3], false);
+      p->packed[s] = eng_gemm_pack_scaled(wd, d[0] * d[1] * d[2], d[3], false, scale, nscale);
     }
   }
 }
@@ -474,10 +485,12 @@ const eng_gemm_epi *eng_kgemm_epi(eng_kctx *c, eng_gemm_epi *buf) {
   static const int kinds[] = {[EPI_ADD] = ENG_GEMM_ADD, [EPI_SUB] = ENG_GEMM_SUB,
                               [EPI_MUL] = ENG_GEMM_MUL, [EPI_RELU] = ENG_GEMM_RELU,
                               [EPI_RELU6] = ENG_GEMM_RELU6};
-  buf->n = e->n;
-  for (int i = 0; i < e->n; i++) {
-    const eng_tensor *k = &e->op[i].k;
-    buf->op[i].kind = kinds[e->op[i].kind];
+  /* The leading multiply is already in weights packed prescaled. */
+  int skip = c->packed && eng_gemm_prescaled(c->packed) ? 1 : 0;
+  buf->n = e->n - skip;
+  for (int i = 0; i < buf->n; i++) {
+    const eng_tensor *k = &e->op[i + skip].k;
+    buf->op[i].kind = kinds[e->op[i + skip].kind];
     buf->op[i].k = NULL;
     buf->op[i].s = 0;
     if (k->buf && eng_tensor_numel(k) == 1)

@@ -30,6 +30,7 @@ enum { P512_32, P512_16, P256_16, P256_8 };
 struct eng_packed {
   int64_t k, n, panels;
   int isa;
+  bool prescaled;
   int64_t *col0;  /* per panel: first column */
   int *kind;      /* per panel: P512_32 ... */
   int64_t *off;   /* per panel: offset of its k x nr block in data */
@@ -84,13 +85,22 @@ static int64_t split_panels(int v, int64_t n, int *kind) {
 }
 
 eng_packed *eng_gemm_pack(const float *b, int64_t k, int64_t n, bool trans_b) {
+  return eng_gemm_pack_scaled(b, k, n, trans_b, NULL, 0);
+}
+
+bool eng_gemm_prescaled(const eng_packed *p) { return p->prescaled; }
+
+eng_packed *eng_gemm_pack_scaled(const float *b, int64_t k, int64_t n, bool trans_b,
+                                 const float *scale, int64_t nscale) {
   int v = isa();
+  if (scale && nscale != 1 && nscale != n) return NULL;
   if (v == ISA_NONE || k <= 0 || n <= 0 || k > (1 << 24) || n > (1 << 24)) return NULL;
   eng_packed *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   p->k = k;
   p->n = n;
   p->isa = v;
+  p->prescaled = scale != NULL;
   p->panels = split_panels(v, n, NULL);
   p->col0 = malloc(sizeof *p->col0 * (size_t)p->panels);
   p->kind = malloc(sizeof *p->kind * (size_t)p->panels);
@@ -113,7 +123,9 @@ eng_packed *eng_gemm_pack(const float *b, int64_t k, int64_t n, bool trans_b) {
     for (int64_t kk = 0; kk < k; kk++)
       for (int64_t j = 0; j < nr; j++) {
         int64_t c = p->col0[pn] + j;
-        dst[kk * nr + j] = c >= n ? 0.0f : trans_b ? b[c * k + kk] : b[kk * n + c];
+        float w = c >= n ? 0.0f : trans_b ? b[c * k + kk] : b[kk * n + c];
+        if (scale && c < n) w = w * scale[nscale == 1 ? 0 : c];
+        dst[kk * nr + j] = w;
       }
   }
   return p;

@@ -26,6 +26,15 @@ typedef struct eng_packed eng_packed;
 /* Packs B ([k,n] row-major, or [n,k] when trans_b). NULL when the CPU has no
  * supported vector unit or memory is short. */
 eng_packed *eng_gemm_pack(const float *b, int64_t k, int64_t n, bool trans_b);
+/* The same with every column j of B multiplied by scale[j] (scale[0] for
+ * all when nscale is 1) as it is packed: a per-channel multiply that would
+ * follow the product (a batch-norm scale) done once at load. Each element
+ * then rounds once as w * s instead of the sum being scaled and rounded
+ * again: a different last bit, not a different order. The packed matrix
+ * remembers it (eng_gemm_prescaled). */
+eng_packed *eng_gemm_pack_scaled(const float *b, int64_t k, int64_t n, bool trans_b,
+                                 const float *scale, int64_t nscale);
+bool eng_gemm_prescaled(const eng_packed *p);
 void eng_gemm_free(eng_packed *p);
 int64_t eng_gemm_k(const eng_packed *p);
 int64_t eng_gemm_n(const eng_packed *p);

@@ -218,8 +218,8 @@ static float cval(int64_t i, int salt) { return (float)((i * 29 + salt * 7) % 19
  * weights are packed and the input is read in place, against a double loop
  * with TF's window rules. pad: 0 VALID, 1 SAME, 2 EXPLICIT (2 top, 1 left,
  * 0 bottom, 3 right). */
-static void conv_case(int64_t n, int64_t h, int64_t w, int64_t cin, int64_t cout, int64_t kh,
-                      int64_t kw, int64_t sh, int64_t sw, int64_t dh, int pad) {
+static void conv_case_bn(int64_t n, int64_t h, int64_t w, int64_t cin, int64_t cout, int64_t kh,
+                         int64_t kw, int64_t sh, int64_t sw, int64_t dh, int pad, bool bn) {
   eng_graph *g = eng_graph_create();
   placeholder(g, "x");
   int64_t nf = kh * kw * cin * cout;
@@ -238,7 +238,13 @@ static void conv_case(int64_t n, int64_t h, int64_t w, int64_t cin, int64_t cout
   a->s.len = strlen(pads[pad]);
   int64_t ep[8] = {0, 0, 2, 0, 1, 3, 0, 0};
   if (pad == 2) list_attr(g, c, "explicit_paddings", 8, ep);
-  node(g, "ba", "BiasAdd", 1, "conv", "b", NULL);
+  /* With bn, a batch-norm scale first (Mul by a per-channel constant),
+   * which goes into the packed weights. */
+  float *sc = malloc(sizeof *sc * (size_t)cout);
+  for (int64_t i = 0; i < cout; i++) sc[i] = cval(i, 12) * 2;
+  konst(g, "s", 1, (int64_t[]){cout}, sc);
+  if (bn) node(g, "bn", "Mul", 1, "conv", "s", NULL);
+  node(g, "ba", "BiasAdd", 1, bn ? "bn" : "conv", "b", NULL);
   node(g, "y", "Relu", 1, "ba", NULL);
   /* Geometry, as TF computes it. */
   int64_t effh = (kh - 1) * dh + 1, oh, ow, pt = 0, pl = 0;
@@ -284,6 +290,7 @@ static void conv_case(int64_t n, int64_t h, int64_t w, int64_t cin, int64_t cout
                 want += (double)xv[((bi * h + ih) * w + iw) * cin + k] *
                         f[((u * kw + v) * cin + k) * cout + o];
             }
+          if (bn) want *= sc[o];
           want += b[o];
           want = want > 0 ? want : 0;
           float got = yv[((bi * oh + i) * ow + j) * cout + o];
@@ -302,6 +309,12 @@ static void conv_case(int64_t n, int64_t h, int64_t w, int64_t cin, int64_t cout
   free(xv);
   free(f);
   free(b);
+  free(sc);
+}
+
+static void conv_case(int64_t n, int64_t h, int64_t w, int64_t cin, int64_t cout, int64_t kh,
+                      int64_t kw, int64_t sh, int64_t sw, int64_t dh, int pad) {
+  conv_case_bn(n, h, w, cin, cout, kh, kw, sh, sw, dh, pad, (cin + cout + (int64_t)pad) % 2);
 }
 
 START_TEST(conv_in_place_matches_naive) {

@@ -1,8 +1,8 @@
 /* eng_gemm: packed-weight products against a plain triple loop, over sizes
  * that cover every micro-kernel row count, every panel width (32, 16, 8,
  * and their partial forms), both B layouts, A given by row pointers and
- * segments (as convolutions read their input), and the in-register
- * epilogue (per-column vector, scalar, ReLU6). */
+ * segments (as convolutions read their input), columns scaled as they are
+ * packed, and the in-register epilogue (per-column vector, scalar, ReLU6). */
 #include <check.h>
 #include <math.h>
 #include <stdbool.h>
@@ -103,11 +103,44 @@ START_TEST(rows_and_segments) {
 }
 END_TEST
 
+START_TEST(prescaled_columns) {
+  /* Scale per column and one scale for all, both B layouts, widths that
+   * use every panel kind: C = (A B) diag(s) within rounding. */
+  const int64_t ns[] = {5, 8, 24, 40}, m = 7, k = 9;
+  for (int tb = 0; tb < 2; tb++)
+    for (size_t in = 0; in < sizeof ns / sizeof *ns; in++)
+      for (int scalar = 0; scalar < 2; scalar++) {
+        int64_t n = ns[in];
+        float a[63], b[360], sc[40], c[280];
+        for (int64_t i = 0; i < m * k; i++) a[i] = val(i, 6);
+        for (int64_t i = 0; i < k * n; i++) b[i] = val(i, 7);
+        for (int64_t j = 0; j < n; j++) sc[j] = val(j, 8) * 3;
+        eng_packed *p = eng_gemm_pack_scaled(b, k, n, tb, sc, scalar ? 1 : n);
+        if (!p) return;
+        ck_assert(eng_gemm_prescaled(p));
+        eng_gemm_run(a, k, m, p, c, n, NULL);
+        for (int64_t i = 0; i < m; i++)
+          for (int64_t j = 0; j < n; j++) {
+            double want = 0;
+            for (int64_t kk = 0; kk < k; kk++)
+              want += (double)a[i * k + kk] * (tb ? b[j * k + kk] : b[kk * n + j]);
+            want *= sc[scalar ? 0 : j];
+            ck_assert_msg(fabs(c[i * n + j] - want) <= 1e-5 * (1 + fabs(want)),
+                          "n%lld tb%d scalar%d: c[%lld,%lld] = %g, want %g", (long long)n, tb,
+                          scalar, (long long)i, (long long)j, c[i * n + j], want);
+          }
+        eng_gemm_free(p);
+      }
+  ck_assert_ptr_null(eng_gemm_pack_scaled((float[]){1, 2}, 1, 2, false, (float[]){1, 2, 3}, 3));
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("eng_gemm");
   TCase *tc = tcase_create("gemm");
   tcase_add_test(tc, matches_naive);
   tcase_add_test(tc, rows_and_segments);
+  tcase_add_test(tc, prescaled_columns);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
