@@ -252,6 +252,53 @@ out:
   free(reader);
 }
 
+/* A depthwise convolution whose fused epilogue starts with a per-channel
+ * (or scalar) multiply, a batch-norm scale, and whose constant filter no
+ * other step reads: the plan's filter becomes a scaled copy and the
+ * multiply leaves the epilogue (one op fewer per output). Each tap then
+ * rounds once as w * s instead of the sum being scaled and rounded again:
+ * the last bit may differ, the summation order does not. The plan's
+ * constant and epilogue change together, so every executor sees the same. */
+static void scale_dw_filters(eng_plan *p) {
+  const eng_graph *g = eng_model_graph(p->m);
+  int *readers = calloc((size_t)p->n_values + 1, sizeof *readers);
+  if (!readers || !p->epi) goto out;
+  for (int s = 0; s < p->n_steps; s++) {
+    const eng_node *nd = eng_graph_node(g, p->steps[s]);
+    for (int k = 0; k < nd->n_in; k++) readers[p->base[nd->in[k].node] + nd->in[k].index]++;
+  }
+  for (int s = 0; s < p->n_steps; s++) {
+    eng_epilogue *e = p->epi[s];
+    const eng_node *nd = eng_graph_node(g, p->steps[s]);
+    if (!e || e->n < 1 || e->op[0].kind != EPI_MUL || !e->op[0].k.buf ||
+        (strcmp(p->ops[s]->name, "DepthwiseConv2dNative") && p->ops[s] != &dw_padded_def) ||
+        nd->n_in != 2)
+      continue;
+    int wv = p->base[nd->in[1].node] + nd->in[1].index, ci = -1;
+    for (int i = 0; i < p->n_consts; i++)
+      if (p->const_value[i] == wv) ci = i;
+    if (ci < 0 || readers[wv] != 1 || is_fetched(p, wv)) continue;
+    const eng_tensor *w = &p->const_tensor[ci], *k = &e->op[0].k;
+    if (w->dtype != ENG_DT_FLOAT || w->shape.rank != 4) continue;
+    int64_t oc = w->shape.dim[2] * w->shape.dim[3], nk = eng_tensor_numel(k);
+    if (nk != 1 && nk != oc) continue;
+    eng_tensor nw;
+    if (eng_tensor_alloc_raw(&nw, ENG_DT_FLOAT, &w->shape, NULL)) continue;
+    const float *src = eng_tensor_data(w), *kv = eng_tensor_data(k);
+    float *dst = eng_tensor_data(&nw);
+    int64_t n = eng_tensor_numel(w);
+    for (int64_t i = 0; i < n; i++) dst[i] = src[i] * kv[nk == 1 ? 0 : i % oc];
+    eng_tensor_release(&p->const_tensor[ci]);
+    p->const_tensor[ci] = nw;
+    eng_tensor_release(&e->op[0].k);
+    for (int i = 1; i < e->n; i++) e->op[i - 1] = e->op[i];
+    e->n--;
+    e->op[e->n].k = (eng_tensor){0};
+  }
+out:
+  free(readers);
+}
+
 /* A BatchMatMul whose left operand is not adjoint: with a constant matrix
  * (rank 2) on the right it is a dense layer over all leading dims, which
  * eng_k_batch_matmul runs through a packed weight with a fused epilogue.
@@ -433,6 +480,7 @@ void eng_plan_compile(eng_plan *p) {
   fold(p);
   fuse(p);
   fold_pads(p);
+  scale_dw_filters(p);
   pack_weights(p);
   recount_uses(p);
 }
@@ -629,6 +677,7 @@ static eng_plan *build_spec(eng_plan *p, const eng_tensor *in) {
   }
   fuse(sp);
   fold_pads(sp);
+  scale_dw_filters(sp);
   pack_weights(sp);
   recount_uses(sp);
   sp->is_specialised = true;

@@ -507,10 +507,11 @@ START_TEST(einsum_matches_naive) {
 }
 END_TEST
 
-/* Pad (a Const amount on H and W) -> DepthwiseConv2dNative VALID: folded
- * into the convolution's window when the Pad has no other reader (and the
- * same numbers when it has one and is not folded), against a double loop
- * over the zero-padded input. */
+/* Pad (a Const amount on H and W) -> DepthwiseConv2dNative VALID -> Mul by
+ * a per-channel constant: the Pad folded into the convolution's window when
+ * it has no other reader (and the same numbers when it has one and is not
+ * folded), the Mul into the filter; against a double loop over the
+ * zero-padded input. */
 static void pad_dw_case(int stride, bool second_reader) {
   const int64_t h = 7, w = 6, c = 5, pt = 0, pb = 1, pl = 2, pr = 1;
   eng_graph *g = eng_graph_create();
@@ -533,7 +534,11 @@ static void pad_dw_case(int stride, bool second_reader) {
   a->kind = ENG_ATTR_S;
   a->s.data = strdup("VALID");
   a->s.len = 5;
-  node(g, "y", "Relu", 1, "dw", NULL);
+  /* A batch-norm scale after the convolution, which moves into the filter. */
+  float sc[5] = {0.5f, -2, 1.25f, 3, -0.75f};
+  konst(g, "s", 1, (int64_t[]){c}, sc);
+  node(g, "bn", "Mul", 1, "dw", "s", NULL);
+  node(g, "y", "Relu", 1, "bn", NULL);
   if (second_reader) node(g, "z", "Relu", 1, "p", NULL);
   eng_model *m;
   td_err err;
@@ -559,6 +564,7 @@ static void pad_dw_case(int stride, bool second_reader) {
             if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
             want += (double)xv[(ih * w + iw) * c + k] * f[(u * 3 + v) * c + k];
           }
+        want *= sc[k];
         want = want > 0 ? want : 0;
         float got = yv[(i * ow + j) * c + k];
         ck_assert_msg(fabs(got - want) <= 1e-5 * (1 + fabs(want)),
