@@ -90,9 +90,24 @@ eng_packed *eng_gemm_pack(const float *b, int64_t k, int64_t n, bool trans_b) {
 
 bool eng_gemm_prescaled(const eng_packed *p) { return p->prescaled; }
 
+static eng_packed *pack(int v, const float *b, int64_t k, int64_t n, bool trans_b,
+                        const float *scale, int64_t nscale);
+
 eng_packed *eng_gemm_pack_scaled(const float *b, int64_t k, int64_t n, bool trans_b,
                                  const float *scale, int64_t nscale) {
-  int v = isa();
+  return pack(isa(), b, k, n, trans_b, scale, nscale);
+}
+
+eng_packed *eng_gemm_pack_isa(const char *name, const float *b, int64_t k, int64_t n,
+                              bool trans_b, const float *scale, int64_t nscale) {
+  int have = isa(), v = ISA_NONE;
+  if (!strcmp(name, "avx512") && have == ISA_AVX512) v = ISA_AVX512;
+  if (!strcmp(name, "avx2") && have != ISA_NONE) v = ISA_AVX2; /* AVX-512 CPUs have AVX2 */
+  return v == ISA_NONE ? NULL : pack(v, b, k, n, trans_b, scale, nscale);
+}
+
+static eng_packed *pack(int v, const float *b, int64_t k, int64_t n, bool trans_b,
+                        const float *scale, int64_t nscale) {
   if (scale && nscale != 1 && nscale != n) return NULL;
   if (v == ISA_NONE || k <= 0 || n <= 0 || k > (1 << 24) || n > (1 << 24)) return NULL;
   eng_packed *p = calloc(1, sizeof *p);

@@ -35,6 +35,11 @@ eng_packed *eng_gemm_pack(const float *b, int64_t k, int64_t n, bool trans_b);
 eng_packed *eng_gemm_pack_scaled(const float *b, int64_t k, int64_t n, bool trans_b,
                                  const float *scale, int64_t nscale);
 bool eng_gemm_prescaled(const eng_packed *p);
+/* eng_gemm_pack_scaled for a named instruction set ("avx512" or "avx2"),
+ * so that tests reach the kernels of both on one CPU; NULL when this CPU
+ * lacks it. */
+eng_packed *eng_gemm_pack_isa(const char *isa, const float *b, int64_t k, int64_t n,
+                              bool trans_b, const float *scale, int64_t nscale);
 void eng_gemm_free(eng_packed *p);
 int64_t eng_gemm_k(const eng_packed *p);
 int64_t eng_gemm_n(const eng_packed *p);
