@@ -568,28 +568,6 @@ td_code eng_k_softmax(eng_kctx *c) {
   if (!d) return TD_OK;
   const float *xd = eng_tensor_data(x);
   float *y = eng_tensor_data(&c->out[0]);
-  for (int64_t r = 0; r < n / d; r++) {
-    const float *xs = xd + r * d;
-    float *ys = y + r * d;
-    float mx = xs[0];
-    for (int64_t k = 1; k < d; k++) mx = xs[k] > mx ? xs[k] : mx;
-    float sum = 0;
-    /* Below -87 exp is at most FLT_MIN (1.2e-38, or a subnormal), a nothing
-     * beside the max's 1 in the sum; clamping there keeps masked logits
-     * (-1e9, -inf) off the vector exp's slow scalar path for subnormal
-     * results, as Eigen's exp clamps its argument too. */
-    for (int64_t k = 0; k < d; k++) {
-      float v = xs[k] - mx;
-      ys[k] = v < -87.0f ? -87.0f : v;
-    }
-    eng_vmath_exp(ys, ys, d);
-    for (int64_t k = 0; k < d; k++) sum += ys[k];
-    if (logsm) {
-      float ls = logf(sum);
-      for (int64_t k = 0; k < d; k++) ys[k] = xs[k] - mx - ls;
-    } else {
-      for (int64_t k = 0; k < d; k++) ys[k] /= sum;
-    }
-  }
+  eng_vmath_softmax(xd, y, n / d, d, logsm);
   return TD_OK;
 }

@@ -69,3 +69,68 @@ VMATH(eng_vmath_erf, erff, _ZGVeN16v_erff, _ZGVdN8v_erff)
 VMATH(eng_vmath_erfc, erfcf, _ZGVeN16v_erfcf, _ZGVdN8v_erfcf)
 VMATH(eng_vmath_exp, expf, _ZGVeN16v_expf, _ZGVdN8v_expf)
 VMATH(eng_vmath_tanh, tanhf, _ZGVeN16v_tanhf, _ZGVdN8v_tanhf)
+
+__attribute__((target("avx512f"))) static void softmax512(const float *x, float *y, int64_t rows,
+                                                          int64_t d, bool log) {
+  const __m512 lo = _mm512_set1_ps(-87.0f);
+  for (int64_t r = 0; r < rows; r++, x += d, y += d) {
+    __m512 vm = _mm512_set1_ps(-INFINITY);
+    for (int64_t k = 0; k < d; k += 16) {
+      __mmask16 m = d - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (d - k)) - 1);
+      vm = _mm512_max_ps(_mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), m, x + k), vm);
+    }
+    __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(vm)), vs = _mm512_setzero_ps();
+    for (int64_t k = 0; k < d; k += 16) {
+      __mmask16 m = d - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (d - k)) - 1);
+      /* max(lo, v) keeps a NaN v (the second operand when unordered). */
+      /* Lanes past the row's end read mx, so their exp is exp(0): no slow path. */
+      __m512 v = _mm512_max_ps(lo, _mm512_sub_ps(_mm512_mask_loadu_ps(mx, m, x + k), mx));
+      __m512 e = _ZGVeN16v_expf(v);
+      vs = _mm512_mask_add_ps(vs, m, vs, e);
+      if (!log) _mm512_mask_storeu_ps(y + k, m, e);
+    }
+    float sum = _mm512_reduce_add_ps(vs);
+    if (log) {
+      __m512 sub = _mm512_add_ps(mx, _mm512_set1_ps(logf(sum)));
+      for (int64_t k = 0; k < d; k += 16) {
+        __mmask16 m = d - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (d - k)) - 1);
+        _mm512_mask_storeu_ps(y + k, m, _mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + k), sub));
+      }
+    } else {
+      __m512 vsum = _mm512_set1_ps(sum);
+      for (int64_t k = 0; k < d; k += 16) {
+        __mmask16 m = d - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (d - k)) - 1);
+        _mm512_mask_storeu_ps(y + k, m, _mm512_div_ps(_mm512_maskz_loadu_ps(m, y + k), vsum));
+      }
+    }
+  }
+}
+
+void eng_vmath_softmax(const float *x, float *y, int64_t rows, int64_t d, bool log) {
+  if (d <= 0) return;
+  if (isa() == ISA_AVX512) {
+    softmax512(x, y, rows, d, log);
+    return;
+  }
+  for (int64_t r = 0; r < rows; r++, x += d, y += d) {
+    float mx = x[0];
+    for (int64_t k = 1; k < d; k++) mx = x[k] > mx ? x[k] : mx;
+    float sum = 0;
+    if (log) {
+      for (int64_t k = 0; k < d; k++) {
+        float v = x[k] - mx;
+        sum += expf(v < -87.0f ? -87.0f : v);
+      }
+      float ls = logf(sum);
+      for (int64_t k = 0; k < d; k++) y[k] = x[k] - mx - ls;
+      continue;
+    }
+    for (int64_t k = 0; k < d; k++) {
+      float v = x[k] - mx;
+      y[k] = v < -87.0f ? -87.0f : v;
+    }
+    eng_vmath_exp(y, y, d);
+    for (int64_t k = 0; k < d; k++) sum += y[k];
+    for (int64_t k = 0; k < d; k++) y[k] /= sum;
+  }
+}

@@ -14,11 +14,21 @@
 #ifndef ENG_VMATH_H
 #define ENG_VMATH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 void eng_vmath_erf(const float *x, float *y, int64_t n);
 void eng_vmath_erfc(const float *x, float *y, int64_t n);
 void eng_vmath_exp(const float *x, float *y, int64_t n);
 void eng_vmath_tanh(const float *x, float *y, int64_t n);
+
+/* Softmax (or log-softmax when log) over each of `rows` rows of d floats:
+ * y = exp(x - max) / sum, the exponent clamped below at -87 (exp(-87) is
+ * 1.6e-38, nothing beside the max's 1 in the sum; this keeps masked logits
+ * such as -1e9 off the vector exp's slow path for subnormal results, as
+ * Eigen's exp clamps too). On AVX-512 a row is whole vectors (masked at
+ * its end) and the sum a vector sum, in a different order from the plain
+ * loop elsewhere; y may equal x only for softmax (not log). */
+void eng_vmath_softmax(const float *x, float *y, int64_t rows, int64_t d, bool log);
 
 #endif

@@ -1,7 +1,7 @@
 /* eng_vmath: each function against libm's scalar version over a sweep of
  * arguments (both tails, zeros, infinities, NaN), at every length from 0 to
  * 40 so that full vectors and every partial last vector are covered, in
- * place and out of place. */
+ * place and out of place; softmax and log-softmax against double precision. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -56,10 +56,44 @@ START_TEST(matches_libm) {
 }
 END_TEST
 
+START_TEST(softmax_matches_double) {
+  /* Rows shorter than, equal to and longer than a vector, with masked
+   * logits (-1e9) and a -inf, softmax and log-softmax. */
+  const int64_t ds[] = {1, 3, 16, 17, 40};
+  for (size_t i = 0; i < sizeof ds / sizeof *ds; i++)
+    for (int lg = 0; lg < 2; lg++) {
+      int64_t d = ds[i], rows = 5;
+      float x[200], y[200];
+      for (int64_t j = 0; j < rows * d; j++) x[j] = (float)((j * 37) % 23) / 4.0f - 3.0f;
+      if (d > 2) x[2] = -1e9f, x[d + 1] = -INFINITY;
+      eng_vmath_softmax(x, y, rows, d, lg);
+      for (int64_t r = 0; r < rows; r++) {
+        double mx = -INFINITY, sum = 0;
+        for (int64_t k = 0; k < d; k++) mx = x[r * d + k] > mx ? x[r * d + k] : mx;
+        for (int64_t k = 0; k < d; k++) sum += exp((double)x[r * d + k] - mx);
+        for (int64_t k = 0; k < d; k++) {
+          double e = (double)x[r * d + k] - mx;
+          double want = lg ? e - log(sum) : exp(e) / sum;
+          float got = y[r * d + k];
+          if (lg && isinf(want)) {
+            ck_assert_msg(got < -1e8f, "log d%lld [%lld,%lld] = %g", (long long)d, (long long)r,
+                          (long long)k, got);
+            continue;
+          }
+          ck_assert_msg(fabs(got - want) <= 1e-6 * fabs(want) + 1e-7,
+                        "%s d%lld [%lld,%lld] = %.9g, want %.9g", lg ? "log" : "soft",
+                        (long long)d, (long long)r, (long long)k, got, want);
+        }
+      }
+    }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("eng_vmath");
   TCase *tc = tcase_create("vmath");
   tcase_add_test(tc, matches_libm);
+  tcase_add_test(tc, softmax_matches_double);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
