@@ -19,11 +19,24 @@ from test_zoo import CASES, ZOO, check_outputs, zoo_input
 DEVICE = os.environ.get("TENSORD_E2E_DEVICE", "reference")
 
 
+_GPU = []
+
+
 def gpu_usable():
-    out = subprocess.run([BINARY, "--device=gpu", "--model_base_path=/nonexistent", "--port=0",
-                          "--rest_api_port=0", "--file_system_poll_wait_seconds=0"],
-                         capture_output=True, text=True, timeout=30)
-    return "no usable GPU" not in out.stderr
+    """Whether --device=gpu starts here: without a GPU it exits at once
+    saying why; with one it would go on serving, so it is stopped."""
+    if not _GPU:
+        p = subprocess.Popen([BINARY, "--device=gpu", "--model_base_path=/nonexistent",
+                              "--port=0", "--rest_api_port=0"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            _, err = p.communicate(timeout=10)
+            _GPU.append("no usable GPU" not in err)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            _GPU.append(True)
+    return _GPU[0]
 
 
 @pytest.mark.parametrize("model,batch", CASES)
