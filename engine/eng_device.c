@@ -23,6 +23,7 @@ static char g_name[256] = "cpu";
 static atomic_size_t g_used;
 static size_t g_limit;
 static void *g_plugin;
+static unsigned g_gen; /* bumped by every selection: older thread state is dropped */
 
 const eng_devapi *eng_dev_api(void) { return g_api; }
 bool eng_device_active(void) { return g_api != NULL; }
@@ -94,6 +95,7 @@ static const eng_devapi *load_plugin(const char *path, char *why, size_t wl) {
 td_code eng_device_select(const eng_device_opts *o, char *note, size_t nl, td_err *err) {
   char why[512] = "", desc[200] = "";
   g_api = NULL;
+  g_gen++;
   snprintf(g_name, sizeof g_name, "cpu");
   atomic_store(&g_used, 0);
   g_limit = 0;
@@ -163,7 +165,10 @@ void *eng_dev_alloc(size_t bytes, const char *what, td_err *err) {
 void eng_dev_free(void *d, size_t bytes) {
   if (!d || !g_api) return;
   g_api->free(d);
-  atomic_fetch_sub(&g_used, bytes);
+  /* Saturating: memory counted before a re-selection (tests) is not. */
+  size_t used = atomic_load(&g_used);
+  while (!atomic_compare_exchange_weak(&g_used, &used, used > bytes ? used - bytes : 0)) {
+  }
 }
 
 /* --- per-thread state -------------------------------------------------------- */
@@ -180,7 +185,7 @@ static void free_chunks(eng_dev_thread *t) {
 static void thread_free(void *arg) {
   eng_dev_thread *t = arg;
   if (!t) return;
-  if (g_api && t->api == g_api) {
+  if (g_api && t->api == g_api && t->gen == g_gen) {
     g_api->sync(t->stream);
     free_chunks(t);
     g_api->stream_destroy(t->stream);
@@ -194,7 +199,7 @@ static void thread_key_init(void) { tss_create(&g_thread_key, thread_free); }
 eng_dev_thread *eng_dev_thread_get(td_err *err) {
   call_once(&g_thread_once, thread_key_init);
   eng_dev_thread *t = tss_get(g_thread_key);
-  if (t && t->api == g_api) return t;
+  if (t && t->api == g_api && t->gen == g_gen) return t;
   if (t) {
     /* State of a device selected earlier (tests switch devices): release
      * it through that device, outside today's budget. */
@@ -206,7 +211,10 @@ eng_dev_thread *eng_dev_thread_get(td_err *err) {
     tss_set(g_thread_key, NULL);
   }
   t = calloc(1, sizeof *t);
-  if (t) t->api = g_api;
+  if (t) {
+    t->api = g_api;
+    t->gen = g_gen;
+  }
   if (!t || !(t->stream = g_api->stream_create())) {
     free(t);
     td_err_set(err, TD_RESOURCE_EXHAUSTED, "cannot create a GPU stream: %s", g_api->error());

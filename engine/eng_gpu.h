@@ -39,6 +39,7 @@ typedef struct eng_dev_val {
 #define ENG_DEV_CHUNKS 32
 typedef struct eng_dev_thread {
   const eng_devapi *api; /* the device this state belongs to */
+  unsigned gen;          /* and the selection (eng_device_select) */
   void *stream;
   char *chunk[ENG_DEV_CHUNKS];
   size_t chunk_cap[ENG_DEV_CHUNKS];
