@@ -748,6 +748,41 @@ static int g_concat(gx *g, eng_dev_val *out) {
   return G_OK;
 }
 
+/* StridedSlice through the CPU kernel's own geometry (eng_strided_slice_plan
+ * on a stand-in of input 0's shape), then one strided copy. */
+static int g_strided_slice(gx *g, eng_dev_val *out) {
+  eng_dtype dt = dtype_of(g, 0);
+  eng_shape s = shape_of(g, 0);
+  if (g->nd->n_in != 4 || !fixed_size(dt) || !worth(g, 0, 1, eng_shape_numel(&s))) return G_DECLINE;
+  eng_tensor kin[4] = {{0}};
+  for (int k = 1; k < 4; k++) {
+    int r = to_host(g, k);
+    if (r != G_OK) return r;
+    kin[k] = *host(g, k);
+  }
+  eng_shape one = eng_shape_make(1, (int64_t[]){1});
+  if (eng_tensor_alloc_raw(&kin[0], dt, &one, g->err)) return G_ERR;
+  kin[0].shape = s; /* the planner reads only the shape */
+  eng_kctx c = {.node = g->nd, .node_id = g->p->steps[g->s], .model = g->p->m, .n_in = 4,
+                .in = kin, .n_out = 1, .err = g->err};
+  eng_slice sl;
+  td_code rc = eng_strided_slice_plan(&c, &sl);
+  eng_tensor_release(&kin[0]);
+  if (rc) return G_ERR;
+  const char *x;
+  NEED_DEV(0, x);
+  int r = new_out(g, out, dt, &sl.out);
+  if (r != G_OK) return r;
+  eng_shape dense = eng_shape_make(sl.rank, sl.size);
+  int64_t ds[ENG_MAX_RANK];
+  contig(&dense, ds);
+  size_t es = eng_dtype_size(dt);
+  DEV(g->api->copy(g->t->stream, sl.rank, sl.size, es, x + sl.offset * (int64_t)es, sl.src_stride,
+                   out->d, ds),
+      "strided slice");
+  return G_OK;
+}
+
 static int g_slice(gx *g, eng_dev_val *out) {
   eng_dtype dt = dtype_of(g, 0);
   eng_shape s = shape_of(g, 0);
@@ -938,6 +973,7 @@ static const struct gop {
     {"SquaredDifference", g_binary},
     {"Squeeze", g_alias},
     {"StopGradient", g_alias},
+    {"StridedSlice", g_strided_slice},
     {"Sub", g_binary},
     {"Sum", g_reduce},
     {"Tanh", g_unary},

@@ -138,6 +138,18 @@ td_code eng_s_unknown(const eng_node *n, const eng_shape *in, eng_shape *out, td
 
 /* eng_kernels_array.c: ops that move elements. */
 td_code eng_k_strided_slice(eng_kctx *c);
+/* StridedSlice's geometry, from input 0's shape and the begin / end /
+ * strides inputs (1-3) with the node's masks: the result shape, and the
+ * source walk (offset, sizes and element strides over input 0's rank) that
+ * produces it densely. TensorFlow's errors, naming the node. */
+typedef struct eng_slice {
+  int rank;
+  int64_t offset;
+  int64_t size[ENG_MAX_RANK];
+  int64_t src_stride[ENG_MAX_RANK];
+  eng_shape out;
+} eng_slice;
+td_code eng_strided_slice_plan(eng_kctx *c, eng_slice *sl);
 td_code eng_k_slice(eng_kctx *c);
 td_code eng_k_pack(eng_kctx *c);
 td_code eng_k_unpack(eng_kctx *c);

@@ -68,7 +68,7 @@ static td_code want_fixed(eng_kctx *c, int i) {
 #define NEW_AXIS (-1)
 #define SHRINK_AXIS (-2)
 
-td_code eng_k_strided_slice(eng_kctx *c) {
+td_code eng_strided_slice_plan(eng_kctx *c, eng_slice *sl) {
   const eng_tensor *x = &c->in[0];
   td_code rc = want_fixed(c, 0);
   if (rc) return rc;
@@ -180,14 +180,28 @@ td_code eng_k_strided_slice(eng_kctx *c) {
       return eng_kfail(c, TD_UNIMPLEMENTED, "result rank above %d", ENG_MAX_RANK);
     out.dim[out.rank++] = gather[k] == NEW_AXIS ? 1 : size[gather[k]];
   }
-  size_t es = eng_dtype_size(x->dtype);
-  rc = eng_kout_raw(c, 0, x->dtype, &out);
+  sl->rank = rank;
+  sl->offset = off;
+  for (int d = 0; d < rank; d++) {
+    sl->size[d] = size[d];
+    sl->src_stride[d] = st_in[d];
+  }
+  sl->out = out;
+  return TD_OK;
+}
+
+td_code eng_k_strided_slice(eng_kctx *c) {
+  const eng_tensor *x = &c->in[0];
+  eng_slice sl;
+  td_code rc = eng_strided_slice_plan(c, &sl);
+  if (!rc) rc = eng_kout_raw(c, 0, x->dtype, &sl.out);
   if (rc) return rc;
-  eng_shape dense = eng_shape_make(rank, size);
+  size_t es = eng_dtype_size(x->dtype);
+  eng_shape dense = eng_shape_make(sl.rank, sl.size);
   int64_t dst_st[ENG_MAX_RANK];
   eng_contig_strides(&dense, dst_st);
-  eng_copy_nd(rank, size, es, (const char *)eng_tensor_data(x) + (size_t)off * es, st_in,
-          eng_tensor_data(&c->out[0]), dst_st);
+  eng_copy_nd(sl.rank, sl.size, es, (const char *)eng_tensor_data(x) + (size_t)sl.offset * es,
+              sl.src_stride, eng_tensor_data(&c->out[0]), dst_st);
   return TD_OK;
 }
 
