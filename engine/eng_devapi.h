@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ENG_DEVAPI_VERSION 3
+#define ENG_DEVAPI_VERSION 4
 #define ENG_DEVAPI_SYMBOL "tensord_devapi"
 #define ENG_DEV_MAX_RANK 8
 
@@ -76,6 +76,20 @@ enum {
   ENG_DU_LOG1P,
   ENG_DU_SOFTSIGN,
   ENG_DU_COUNT
+};
+
+/* Comparisons (operands of one dtype: float, int32 or int64) and logic
+ * (bool operands, one byte each); results are bool bytes, 1 or 0. */
+enum {
+  ENG_DC_LESS,
+  ENG_DC_LESS_EQUAL,
+  ENG_DC_GREATER,
+  ENG_DC_GREATER_EQUAL,
+  ENG_DC_EQUAL,
+  ENG_DC_NOT_EQUAL,
+  ENG_DC_AND,
+  ENG_DC_OR,
+  ENG_DC_COUNT
 };
 
 /* Reductions over the middle axis of [outer, r, inner]. */
@@ -167,6 +181,19 @@ typedef struct eng_devapi {
    * [0, limit). */
   int (*gather)(void *st, int64_t outer, int64_t n, int64_t limit, int64_t inner, size_t es,
                 const void *params, const int64_t *idx, void *y);
+  /* y[idx] = a[idx . sa] OP b[idx . sb] as bool bytes; dt is the
+   * operands' dtype (TensorFlow's number: 1 float, 3 int32, 9 int64, 10
+   * bool for AND / OR). */
+  int (*compare)(void *st, int op, int dt, int rank, const int64_t *dims, const void *a,
+                 const int64_t *sa, const void *b, const int64_t *sb, uint8_t *y);
+  /* y[idx] = c[idx . sc] ? a[idx . sa] : b[idx . sb], es-byte elements. */
+  int (*select)(void *st, int rank, const int64_t *dims, const uint8_t *c, const int64_t *sc,
+                size_t es, const void *a, const int64_t *sa, const void *b, const int64_t *sb,
+                void *y);
+  /* n elements from dtype src to dtype dst (float, int32, int64, bool):
+   * float to integer truncates toward zero, NaN gives 0 and values out of
+   * range saturate; anything to bool is "not zero". */
+  int (*cast)(void *st, int64_t n, int src, int dst, const void *x, void *y);
   const char *(*error)(void);
 } eng_devapi;
 

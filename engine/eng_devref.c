@@ -8,6 +8,8 @@
  * each stream counts the calls made on it. Speed is not a goal. */
 #include "eng_devref.h"
 
+#include "eng_dtype.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -448,6 +450,113 @@ static int gather(void *st, int64_t outer, int64_t n, int64_t limit, int64_t inn
   return 0;
 }
 
+static double elem_d(int dt, const void *p, int64_t i) {
+  switch (dt) {
+    case ENG_DT_FLOAT: return ((const float *)p)[i];
+    case ENG_DT_INT32: return ((const int32_t *)p)[i];
+    case ENG_DT_INT64: return (double)((const int64_t *)p)[i];
+    default: return ((const uint8_t *)p)[i] != 0;
+  }
+}
+
+static int64_t elem_i(int dt, const void *p, int64_t i) {
+  return dt == ENG_DT_INT64 ? ((const int64_t *)p)[i] : (int64_t)elem_d(dt, p, i);
+}
+
+static size_t dt_size(int dt) {
+  return dt == ENG_DT_FLOAT || dt == ENG_DT_INT32 ? 4 : dt == ENG_DT_INT64 ? 8 : 1;
+}
+
+/* Offsets of a dense index into up to three strided operands. */
+static void offsets(int rank, const int64_t *dims, int64_t i, const int64_t *const *st, int n,
+                    int64_t *off) {
+  for (int k = 0; k < n; k++) off[k] = 0;
+  for (int d = rank - 1; d >= 0; d--) {
+    int64_t idx = i % dims[d];
+    i /= dims[d];
+    for (int k = 0; k < n; k++) off[k] += idx * st[k][d];
+  }
+}
+
+static int compare(void *st, int op, int dt, int rank, const int64_t *dims, const void *a,
+                   const int64_t *sa, const void *b, const int64_t *sb, uint8_t *y) {
+  if (rank < 0 || rank > ENG_DEV_MAX_RANK || op < 0 || op >= ENG_DC_COUNT)
+    return fail("compare: bad rank or op");
+  int64_t n = numel(rank, dims);
+  if (n == 0) return 0;
+  NEED(a, dt_size(dt) * (size_t)span(rank, dims, sa));
+  NEED(b, dt_size(dt) * (size_t)span(rank, dims, sb));
+  NEED(y, (size_t)n);
+  count(st);
+  const int64_t *strides[2] = {sa, sb};
+  for (int64_t i = 0; i < n; i++) {
+    int64_t off[2];
+    offsets(rank, dims, i, strides, 2, off);
+    bool r;
+    if (dt == ENG_DT_INT64 || dt == ENG_DT_INT32) {
+      int64_t x = elem_i(dt, a, off[0]), z = elem_i(dt, b, off[1]);
+      r = op == ENG_DC_LESS ? x < z : op == ENG_DC_LESS_EQUAL ? x <= z : op == ENG_DC_GREATER ? x > z
+        : op == ENG_DC_GREATER_EQUAL ? x >= z : op == ENG_DC_EQUAL ? x == z : op == ENG_DC_NOT_EQUAL ? x != z
+        : op == ENG_DC_AND ? (x && z) : (x || z);
+    } else {
+      double x = elem_d(dt, a, off[0]), z = elem_d(dt, b, off[1]);
+      r = op == ENG_DC_LESS ? x < z : op == ENG_DC_LESS_EQUAL ? x <= z : op == ENG_DC_GREATER ? x > z
+        : op == ENG_DC_GREATER_EQUAL ? x >= z : op == ENG_DC_EQUAL ? x == z : op == ENG_DC_NOT_EQUAL ? x != z
+        : op == ENG_DC_AND ? (x != 0 && z != 0) : (x != 0 || z != 0);
+    }
+    y[i] = r;
+  }
+  return 0;
+}
+
+static int select_(void *st, int rank, const int64_t *dims, const uint8_t *c, const int64_t *sc,
+                   size_t es, const void *a, const int64_t *sa, const void *b, const int64_t *sb,
+                   void *y) {
+  if (rank < 0 || rank > ENG_DEV_MAX_RANK) return fail("select: bad rank");
+  int64_t n = numel(rank, dims);
+  if (n == 0) return 0;
+  NEED(c, (size_t)span(rank, dims, sc));
+  NEED(a, es * (size_t)span(rank, dims, sa));
+  NEED(b, es * (size_t)span(rank, dims, sb));
+  NEED(y, es * (size_t)n);
+  count(st);
+  const int64_t *strides[3] = {sc, sa, sb};
+  for (int64_t i = 0; i < n; i++) {
+    int64_t off[3];
+    offsets(rank, dims, i, strides, 3, off);
+    const char *src = c[off[0]] ? (const char *)a + off[1] * (int64_t)es : (const char *)b + off[2] * (int64_t)es;
+    memcpy((char *)y + i * (int64_t)es, src, es);
+  }
+  return 0;
+}
+
+static int cast(void *st, int64_t n, int src, int dst, const void *x, void *y) {
+  if (n <= 0) return 0;
+  NEED(x, dt_size(src) * (size_t)n);
+  NEED(y, dt_size(dst) * (size_t)n);
+  count(st);
+  for (int64_t i = 0; i < n; i++) {
+    if (dst == ENG_DT_BOOL) {
+      ((uint8_t *)y)[i] = src == ENG_DT_INT64 ? ((const int64_t *)x)[i] != 0 : elem_d(src, x, i) != 0;
+    } else if (dst == ENG_DT_FLOAT) {
+      ((float *)y)[i] = src == ENG_DT_INT64 ? (float)((const int64_t *)x)[i] : (float)elem_d(src, x, i);
+    } else {
+      int64_t v;
+      if (src == ENG_DT_FLOAT) {
+        double f = ((const float *)x)[i];
+        v = f != f ? 0 : f >= 9223372036854775807.0 ? INT64_MAX : f <= -9223372036854775808.0 ? INT64_MIN : (int64_t)f;
+      } else {
+        v = elem_i(src, x, i);
+      }
+      if (dst == ENG_DT_INT32)
+        ((int32_t *)y)[i] = (int32_t)v;
+      else
+        ((int64_t *)y)[i] = v;
+    }
+  }
+  return 0;
+}
+
 static const char *error(void) { return g_err; }
 
 static const eng_devapi g_api = {
@@ -474,6 +583,9 @@ static const eng_devapi g_api = {
     .reduce = reduce,
     .epilogue = epilogue,
     .gather = gather,
+    .compare = compare,
+    .select = select_,
+    .cast = cast,
     .error = error,
 };
 

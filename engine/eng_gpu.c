@@ -217,18 +217,103 @@ static int g_alias(gx *g, eng_dev_val *out) {
   return res;
 }
 
-/* Cast to its own dtype (float16 models after widening: float to float)
- * passes the buffer through; real conversions run on the CPU. */
+static void bcast_strides(const eng_shape *s, const eng_shape *out, int64_t *st);
+
+static bool castable_on_device(eng_dtype dt) {
+  return dt == ENG_DT_FLOAT || dt == ENG_DT_INT32 || dt == ENG_DT_INT64 || dt == ENG_DT_BOOL;
+}
+
+/* Cast: to its own dtype (float16 models after widening: float to float)
+ * the buffer passes through; between float, int32, int64 and bool one
+ * kernel, with the CPU kernel's rules. */
 static int g_cast(gx *g, eng_dev_val *out) {
-  eng_dtype dt = dtype_of(g, 0);
+  eng_dtype dt = dtype_of(g, 0), to = eng_node_attr_type(g->nd, "DstT", ENG_DT_INVALID);
   eng_shape s = shape_of(g, 0);
-  if (eng_node_attr_type(g->nd, "DstT", ENG_DT_INVALID) != dt || !fixed_size(dt) ||
-      !worth(g, 0, 1, eng_shape_numel(&s)))
+  if (!worth(g, 0, 1, eng_shape_numel(&s))) return G_DECLINE;
+  if (to == dt && fixed_size(dt)) {
+    const void *d;
+    NEED_DEV(0, d);
+    (void)d;
+    *out = g->dv[vin(g, 0)];
+    return G_OK;
+  }
+  if (!castable_on_device(dt) || !castable_on_device(to)) return G_DECLINE;
+  const void *x;
+  NEED_DEV(0, x);
+  int r = new_out(g, out, to, &s);
+  if (r != G_OK) return r;
+  DEV(g->api->cast(g->t->stream, eng_shape_numel(&s), dt, to, x, out->d), "cast");
+  return G_OK;
+}
+
+/* Comparisons and LogicalAnd / LogicalOr, broadcasting. */
+static int g_compare(gx *g, eng_dev_val *out) {
+  static const struct {
+    const char *op;
+    int code;
+  } ops[] = {{"Equal", ENG_DC_EQUAL},       {"Greater", ENG_DC_GREATER},
+             {"GreaterEqual", ENG_DC_GREATER_EQUAL}, {"Less", ENG_DC_LESS},
+             {"LessEqual", ENG_DC_LESS_EQUAL}, {"LogicalAnd", ENG_DC_AND},
+             {"LogicalOr", ENG_DC_OR},         {"NotEqual", ENG_DC_NOT_EQUAL}};
+  int code = -1;
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (!strcmp(g->nd->op, ops[i].op)) code = ops[i].code;
+  eng_dtype dt = dtype_of(g, 0);
+  bool logic = code == ENG_DC_AND || code == ENG_DC_OR;
+  if (code < 0 || dtype_of(g, 1) != dt ||
+      (logic ? dt != ENG_DT_BOOL
+             : dt != ENG_DT_FLOAT && dt != ENG_DT_INT32 && dt != ENG_DT_INT64))
     return G_DECLINE;
-  const void *d;
-  NEED_DEV(0, d);
-  (void)d;
-  *out = g->dv[vin(g, 0)];
+  if (eng_node_attr_bool(g->nd, "incompatible_shape_error", true) == false) return G_DECLINE;
+  eng_shape a = shape_of(g, 0), b = shape_of(g, 1), o;
+  td_err scratch;
+  if (eng_broadcast_shape(&a, &b, &o, &scratch)) return G_DECLINE;
+  if (!worth(g, 0, 2, eng_shape_numel(&o))) return G_DECLINE;
+  const void *da, *db;
+  NEED_DEV(0, da);
+  NEED_DEV(1, db);
+  int r = new_out(g, out, ENG_DT_BOOL, &o);
+  if (r != G_OK) return r;
+  int64_t sa[ENG_MAX_RANK], sb[ENG_MAX_RANK];
+  bcast_strides(&a, &o, sa);
+  bcast_strides(&b, &o, sb);
+  DEV(g->api->compare(g->t->stream, code, dt, o.rank, o.dim, da, sa, db, sb, out->d), "comparison");
+  return G_OK;
+}
+
+/* SelectV2 (all three broadcast) and TF1 Select (cond a scalar, the
+ * shape of then / else, or a vector over their first dim). */
+static int g_select(gx *g, eng_dev_val *out) {
+  eng_dtype dt = dtype_of(g, 1);
+  if (dtype_of(g, 0) != ENG_DT_BOOL || dtype_of(g, 2) != dt || !fixed_size(dt)) return G_DECLINE;
+  eng_shape c = shape_of(g, 0), a = shape_of(g, 1), b = shape_of(g, 2), ab, o;
+  td_err scratch;
+  if (!strcmp(g->nd->op, "Select")) {
+    if (!eng_shape_equal(&a, &b)) return G_DECLINE;
+    if (c.rank == 1 && a.rank > 1 && c.dim[0] == a.dim[0]) {
+      eng_shape col = a; /* [n, 1, 1, ...] */
+      for (int d = 1; d < col.rank; d++) col.dim[d] = 1;
+      c = col;
+    } else if (c.rank != 0 && !eng_shape_equal(&c, &a)) {
+      return G_DECLINE;
+    }
+  }
+  if (eng_broadcast_shape(&a, &b, &ab, &scratch) || eng_broadcast_shape(&c, &ab, &o, &scratch))
+    return G_DECLINE;
+  if (!worth(g, 0, 3, eng_shape_numel(&o))) return G_DECLINE;
+  const void *dc, *da, *db;
+  NEED_DEV(0, dc);
+  NEED_DEV(1, da);
+  NEED_DEV(2, db);
+  int r = new_out(g, out, dt, &o);
+  if (r != G_OK) return r;
+  int64_t sc[ENG_MAX_RANK], sa[ENG_MAX_RANK], sb[ENG_MAX_RANK];
+  bcast_strides(&c, &o, sc);
+  bcast_strides(&a, &o, sa);
+  bcast_strides(&b, &o, sb);
+  DEV(g->api->select(g->t->stream, o.rank, o.dim, dc, sc, eng_dtype_size(dt), da, sa, db, sb,
+                     out->d),
+      "select");
   return G_OK;
 }
 
@@ -923,6 +1008,7 @@ static const struct gop {
     {"Einsum", g_einsum},
     {"Elu", g_unary},
     {"EnsureShape", g_alias},
+    {"Equal", g_compare},
     {"Erf", g_unary},
     {"Erfc", g_unary},
     {"Exp", g_unary},
@@ -930,12 +1016,18 @@ static const struct gop {
     {"Expm1", g_unary},
     {"Floor", g_unary},
     {"GatherV2", g_gather},
+    {"Greater", g_compare},
+    {"GreaterEqual", g_compare},
     {"Identity", g_alias},
     {"IdentityN", g_identity_n},
     {"LeakyRelu", g_unary},
+    {"Less", g_compare},
+    {"LessEqual", g_compare},
     {"Log", g_unary},
     {"Log1p", g_unary},
     {"LogSoftmax", g_softmax},
+    {"LogicalAnd", g_compare},
+    {"LogicalOr", g_compare},
     {"MatMul", g_matmul},
     {"Max", g_reduce},
     {"MaxPool", g_pool},
@@ -946,6 +1038,7 @@ static const struct gop {
     {"Mul", g_binary},
     {"Neg", g_unary},
     {"NoOp", g_noop},
+    {"NotEqual", g_compare},
     {"Pack", g_concat},
     {"Pad", g_pad},
     {"PadV2", g_pad},
@@ -959,6 +1052,8 @@ static const struct gop {
     {"Reshape", g_alias},
     {"Round", g_unary},
     {"Rsqrt", g_unary},
+    {"Select", g_select},
+    {"SelectV2", g_select},
     {"Selu", g_unary},
     {"Sigmoid", g_unary},
     {"Sign", g_unary},

@@ -24,6 +24,9 @@ extern "C" {
 #include "eng_devapi.h"
 }
 
+// TensorFlow's DataType numbers for the dtypes compare / cast take.
+enum { DT_FLOAT = 1, DT_INT32 = 3, DT_INT64 = 9, DT_BOOL = 10 };
+
 namespace {
 
 thread_local char g_err[512];
@@ -330,6 +333,76 @@ __global__ void k_gather(int64_t outer, int64_t n, int64_t limit, int64_t inner,
   }
 }
 
+struct Dims3 {
+  int rank;
+  int64_t d[ENG_DEV_MAX_RANK];
+  int64_t s[3][ENG_DEV_MAX_RANK];
+};
+
+__device__ void offsets3(const Dims3 &dm, int n, int64_t i, int64_t *off) {
+  for (int k = 0; k < n; k++) off[k] = 0;
+  for (int d = dm.rank - 1; d >= 0; d--) {
+    int64_t idx = i % dm.d[d];
+    i /= dm.d[d];
+    for (int k = 0; k < n; k++) off[k] += idx * dm.s[k][d];
+  }
+}
+
+template <typename T>
+__global__ void k_compare(int op, Dims3 dm, int64_t n, const T *a, const T *b, uint8_t *y) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t off[2];
+    offsets3(dm, 2, i, off);
+    T x = a[off[0]], z = b[off[1]];
+    bool r;
+    switch (op) {
+      case ENG_DC_LESS: r = x < z; break;
+      case ENG_DC_LESS_EQUAL: r = x <= z; break;
+      case ENG_DC_GREATER: r = x > z; break;
+      case ENG_DC_GREATER_EQUAL: r = x >= z; break;
+      case ENG_DC_EQUAL: r = x == z; break;
+      case ENG_DC_NOT_EQUAL: r = x != z; break;
+      case ENG_DC_AND: r = x && z; break;
+      default: r = x || z; break;
+    }
+    y[i] = r;
+  }
+}
+
+template <typename T>
+__global__ void k_select(Dims3 dm, int64_t n, const uint8_t *c, const T *a, const T *b, T *y) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t off[3];
+    offsets3(dm, 3, i, off);
+    y[i] = c[off[0]] ? a[off[1]] : b[off[2]];
+  }
+}
+
+template <typename S>
+__device__ int64_t to_int(S v) {
+  return (int64_t)v;
+}
+template <>
+__device__ int64_t to_int<float>(float f) {
+  if (f != f) return 0;
+  if (f >= 9223372036854775807.0f) return INT64_MAX;
+  if (f <= -9223372036854775808.0f) return INT64_MIN;
+  return (int64_t)f;
+}
+
+template <typename S, typename D>
+__global__ void k_cast(int64_t n, bool to_bool, bool to_float, const S *x, D *y) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    S v = x[i];
+    if (to_bool) y[i] = (D)(v != (S)0);
+    else if (to_float) y[i] = (D)(float)v;
+    else y[i] = (D)to_int<S>(v);
+  }
+}
+
 // --- the table's functions -----------------------------------------------
 
 int probe(char *desc, size_t dl, size_t *total, char *why, size_t wl) {
@@ -613,12 +686,93 @@ int gather(void *p, int64_t outer, int64_t n, int64_t limit, int64_t inner, size
   return 0;
 }
 
+int make_dims3(int rank, const int64_t *dims, const int64_t *const *st, int n, Dims3 *dm,
+               int64_t *total) {
+  if (rank < 0 || rank > ENG_DEV_MAX_RANK) return 1;
+  *dm = Dims3{};
+  dm->rank = rank;
+  *total = 1;
+  for (int d = 0; d < rank; d++) {
+    dm->d[d] = dims[d];
+    for (int k = 0; k < n; k++) dm->s[k][d] = st[k][d];
+    *total *= dims[d];
+  }
+  return 0;
+}
+
+int compare(void *p, int op, int dt, int rank, const int64_t *dims, const void *a,
+            const int64_t *sa, const void *b, const int64_t *sb, uint8_t *y) {
+  Stream *st = static_cast<Stream *>(p);
+  const int64_t *strides[2] = {sa, sb};
+  Dims3 dm;
+  int64_t n;
+  if (make_dims3(rank, dims, strides, 2, &dm, &n)) return fail("compare: rank %d", rank);
+  if (n == 0) return 0;
+  unsigned g = blocks_for(n);
+  switch (dt) {
+    case DT_FLOAT: k_compare<float><<<g, kThreads, 0, st->s>>>(op, dm, n, (const float *)a, (const float *)b, y); break;
+    case DT_INT32: k_compare<int32_t><<<g, kThreads, 0, st->s>>>(op, dm, n, (const int32_t *)a, (const int32_t *)b, y); break;
+    case DT_INT64: k_compare<int64_t><<<g, kThreads, 0, st->s>>>(op, dm, n, (const int64_t *)a, (const int64_t *)b, y); break;
+    case DT_BOOL: k_compare<uint8_t><<<g, kThreads, 0, st->s>>>(op, dm, n, (const uint8_t *)a, (const uint8_t *)b, y); break;
+    default: return fail("compare: dtype %d", dt);
+  }
+  LAUNCHED("compare kernel");
+  return 0;
+}
+
+int select_(void *p, int rank, const int64_t *dims, const uint8_t *c, const int64_t *sc, size_t es,
+            const void *a, const int64_t *sa, const void *b, const int64_t *sb, void *y) {
+  Stream *st = static_cast<Stream *>(p);
+  const int64_t *strides[3] = {sc, sa, sb};
+  Dims3 dm;
+  int64_t n;
+  if (make_dims3(rank, dims, strides, 3, &dm, &n)) return fail("select: rank %d", rank);
+  if (n == 0) return 0;
+  unsigned g = blocks_for(n);
+  switch (es) {
+    case 1: k_select<uint8_t><<<g, kThreads, 0, st->s>>>(dm, n, c, (const uint8_t *)a, (const uint8_t *)b, (uint8_t *)y); break;
+    case 2: k_select<uint16_t><<<g, kThreads, 0, st->s>>>(dm, n, c, (const uint16_t *)a, (const uint16_t *)b, (uint16_t *)y); break;
+    case 4: k_select<uint32_t><<<g, kThreads, 0, st->s>>>(dm, n, c, (const uint32_t *)a, (const uint32_t *)b, (uint32_t *)y); break;
+    case 8: k_select<uint64_t><<<g, kThreads, 0, st->s>>>(dm, n, c, (const uint64_t *)a, (const uint64_t *)b, (uint64_t *)y); break;
+    default: return fail("select: element size %zu", es);
+  }
+  LAUNCHED("select kernel");
+  return 0;
+}
+
+template <typename S>
+int cast_from(Stream *st, int64_t n, int dst, const S *x, void *y) {
+  unsigned g = blocks_for(n);
+  bool tb = dst == DT_BOOL, tf = dst == DT_FLOAT;
+  switch (dst) {
+    case DT_FLOAT: k_cast<S, float><<<g, kThreads, 0, st->s>>>(n, tb, tf, x, (float *)y); break;
+    case DT_INT32: k_cast<S, int32_t><<<g, kThreads, 0, st->s>>>(n, tb, tf, x, (int32_t *)y); break;
+    case DT_INT64: k_cast<S, int64_t><<<g, kThreads, 0, st->s>>>(n, tb, tf, x, (int64_t *)y); break;
+    case DT_BOOL: k_cast<S, uint8_t><<<g, kThreads, 0, st->s>>>(n, tb, tf, x, (uint8_t *)y); break;
+    default: return fail("cast: dtype %d", dst);
+  }
+  LAUNCHED("cast kernel");
+  return 0;
+}
+
+int cast(void *p, int64_t n, int src, int dst, const void *x, void *y) {
+  Stream *st = static_cast<Stream *>(p);
+  if (n <= 0) return 0;
+  switch (src) {
+    case DT_FLOAT: return cast_from(st, n, dst, (const float *)x, y);
+    case DT_INT32: return cast_from(st, n, dst, (const int32_t *)x, y);
+    case DT_INT64: return cast_from(st, n, dst, (const int64_t *)x, y);
+    case DT_BOOL: return cast_from(st, n, dst, (const uint8_t *)x, y);
+  }
+  return fail("cast: dtype %d", src);
+}
+
 const char *error(void) { return g_err; }
 
 const eng_devapi g_api = {
     ENG_DEVAPI_VERSION, "cuda", probe, init, dalloc, dfree, stream_create, stream_destroy, upload,
     download, sync_, gemm, binary, unary, copy, fill, im2col, depthwise, pool, softmax, reduce,
-    epilogue, gather, error,
+    epilogue, gather, compare, select_, cast, error,
 };
 
 }  // namespace
