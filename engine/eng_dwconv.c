@@ -13,6 +13,7 @@
 #define DW_FN(name) name##_512
 #define DW_TARGET "avx512f"
 #define DW_W 16
+#define DW_PX 4 /* pixels per row of the two-row kernel: 9 + 8 + 1 of 32 zmm */
 typedef __m512 dw_v512;
 typedef __mmask16 dw_m512;
 #define dw_v dw_v512
@@ -40,6 +41,7 @@ __attribute__((target("avx512f"))) static inline __m512 epi512(int kind, __m512 
 #undef DW_FN
 #undef DW_TARGET
 #undef DW_W
+#undef DW_PX
 #undef dw_v
 #undef dw_m
 #undef DW_MASK
@@ -55,6 +57,7 @@ __attribute__((target("avx512f"))) static inline __m512 epi512(int kind, __m512 
 #define DW_FN(name) name##_256
 #define DW_TARGET "avx2,fma"
 #define DW_W 8
+#define DW_PX 2 /* 9 + 4 + 1 of 16 ymm */
 typedef __m256 dw_v256;
 typedef __m256i dw_m256;
 #define dw_v dw_v256

@@ -6,9 +6,12 @@
  * vector), interior output pixels are accumulated eight side by side (eight
  * independent FMA chains; each tap's weight vector is loaded once for the
  * eight), the row's remainder four, two and one at a time; the epilogue
- * runs on the accumulators and each pixel is stored once. Pixels whose
- * window reaches into the padding take a per-pixel path that visits only
- * the valid taps. Every output sums its valid taps in tap
+ * runs on the accumulators and each pixel is stored once. 3x3 stride-1
+ * windows (MobileNet's) take two output rows by four (AVX2: two) pixels at
+ * a time instead, loading each input vector once for every accumulator it
+ * feeds, with the nine weights held in registers. Pixels whose window
+ * reaches into the padding take a per-pixel path that visits only the valid
+ * taps. Every output sums its valid taps in tap
  * order (row-major over the window) starting from zero, whichever path
  * computes it. AVX-512 and AVX2+FMA are picked at run time, with a scalar
  * fallback; channel counts that are not a multiple of the vector width use
