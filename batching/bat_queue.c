@@ -2,7 +2,11 @@
  * table (a clock read before and after: tens of nanoseconds), keyed by the
  * signature. `queued` and `stopping` are written under the mutex but read
  * without it by bat_queue_try_inline: a stale read only sends a task the
- * usual way, or runs inline one that a worker would have picked up at once. */
+ * usual way, or runs inline one that a worker would have picked up at once.
+ * `running` counts runs in progress (workers and inline); an inline run
+ * claims a slot only while it is below the worker count, so at most
+ * n_workers runs compute at once, as without inline runs (a worker that
+ * picks a task up meanwhile may briefly make it one more). */
 #include "bat_queue.h"
 
 #include <stdatomic.h>
@@ -21,6 +25,7 @@ struct bat_queue {
   atomic_int queued;
   int max_queued;
   atomic_bool stopping;
+  atomic_int running; /* runs in progress, on workers and inline */
   int n_workers;
   uv_thread_t *threads;
   bat_runcost *cost;
@@ -76,8 +81,10 @@ static void worker(void *arg) {
     atomic_fetch_sub_explicit(&q->queued, 1, memory_order_relaxed);
     uv_mutex_unlock(&q->mu);
     t->next = NULL;
+    atomic_fetch_add_explicit(&q->running, 1, memory_order_relaxed);
     run_task(q, t);
     t->done(t);
+    atomic_fetch_sub_explicit(&q->running, 1, memory_order_relaxed);
   }
 }
 
@@ -140,7 +147,14 @@ bool bat_queue_try_inline(bat_queue *q, bat_task *t) {
   if (!t->run && !t->sig->plan) return false; /* the workers word the error */
   if (eng_device_active()) return false;      /* see bat_queue.h */
   if (!bat_runcost_is_short(q->cost, t->sig, task_size(t))) return false;
+  /* Take an idle worker's place, or leave the run to the queue. */
+  int n = atomic_load_explicit(&q->running, memory_order_relaxed);
+  do {
+    if (n >= q->n_workers) return false;
+  } while (!atomic_compare_exchange_weak_explicit(&q->running, &n, n + 1, memory_order_relaxed,
+                                                  memory_order_relaxed));
   run_task(q, t);
+  atomic_fetch_sub_explicit(&q->running, 1, memory_order_relaxed);
   return true;
 }
 

@@ -12,7 +12,12 @@
  * off (it runs the session on the thread that handles the request), a
  * transport may first offer the task to bat_queue_try_inline, which runs it
  * on the calling thread when that is known to be cheap and fair:
- *   - the queue is idle (no task waiting), so nothing queued is overtaken;
+ *   - an engine worker is idle: no task is waiting, so nothing queued is
+ *     overtaken, and fewer runs are in progress (on workers and inline)
+ *     than there are workers, so the inline run takes an idle worker's
+ *     place and no more runs compute at once than n_workers (running
+ *     models on every transport thread of a small machine would have them
+ *     preempt each other, and long waits follow);
  *   - the signature's runs are known to be short: their measured average is
  *     within the inline limit (bat_queue_set_inline_limit, default
  *     BAT_INLINE_LIMIT_NS) and this task's input is no larger than one seen

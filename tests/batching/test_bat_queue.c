@@ -123,29 +123,40 @@ END_TEST
 
 START_TEST(test_inline_never_overtakes_queued_work) {
   bat_queue *q;
-  ck_assert_int_eq(bat_queue_create(1, 16, &q, NULL), TD_OK);
+  ck_assert_int_eq(bat_queue_create(2, 16, &q, NULL), TD_OK);
   probe p;
   probe_init(&p, 0, NULL);
   run_on_worker(q, &p); /* measured short */
   uv_sem_t gate;
   ck_assert_int_eq(uv_sem_init(&gate, 0), 0);
   ldr_signature other = {.key = "other"};
-  probe hold, waiting;
+  probe hold, hold2, waiting;
   probe_init(&hold, 0, &gate);
   hold.t.sig = &other;
+  probe_init(&hold2, 0, &gate);
+  hold2.t.sig = &other;
   probe_init(&waiting, 0, NULL);
   ck_assert_int_eq(bat_queue_submit(q, &hold.t, NULL), TD_OK);
   while (!atomic_load(&hold.ran)) uv_sleep(1);
-  /* The worker is busy but nothing waits: a short run may go inline. */
+  /* One of two workers is busy and nothing waits: a short run may go
+   * inline, in the idle worker's place. */
   probe_init(&p, 0, NULL);
   ck_assert(bat_queue_try_inline(q, &p.t));
+  /* Both workers busy: no more runs at once, it goes to the queue. */
+  ck_assert_int_eq(bat_queue_submit(q, &hold2.t, NULL), TD_OK);
+  while (!atomic_load(&hold2.ran)) uv_sleep(1);
+  probe_init(&p, 0, NULL);
+  ck_assert(!bat_queue_try_inline(q, &p.t));
+  ck_assert_int_eq(atomic_load(&p.ran), 0);
   /* Something waits: it goes to the queue behind it. */
   ck_assert_int_eq(bat_queue_submit(q, &waiting.t, NULL), TD_OK);
   probe_init(&p, 0, NULL);
   ck_assert(!bat_queue_try_inline(q, &p.t));
   ck_assert_int_eq(atomic_load(&p.ran), 0);
   uv_sem_post(&gate);
+  uv_sem_post(&gate);
   wait_done(&hold);
+  wait_done(&hold2);
   wait_done(&waiting);
   bat_queue_destroy(q);
   uv_sem_destroy(&gate);
