@@ -8,7 +8,7 @@
  *   (fill c->inputs[i] for c->sig->inputs[i], in signature order)
  *   srv_call_try_inline  optionally first: run the call on this thread when
  *                    bat_queue judges that cheaper than a hand-off (batching
- *                    off, queue idle, the signature's runs known to be
+ *                    off, a worker idle, the signature's runs known to be
  *                    short; see bat_queue.h). True: the result is in
  *                    c->task.code / c->task.err and c->outputs, and done()
  *                    is not called. False: submit it;

@@ -18,8 +18,8 @@
  * Polling threads decode requests, resolve models and queue engine work
  * (bat_queue); engine workers run the model and encode and send the
  * response. With batching off, a run whose plan is known to be short (a
- * measured average under bat_queue's inline limit, 100 us) while the
- * engine queue is idle runs on the polling thread itself, which then
+ * measured average under bat_queue's inline limit, 100 us) while an
+ * engine worker is idle runs on the polling thread itself, which then
  * answers: TF Serving runs every request on the handling thread, and for a
  * tiny model the hand-off to a worker and back costs more than the run. A
  * config reload, which blocks until models load, runs on a thread of its
