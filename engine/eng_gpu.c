@@ -1159,8 +1159,31 @@ static td_code step(gx *g, int s) {
   return eng_run_step_cpu(&g->r, s, g->err);
 }
 
+static td_code gpu_run(eng_dev_model *dm, const eng_plan *p, const eng_tensor *in, eng_tensor *out,
+                       td_err *err);
+
+/* Runs nested in a run of this thread (a While or If body) take the CPU:
+ * the thread's device value table and scratch belong to the outer run. */
+static _Thread_local int g_depth;
+
+static td_code cpu_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, td_err *err) {
+  eng_run r;
+  td_code rc = eng_run_begin(&r, p, in, err);
+  for (int s = 0; s < p->n_steps && !rc; s++) rc = eng_run_step_cpu(&r, s, err);
+  return eng_run_finish(&r, rc, out, err);
+}
+
 td_code eng_gpu_run(eng_dev_model *dm, const eng_plan *p, const eng_tensor *in, eng_tensor *out,
                     td_err *err) {
+  if (g_depth) return cpu_run(p, in, out, err);
+  g_depth++;
+  td_code rc = gpu_run(dm, p, in, out, err);
+  g_depth--;
+  return rc;
+}
+
+static td_code gpu_run(eng_dev_model *dm, const eng_plan *p, const eng_tensor *in, eng_tensor *out,
+                       td_err *err) {
   gx g = {.p = p, .dm = dm, .api = eng_dev_api(), .err = err};
   if (!g.api) return td_err_set(err, TD_INTERNAL, "no device is selected");
   g.t = eng_dev_thread_get(err);

@@ -152,6 +152,136 @@ done:
   return rc;
 }
 
+/* --- control flow: While / If bodies as detached subgraphs ---------------- */
+
+/* The function attrs of a control-flow node, by role; NULL when n is none. */
+static const char *const *cf_roles(const eng_node *n) {
+  static const char *const loop[] = {"cond", "body", NULL};
+  static const char *const branch[] = {"then_branch", "else_branch", NULL};
+  if (!strcmp(n->op, "While") || !strcmp(n->op, "StatelessWhile")) return loop;
+  if (!strcmp(n->op, "If") || !strcmp(n->op, "StatelessIf")) return branch;
+  return NULL;
+}
+
+bool eng_inline_is_control_flow(const eng_node *n) { return cf_roles(n) != NULL; }
+
+/* Adds a list(string) attribute holding names. */
+static td_code add_names(eng_graph *g, int node, const char *attr, char **names, int n,
+                         td_err *err) {
+  eng_attr *a = eng_graph_add_attr(g, node, attr);
+  if (!a) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  a->kind = ENG_ATTR_LIST;
+  a->list_kind = ENG_ATTR_S;
+  a->ls = calloc((size_t)(n ? n : 1), sizeof *a->ls);
+  if (!a->ls) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  for (int i = 0; i < n; i++) {
+    a->ls[i].len = strlen(names[i]);
+    a->ls[i].data = strdup(names[i]);
+    if (!a->ls[i].data) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    a->n++;
+  }
+  return TD_OK;
+}
+
+/* Copies fn's body into g as "<node>/<role>/..." with each _Arg replaced by
+ * a Placeholder of its type, and records on the control-flow node the
+ * arguments ("_td_<role>_args") and results ("_td_<role>_rets", "node:i")
+ * a plan of that subgraph feeds and fetches. */
+static td_code instantiate(eng_graph *g, int cf, const char *role, const eng_function *fn,
+                           td_err *err) {
+  size_t plen = strlen(eng_graph_node(g, cf)->name) + strlen(role) + 2;
+  char *prefix = malloc(plen);
+  int nb = eng_graph_node_count(fn->body);
+  int *map = malloc(sizeof *map * (size_t)(nb ? nb : 1));
+  char **args = calloc((size_t)fn->n_args + 1, sizeof *args);
+  char **rets = calloc((size_t)fn->n_rets + 1, sizeof *rets);
+  td_code rc = TD_OK;
+  if (!prefix || !map || !args || !rets) {
+    rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    goto done;
+  }
+  snprintf(prefix, plen, "%s/%s", eng_graph_node(g, cf)->name, role);
+  for (int b = 0; b < nb && !rc; b++) {
+    const eng_node *bn = eng_graph_node(fn->body, b);
+    int ai = arg_index(bn);
+    if (ai >= fn->n_args) {
+      rc = td_err_set(err, TD_INVALID_ARGUMENT, "function '%s': _Arg index %d out of range",
+                      fn->name, ai);
+      break;
+    }
+    int id = add_prefixed(g, prefix, bn->name, ai >= 0 ? "Placeholder" : bn->op, err);
+    if (id < 0) {
+      rc = err ? err->code : TD_INTERNAL;
+      break;
+    }
+    map[b] = id;
+    eng_graph_node(g, id)->n_out = ai >= 0 ? 1 : bn->n_out;
+    if (ai >= 0) {
+      eng_attr *a = eng_graph_add_attr(g, id, "dtype");
+      if (!a) {
+        rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+        break;
+      }
+      a->kind = ENG_ATTR_TYPE;
+      a->type = eng_node_attr_type(bn, "T", ENG_DT_INVALID);
+      args[ai] = strdup(eng_graph_node(g, id)->name);
+      if (!args[ai]) rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    } else {
+      for (int a = 0; a < bn->n_attr && !rc; a++) rc = eng_graph_copy_attr(g, id, &bn->attr[a], err);
+    }
+  }
+  for (int b = 0; b < nb && !rc; b++) {
+    const eng_node *bn = eng_graph_node(fn->body, b);
+    if (arg_index(bn) >= 0) continue;
+    for (int k = 0; k < bn->n_in && !rc; k++)
+      rc = eng_graph_add_input(g, map[b], (eng_edge){map[bn->in[k].node], bn->in[k].index}, err);
+    for (int k = 0; k < bn->n_ctrl && !rc; k++) rc = eng_graph_add_ctrl(g, map[b], map[bn->ctrl[k]], err);
+  }
+  for (int i = 0; i < fn->n_args && !rc; i++)
+    if (!args[i]) rc = td_err_set(err, TD_INVALID_ARGUMENT, "function '%s' lacks _Arg %d", fn->name, i);
+  for (int r = 0; r < fn->n_rets && !rc; r++) {
+    const eng_node *src = eng_graph_node(g, map[fn->rets[r].node]);
+    size_t len = strlen(src->name) + 24;
+    rets[r] = malloc(len);
+    if (!rets[r]) rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    else snprintf(rets[r], len, "%s:%d", src->name, fn->rets[r].index);
+  }
+  if (!rc) {
+    char attr[64];
+    snprintf(attr, sizeof attr, "_td_%s_args", role);
+    rc = add_names(g, cf, attr, args, fn->n_args, err);
+    snprintf(attr, sizeof attr, "_td_%s_rets", role);
+    if (!rc) rc = add_names(g, cf, attr, rets, fn->n_rets, err);
+  }
+done:
+  for (int i = 0; args && i < fn->n_args; i++) free(args[i]);
+  for (int i = 0; rets && i < fn->n_rets; i++) free(rets[i]);
+  free(args);
+  free(rets);
+  free(prefix);
+  free(map);
+  return rc;
+}
+
+static td_code instantiate_control_flow(eng_graph *g, int cf, const eng_library *lib, td_err *err) {
+  const char *const *roles = cf_roles(eng_graph_node(g, cf));
+  for (int r = 0; roles[r]; r++) {
+    const char *fname = eng_node_attr_func(eng_graph_node(g, cf), roles[r]);
+    const eng_function *fn = fname ? eng_library_find(lib, fname) : NULL;
+    if (!fn)
+      return td_err_set(err, TD_NOT_FOUND, "node '%s' (%s): its %s function '%s' is not in the library",
+                        eng_graph_node(g, cf)->name, eng_graph_node(g, cf)->op, roles[r],
+                        fname ? fname : "");
+    const char *role = roles[r];
+    /* then_branch / else_branch are recorded as "then" / "else". */
+    char shortrole[16];
+    snprintf(shortrole, sizeof shortrole, "%.*s", (int)strcspn(role, "_"), role);
+    td_code rc = instantiate(g, cf, shortrole, fn, err);
+    if (rc) return rc;
+  }
+  return TD_OK;
+}
+
 td_code eng_inline_calls(eng_graph *g, const eng_library *lib, td_err *err) {
   /* Newly added nodes are visited too, which flattens nested calls. depth[i]
    * counts the calls node i was inlined through. */
@@ -168,7 +298,30 @@ td_code eng_inline_calls(eng_graph *g, const eng_library *lib, td_err *err) {
     }
     const char *callee;
     eng_node *n = eng_graph_node(g, i);
-    if (!eng_inline_is_call(n, lib, &callee)) continue;
+    bool cf = eng_inline_is_control_flow(n);
+    if (!cf && !eng_inline_is_call(n, lib, &callee)) continue;
+    if (cf && depth[i] >= MAX_CALL_DEPTH) {
+      rc = td_err_set(err, TD_INVALID_ARGUMENT, "control flow nests more than %d deep at '%s'",
+                      MAX_CALL_DEPTH, n->name);
+      break;
+    }
+    if (cf) {
+      int before = eng_graph_node_count(g);
+      rc = instantiate_control_flow(g, i, lib, err);
+      int after = eng_graph_node_count(g);
+      if (!rc && after > cap) {
+        int ncap = after > 2 * cap ? after : 2 * cap;
+        int *nd = realloc(depth, sizeof *nd * (size_t)ncap);
+        if (!nd) {
+          rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+          break;
+        }
+        depth = nd;
+        cap = ncap;
+      }
+      for (int k = before; !rc && k < after; k++) depth[k] = depth[i] + 1;
+      continue;
+    }
     const eng_function *fn = eng_library_find(lib, callee);
     if (!fn) {
       rc = td_err_set(err, TD_NOT_FOUND, "node '%s' calls function '%s', which the library lacks",

@@ -176,6 +176,16 @@ td_code eng_k_einsum(eng_kctx *c);
 td_code eng_s_matmul(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
 td_code eng_s_batch_matmul(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
 
+/* eng_kernels_control.c: While / If over subgraph plans, TensorLists. */
+td_code eng_k_while(eng_kctx *c);
+td_code eng_k_if(eng_kctx *c);
+td_code eng_k_tensor_list_reserve(eng_kctx *c);
+td_code eng_k_tensor_list_from_tensor(eng_kctx *c);
+td_code eng_k_tensor_list_get_item(eng_kctx *c);
+td_code eng_k_tensor_list_set_item(eng_kctx *c);
+td_code eng_k_tensor_list_stack(eng_kctx *c);
+td_code eng_k_tensor_list_length(eng_kctx *c);
+
 /* eng_kernels_nn.c: convolutions, pools, batch norm, softmax. */
 td_code eng_k_conv2d(eng_kctx *c);
 td_code eng_k_depthwise_conv2d(eng_kctx *c);

@@ -31,6 +31,15 @@ struct eng_model {
   int n_slots;
   var_slot *slots;
   eng_dev_model *dev; /* weights on the device (eng_device_attach), or NULL */
+  /* Plans of control-flow subgraphs (eng_model_subplan), built once. */
+  mtx_t sub_lock;
+  bool sub_lock_init;
+  int n_sub;
+  struct subplan {
+    int node;
+    char role[8];
+    eng_plan *plan;
+  } *sub;
 };
 
 
@@ -78,6 +87,7 @@ td_code eng_model_create(eng_graph *graph, eng_library *lib, const eng_io *io, e
   m->g = graph;
   m->lib = lib;
   if (io) m->io = *io;
+  m->sub_lock_init = mtx_init(&m->sub_lock, mtx_plain) == thrd_success;
   td_code rc = lib ? eng_inline_calls(graph, lib, err) : TD_OK;
   if (!rc) rc = assign_slots(m, err);
   if (rc) {
@@ -90,6 +100,9 @@ td_code eng_model_create(eng_graph *graph, eng_library *lib, const eng_io *io, e
 
 void eng_model_destroy(eng_model *m) {
   if (!m) return;
+  for (int i = 0; i < m->n_sub; i++) eng_plan_destroy(m->sub[i].plan);
+  free(m->sub);
+  if (m->sub_lock_init) mtx_destroy(&m->sub_lock);
   for (int i = 0; i < m->n_slots; i++) {
     free(m->slots[i].key);
     eng_tensor_release(&m->slots[i].value);
@@ -193,10 +206,93 @@ static void fill_declared(const eng_node *nd, eng_shape *shape, eng_dtype *dtype
   if (s && s->kind == ENG_ATTR_SHAPE) *shape = s->shape;
 }
 
+/* The names list(string) attribute `attr` of node n: into names[max]. */
+static int name_list(const eng_node *n, const char *attr, const char **names, int max) {
+  const eng_attr *a = eng_node_attr(n, attr);
+  if (!a || a->kind != ENG_ATTR_LIST || (a->n && a->list_kind != ENG_ATTR_S) || a->n > max)
+    return -1;
+  for (int i = 0; i < a->n; i++) names[i] = a->ls[i].data;
+  return a->n;
+}
+
+td_code eng_model_subplan(eng_model *m, int node_id, const char *role, const eng_plan **out,
+                          td_err *err) {
+  const eng_node *nd = eng_graph_node(m->g, node_id);
+  if (!m->sub_lock_init) return td_err_set(err, TD_INTERNAL, "no lock for subgraph plans");
+  mtx_lock(&m->sub_lock);
+  for (int i = 0; i < m->n_sub; i++)
+    if (m->sub[i].node == node_id && !strcmp(m->sub[i].role, role)) {
+      *out = m->sub[i].plan;
+      mtx_unlock(&m->sub_lock);
+      return TD_OK;
+    }
+  mtx_unlock(&m->sub_lock);
+  /* Built outside the lock: a subgraph may hold control flow of its own,
+   * whose plans this same call builds. */
+  enum { MAX_ARGS = 1024 };
+  const char **args = malloc(sizeof *args * MAX_ARGS), **rets = malloc(sizeof *rets * MAX_ARGS);
+  char an[64], rn[64];
+  snprintf(an, sizeof an, "_td_%s_args", role);
+  snprintf(rn, sizeof rn, "_td_%s_rets", role);
+  int na = args ? name_list(nd, an, args, MAX_ARGS) : -1;
+  int nr = rets ? name_list(nd, rn, rets, MAX_ARGS) : -1;
+  eng_plan *p = NULL;
+  td_code rc = na < 0 || nr < 0
+                   ? td_err_set(err, TD_INTERNAL, "node '%s' (%s): no %s subgraph", nd->name, nd->op,
+                                role)
+                   : eng_plan_create(m, na, args, nr, rets, 0, NULL, &p, err);
+  free(args);
+  free(rets);
+  if (rc) return td_err_prefix(err, "node '%s' (%s), %s", nd->name, nd->op, role);
+  mtx_lock(&m->sub_lock);
+  for (int i = 0; i < m->n_sub; i++)
+    if (m->sub[i].node == node_id && !strcmp(m->sub[i].role, role)) {
+      /* Another thread was first: use its plan. */
+      *out = m->sub[i].plan;
+      mtx_unlock(&m->sub_lock);
+      eng_plan_destroy(p);
+      return TD_OK;
+    }
+  struct subplan *grown = realloc(m->sub, sizeof *grown * (size_t)(m->n_sub + 1));
+  if (!grown) {
+    mtx_unlock(&m->sub_lock);
+    eng_plan_destroy(p);
+    return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  m->sub = grown;
+  m->sub[m->n_sub].node = node_id;
+  snprintf(m->sub[m->n_sub].role, sizeof m->sub[m->n_sub].role, "%s", role);
+  m->sub[m->n_sub++].plan = p;
+  *out = p;
+  mtx_unlock(&m->sub_lock);
+  return TD_OK;
+}
+
+/* Builds the subgraph plans of the plan's control-flow steps, so a body
+ * that uses an op the engine lacks fails the load, not the first request. */
+static td_code build_subplans(eng_plan *p, td_err *err) {
+  static const char *const loop[] = {"cond", "body"}, *const branch[] = {"then", "else"};
+  for (int s = 0; s < p->n_steps; s++) {
+    const eng_node *nd = eng_graph_node(p->m->g, p->steps[s]);
+    if (!eng_inline_is_control_flow(nd)) continue;
+    const char *const *roles = strstr(nd->op, "While") ? loop : branch;
+    for (int r = 0; r < 2; r++) {
+      const eng_plan *sp;
+      td_code rc = eng_model_subplan(p->m, p->steps[s], roles[r], &sp, err);
+      if (rc) return rc;
+    }
+  }
+  return TD_OK;
+}
+
 td_code eng_plan_create(eng_model *m, int n_inputs, const char *const *inputs, int n_outputs,
                         const char *const *outputs, int n_targets, const char *const *targets,
                         eng_plan **out, td_err *err) {
   td_code rc = eng_plan_build(m, n_inputs, inputs, n_outputs, outputs, n_targets, targets, out, err);
+  if (!rc && (rc = build_subplans(*out, err))) {
+    eng_plan_destroy(*out);
+    *out = NULL;
+  }
   if (!rc) eng_plan_compile(*out);
   if (!rc && n_inputs && !n_targets && (*out)->epi && mtx_init(&(*out)->spec_lock, mtx_plain) == thrd_success)
     (*out)->can_specialise = true; /* compiled (epi set) serving plan */

@@ -85,6 +85,12 @@ typedef struct eng_plan_info {
 eng_plan_info eng_plan_get_info(const eng_plan *p);
 
 /* --- for kernels -------------------------------------------------------- */
+/* The plan of a control-flow node's subgraph (role "cond" / "body" for
+ * While, "then" / "else" for If; see eng_inline.h), feeding its arguments
+ * and fetching its results; built on first use, then shared (thread-safe).
+ * Plans built by eng_plan_create already built those of their steps. */
+td_code eng_model_subplan(eng_model *m, int node_id, const char *role, const eng_plan **out,
+                          td_err *err);
 int64_t eng_model_node_slot(const eng_model *m, int node_id);
 const char *eng_model_slot_name(const eng_model *m, int64_t slot);
 /* Shares the slot's value; FAILED_PRECONDITION if it was never assigned. */

@@ -16,6 +16,7 @@ struct eng_buffer {
   size_t size;       /* bytes in use */
   size_t cap;        /* bytes allocated */
   eng_buffer *next;  /* free-list link while cached */
+  void (*dtor)(void *data); /* variants: releases what the payload holds */
 };
 
 static void *buf_data(const eng_buffer *b) { return (char *)b + ENG_ALIGN; }
@@ -90,6 +91,7 @@ static eng_buffer *buf_new(size_t size) {
       c->bytes -= b->cap;
       atomic_init(&b->refs, 1);
       b->size = size;
+      b->dtor = NULL;
       return b;
     }
   }
@@ -99,6 +101,7 @@ static eng_buffer *buf_new(size_t size) {
   b->cls = cls;
   b->size = size;
   b->cap = cap;
+  b->dtor = NULL;
   return b;
 }
 
@@ -290,9 +293,21 @@ eng_tensor eng_tensor_share(const eng_tensor *t) {
 }
 
 void eng_tensor_release(eng_tensor *t) {
-  if (t->buf && atomic_fetch_sub_explicit(&t->buf->refs, 1, memory_order_acq_rel) == 1)
+  if (t->buf && atomic_fetch_sub_explicit(&t->buf->refs, 1, memory_order_acq_rel) == 1) {
+    if (t->buf->dtor) t->buf->dtor(buf_data(t->buf));
     buf_free(t->buf);
+  }
   t->buf = NULL;
+}
+
+td_code eng_tensor_alloc_variant(eng_tensor *t, size_t bytes, void (*dtor)(void *data),
+                                 td_err *err) {
+  eng_buffer *b = buf_new(bytes ? bytes : 1);
+  if (!b) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  memset(buf_data(b), 0, b->size);
+  b->dtor = dtor;
+  *t = (eng_tensor){.dtype = ENG_DT_VARIANT, .shape = eng_shape_scalar(), .buf = b};
+  return TD_OK;
 }
 
 td_code eng_tensor_copy(eng_tensor *dst, const eng_tensor *src, td_err *err) {

@@ -78,6 +78,12 @@ td_code eng_tensor_alloc_raw(eng_tensor *t, eng_dtype dt, const eng_shape *shape
  * through eng_tensor_str_bytes. */
 td_code eng_tensor_alloc_strings(eng_tensor *t, const eng_shape *shape, const size_t *lens,
                                  td_err *err);
+/* Allocates a scalar DT_VARIANT tensor whose payload (eng_tensor_data) is
+ * `bytes` zeroed bytes owned by the caller's code: dtor (optional) runs on
+ * the payload when the last reference goes, to release what it holds
+ * (TensorLists hold tensors). */
+td_code eng_tensor_alloc_variant(eng_tensor *t, size_t bytes, void (*dtor)(void *data),
+                                 td_err *err);
 /* Allocates a scalar DT_RESOURCE (or ref) tensor naming variable slot `slot`. */
 td_code eng_tensor_alloc_handle(eng_tensor *t, int64_t slot, bool is_ref, td_err *err);
 

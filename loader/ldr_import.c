@@ -89,6 +89,27 @@ static td_code add_nodes(const importer *im, eng_graph *g, Tensorflow__NodeDef *
   return TD_OK;
 }
 
+/* Flat output index of "<arg>:<idx>" for ops with several output args,
+ * when the MetaGraph carries no OpDef for them; -1 for an unknown arg. */
+static int builtin_output(const char *op, const char *arg, int idx) {
+  static const struct {
+    const char *op;
+    const char *args[6];
+  } multi[] = {
+      {"FusedBatchNorm", {"y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"}},
+      {"FusedBatchNormV2", {"y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"}},
+      {"FusedBatchNormV3",
+       {"y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2", "reserve_space_3"}},
+  };
+  for (size_t i = 0; i < sizeof multi / sizeof multi[0]; i++) {
+    if (strcmp(op, multi[i].op)) continue;
+    for (int a = 0; a < 6 && multi[i].args[a]; a++)
+      if (!strcmp(arg, multi[i].args[a])) return idx == 0 ? a : -1;
+    return -1;
+  }
+  return idx;
+}
+
 static td_code parse_index(const char *s, int *out) {
   char *end;
   errno = 0;
@@ -130,10 +151,23 @@ static td_code resolve_body_input(const importer *im, eng_graph *g, const char *
   } else {
     int idx;
     const Tensorflow__OpDef *od = find_opdef(im, src->op);
-    if (parse_index(parts[2], &idx) || !od) {
-      rc = td_err_set(err, TD_INVALID_ARGUMENT, "cannot resolve input '%s'%s", ref,
-                      od ? "" : " (no OpDef for its op)");
+    if (parse_index(parts[2], &idx)) {
+      rc = td_err_set(err, TD_INVALID_ARGUMENT, "cannot resolve input '%s'", ref);
       goto out;
+    }
+    if (!od) {
+      /* stripped_op_list leaves out ops used only inside While / If
+       * functions. Without an OpDef the output is placed by the few ops
+       * with several output args the engine runs; every other op has one
+       * output arg, whose index is the flat index. */
+      int flat = builtin_output(src->op, parts[1], idx);
+      if (flat < 0) {
+        rc = td_err_set(err, TD_INVALID_ARGUMENT, "cannot resolve input '%s' (no OpDef for %s)",
+                        ref, src->op);
+        goto out;
+      }
+      *e = (eng_edge){node, flat};
+      goto grow;
     }
     int flat = 0;
     bool found = false;
@@ -154,6 +188,7 @@ static td_code resolve_body_input(const importer *im, eng_graph *g, const char *
     }
     *e = (eng_edge){node, flat};
   }
+grow:;
   eng_node *srcn = eng_graph_node(g, node);
   if (e->index >= srcn->n_out) {
     if (find_opdef(im, srcn->op)) {

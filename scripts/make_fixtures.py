@@ -21,6 +21,12 @@ With --lowp it writes only Keras models whose weights are float16 or bfloat16
   tests/fixtures/models/lowp/<model>/1/
   tests/fixtures/lowp.json                           TF's outputs at batch 1 and 8
 
+With --control it writes only models with control flow, exported by Keras 3
+model.export() (LSTM; GRU feeding a SimpleRNN: While loops over TensorLists) and
+by tf.saved_model.save (a tf.cond and a data-dependent tf.while_loop):
+  tests/fixtures/models/control/<model>/1/
+  tests/fixtures/control.json                        TF's outputs at batch 1 and 8
+
 With --pbtxt it writes only text-format copies of existing SavedModels, made by
 TensorFlow's own text_format from their saved_model.pb (the tests pair each with
 its model's variables/ in a temporary directory):
@@ -566,6 +572,65 @@ def export_lowp():
         f.write("\n")
 
 
+CONTROL_ROOT = "tests/fixtures/models/control"
+CONTROL_JSON = "tests/fixtures/control.json"
+
+
+class CondLoop(tf.Module):
+    """StatelessIf on the batch's sum; a While whose trip count depends on
+    the data (ceil(3 * max(x)) halvings, at least none)."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="x")])
+    def serve(self, x):
+        y = tf.cond(tf.reduce_sum(x) > 0.0, lambda: x * 2.0 + 1.0, lambda: tf.nn.relu(x) - 3.0)
+        n = tf.cast(tf.math.ceil(tf.reduce_max(x) * 3.0), tf.int32)
+        _, z = tf.while_loop(lambda i, v: i < n, lambda i, v: (i + 1, v * 0.5 + 1.0),
+                             [tf.constant(0), x])
+        return {"y": y, "z": z}
+
+
+def export_control():
+    import keras
+    from keras import layers
+    keras.utils.set_random_seed(0)
+    if os.path.isdir(p(CONTROL_ROOT)):
+        shutil.rmtree(p(CONTROL_ROOT))
+    seq = {"x": {"dtype": "float32", "shape": [7, 5], "gen": "float", "seed": 21}}
+    models = {
+        "lstm": (keras.Sequential([keras.Input((7, 5), name="x"), layers.LSTM(8),
+                                   layers.Dense(3)], name="lstm"), seq),
+        "gru_stack": (keras.Sequential([keras.Input((7, 5), name="x"),
+                                        layers.GRU(6, return_sequences=True),
+                                        layers.SimpleRNN(4)], name="gru_stack"), seq),
+        "cond_loop": (CondLoop(), {"x": {"dtype": "float32", "shape": [4], "gen": "float",
+                                         "seed": 4}}),
+    }
+    out = {}
+    for name, (model, spec) in models.items():
+        rel = os.path.join(CONTROL_ROOT, name, "1")
+        if isinstance(model, tf.Module) and not hasattr(model, "export"):
+            tf.saved_model.save(model, p(rel), signatures={"serving_default": model.serve})
+            how = "tf.saved_model.save"
+        else:
+            model.export(p(rel), verbose=False)
+            how = "model.export"
+        fn = tf.saved_model.load(p(rel)).signatures["serving_default"]
+        entry = {"dir": rel, "export": how, "signature": "serving_default", "inputs": spec,
+                 "outputs": {}}
+        cases = [("batch%d" % b, zoo_input(spec["x"], b)) for b in ZOO_BATCHES]
+        if name == "cond_loop":  # the other branch, and a loop that never runs
+            cases.append(("negated_batch8", -np.array(zoo_input(spec["x"], 8), np.float32)))
+        for key, x in cases:
+            res = fn(x=tf.constant(x))
+            for alias, t in sorted(res.items()):
+                o = entry["outputs"].setdefault(alias, {"dtype": t.dtype.name})
+                o[key] = {"shape": list(t.shape), "values": floats(t.numpy())}
+        out[name] = entry
+    with open(p(CONTROL_JSON), "w") as f:
+        json.dump({"models": out}, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
 def export_pbtxt():
     from google.protobuf import text_format
     from tensorflow.core.protobuf import saved_model_pb2
@@ -584,6 +649,10 @@ def main():
     if sys.argv[1:] == ["--lowp"]:
         # Only the float16 / bfloat16 models: python3 scripts/make_fixtures.py --lowp
         export_lowp()
+        return
+    if sys.argv[1:] == ["--control"]:
+        # Only the control-flow models: python3 scripts/make_fixtures.py --control
+        export_control()
         return
     if sys.argv[1:] == ["--pbtxt"]:
         # Only the text-format copies: python3 scripts/make_fixtures.py --pbtxt

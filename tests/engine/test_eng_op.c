@@ -124,7 +124,10 @@ static const char *bookkeeping[] = {
     "IdentityN",     "NoOp",             "Placeholder", "PlaceholderWithDefault",
     "ReadVariableOp", "RestoreV2",       "Snapshot",    "StopGradient",      "VarHandleOp",
     "VarIsInitializedOp", "VariableV2",  "CheckNumerics", "EnsureShape",     "PreventGradient",
-    "FusedBatchNorm", "FusedBatchNormV2", "ParseExample", "ParseExampleV2"};
+    "FusedBatchNorm", "FusedBatchNormV2", "ParseExample", "ParseExampleV2",
+    /* control flow and TensorLists: test_eng_control.c, tests/e2e/test_control.py */
+    "If", "StatelessIf", "StatelessWhile", "While", "TensorListFromTensor", "TensorListGetItem",
+    "TensorListLength", "TensorListReserve", "TensorListSetItem", "TensorListStack"};
 
 static void set_attrs(eng_graph *g, int id, const char *spec) {
   char buf[512];
