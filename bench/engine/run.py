@@ -2,7 +2,7 @@
 """Engine benchmark: tensord's engine vs onnxruntime vs TensorFlow, in process,
 same thread count, on every model of the zoo (tests/fixtures/zoo.json).
 
-    python3 bench/engine/run.py [--threads N] [--build build] [--models mlp,cnn]
+    python3 bench/engine/run.py [--threads N] [--build build] [--models mlp,cnn] [--rounds R]
 
 Needs the built build/bench/eng_bench, and a Python with tensorflow-cpu 2.19.1,
 onnxruntime and tf2onnx (pip install onnxruntime tf2onnx; a virtualenv with
@@ -10,6 +10,8 @@ onnxruntime and tf2onnx (pip install onnxruntime tf2onnx; a virtualenv with
 own process, so peak RSS is per engine. Models are converted to ONNX with
 tf2onnx (opset 17) into bench/engine/.onnx/ on first use.
 
+With --rounds R each (model, batch) is measured R times per engine, the
+engines interleaved, and each engine's median round (by p50) is reported.
 Reported per model: batch-1 latency p50/p99 (µs), batch-32 throughput
 (inferences/s, batch / median batch latency: the median rather than the mean
 keeps a busy shared machine's stalls out of it, for every engine alike),
@@ -155,6 +157,8 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--build", default="build")
     ap.add_argument("--models", default=",".join(sorted(zoo())))
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="measure each engine this many times, interleaved; report the median")
     ap.add_argument("--child", nargs=4)
     a = ap.parse_args()
     if a.child:
@@ -166,10 +170,17 @@ def main():
     for m in a.models.split(","):
         r = {}
         for b in (1, 32):
-            r["td", b] = tensord(a.build, m, b, a.threads)
-            r["ort", b] = peer("ort", m, b, a.threads)
-            r["tf", b] = peer("tf", m, b, a.threads)
-            raw += [r["td", b], r["ort", b], r["tf", b]]
+            # Rounds interleave the three engines, so that a busy spell on a
+            # shared machine lands on all of them; each engine's figures come
+            # from its median round (by p50), p99 and RSS from that same run.
+            runs = {"td": [], "ort": [], "tf": []}
+            for _ in range(a.rounds):
+                runs["td"].append(tensord(a.build, m, b, a.threads))
+                runs["ort"].append(peer("ort", m, b, a.threads))
+                runs["tf"].append(peer("tf", m, b, a.threads))
+            for k, v in runs.items():
+                raw += v
+                r[k, b] = sorted(v, key=lambda x: x["p50_us"])[len(v) // 2]
         rows.append((m, r))
         print("measured", m, file=sys.stderr)
     mlp64 = tensord(a.build, "mlp", 64, a.threads)
