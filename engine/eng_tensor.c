@@ -130,11 +130,14 @@ eng_shape eng_shape_unknown(void) { return (eng_shape){.rank = -1}; }
 int64_t eng_shape_numel(const eng_shape *s) {
   if (s->rank < 0) return -1;
   int64_t n = 1;
+  bool huge = false;
   for (int i = 0; i < s->rank; i++) {
     if (s->dim[i] < 0) return -1;
-    n *= s->dim[i];
+    /* A count past int64 (a shape from a request) saturates: allocating
+     * it fails cleanly in check_shape. */
+    if (__builtin_mul_overflow(n, s->dim[i], &n)) huge = true;
   }
-  return n;
+  return huge && n != 0 ? INT64_MAX : n;
 }
 
 bool eng_shape_equal(const eng_shape *a, const eng_shape *b) {
