@@ -69,8 +69,9 @@ td_code cfg_batching_from_proto(const batching_proto *p, int cpus, cfg_batching 
     return td_err_set(err, TD_INVALID_ARGUMENT, "more than %d allowed_batch_sizes",
                       CFG_MAX_ALLOWED_BATCH_SIZES);
   b->n_allowed_batch_sizes = (int)p->n_allowed_batch_sizes;
-  memcpy(b->allowed_batch_sizes, p->allowed_batch_sizes,
-         p->n_allowed_batch_sizes * sizeof *p->allowed_batch_sizes);
+  if (p->n_allowed_batch_sizes) /* the array is NULL when empty */
+    memcpy(b->allowed_batch_sizes, p->allowed_batch_sizes,
+           p->n_allowed_batch_sizes * sizeof *p->allowed_batch_sizes);
   b->pad_variable_length_inputs = p->pad_variable_length_inputs;
   if (p->enable_large_batch_splitting)
     b->enable_large_batch_splitting = p->enable_large_batch_splitting->value;
