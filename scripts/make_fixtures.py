@@ -25,6 +25,7 @@ With --control it writes only models with control flow, exported by Keras 3
 model.export() (LSTM; GRU feeding a SimpleRNN: While loops over TensorLists) and
 by tf.saved_model.save (a tf.cond and a data-dependent tf.while_loop):
   tests/fixtures/models/control/<model>/1/
+  tests/fixtures/models/control/loop_unsupported/1/  a loop body with an op tensord lacks
   tests/fixtures/control.json                        TF's outputs at batch 1 and 8
 
 With --pbtxt it writes only text-format copies of existing SavedModels, made by
@@ -589,6 +590,17 @@ class CondLoop(tf.Module):
         return {"y": y, "z": z}
 
 
+class LoopUnsupported(tf.Module):
+    """A tf.while_loop whose body uses an op the engine lacks (Cumprod): the
+    version must fail to load naming it."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="x")])
+    def serve(self, x):
+        _, z = tf.while_loop(lambda i, v: i < 3,
+                             lambda i, v: (i + 1, tf.math.cumprod(v, axis=1) * 0.5), [0, x])
+        return {"z": z}
+
+
 def export_control():
     import keras
     from keras import layers
@@ -605,6 +617,9 @@ def export_control():
         "cond_loop": (CondLoop(), {"x": {"dtype": "float32", "shape": [4], "gen": "float",
                                          "seed": 4}}),
     }
+    bad = os.path.join(CONTROL_ROOT, "loop_unsupported", "1")
+    m = LoopUnsupported()
+    tf.saved_model.save(m, p(bad), signatures={"serving_default": m.serve})
     out = {}
     for name, (model, spec) in models.items():
         rel = os.path.join(CONTROL_ROOT, name, "1")

@@ -48,3 +48,21 @@ def test_inspect_lists_control_flow_ops(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "While" in out.stdout and "TensorListReserve" in out.stdout
     assert "Loading with tags 'serve': OK" in out.stdout
+
+
+def test_loop_body_with_an_unsupported_op_fails_the_load_naming_it(serve):
+    # The version is reported with the op and the node inside the loop
+    # body; the server itself keeps running and answers.
+    import time
+    s = serve("bad", os.path.join(ROOT, "tests/fixtures/models/control/loop_unsupported"),
+              "--max_num_load_retries=0")
+    deadline = time.time() + 10
+    st = {}
+    while time.time() < deadline:
+        status, st = s.json("GET", "/v1/models/bad")
+        v = st.get("model_version_status", [{}])[0]
+        if v.get("state") == "END":
+            break
+        time.sleep(0.1)
+    msg = st["model_version_status"][0]["status"]["error_message"]
+    assert "Cumprod" in msg and "body" in msg and "not supported" in msg, msg
