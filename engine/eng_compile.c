@@ -28,7 +28,8 @@ static bool foldable_plan(const eng_plan *p) {
   const eng_graph *g = eng_model_graph(p->m);
   for (int s = 0; s < p->n_steps; s++) {
     const eng_node *nd = eng_graph_node(g, p->steps[s]);
-    if ((p->ops[s]->flags & ENG_OP_STATEFUL) || !strcmp(nd->op, "RestoreV2")) return false;
+    if ((p->ops[s]->flags & (ENG_OP_STATEFUL | ENG_OP_DEAD_FLOW)) || !strcmp(nd->op, "RestoreV2"))
+      return false;
   }
   return true;
 }

@@ -1176,6 +1176,10 @@ static td_code cpu_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out,
 td_code eng_gpu_run(eng_dev_model *dm, const eng_plan *p, const eng_tensor *in, eng_tensor *out,
                     td_err *err) {
   if (g_depth) return cpu_run(p, in, out, err);
+  /* TF1 Switch / Merge plans carry dead values the device table does not
+   * track: they run on the CPU. */
+  for (int s = 0; s < p->n_steps; s++)
+    if (p->ops[s]->flags & ENG_OP_DEAD_FLOW) return cpu_run(p, in, out, err);
   g_depth++;
   td_code rc = gpu_run(dm, p, in, out, err);
   g_depth--;

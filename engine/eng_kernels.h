@@ -185,6 +185,8 @@ td_code eng_k_tensor_list_get_item(eng_kctx *c);
 td_code eng_k_tensor_list_set_item(eng_kctx *c);
 td_code eng_k_tensor_list_stack(eng_kctx *c);
 td_code eng_k_tensor_list_length(eng_kctx *c);
+td_code eng_k_switch(eng_kctx *c);
+td_code eng_k_merge(eng_kctx *c);
 
 /* eng_kernels_nn.c: convolutions, pools, batch norm, softmax. */
 td_code eng_k_conv2d(eng_kctx *c);

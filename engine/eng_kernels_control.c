@@ -98,6 +98,35 @@ td_code eng_k_if(eng_kctx *c) {
   return rc;
 }
 
+/* --- TF1 Switch / Merge ------------------------------------------------------ */
+
+/* Switch(data, pred): output 1 (output_true) when pred holds, else output 0
+ * (output_false); the other stays empty, which the run loop marks dead. */
+td_code eng_k_switch(eng_kctx *c) {
+  bool yes = false;
+  td_code rc = truth(c, &c->in[1], &yes);
+  if (rc) return rc;
+  if (c->in[1].shape.rank != 0)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "the predicate must be a scalar");
+  c->out[yes ? 1 : 0] = eng_tensor_share(&c->in[0]);
+  return TD_OK;
+}
+
+/* Merge(inputs...): the first live input, and its index. */
+td_code eng_k_merge(eng_kctx *c) {
+  for (int k = 0; k < c->n_in; k++) {
+    if (!c->in[k].buf) continue;
+    c->out[0] = eng_tensor_share(&c->in[k]);
+    if (c->n_out > 1) {
+      td_code rc = eng_kout(c, 1, ENG_DT_INT32, &(eng_shape){.rank = 0});
+      if (rc) return rc;
+      *(int32_t *)eng_tensor_data(&c->out[1]) = k;
+    }
+    return TD_OK;
+  }
+  return eng_kfail(c, TD_INTERNAL, "no live input");
+}
+
 /* --- TensorList -------------------------------------------------------------- */
 
 typedef struct tlist {

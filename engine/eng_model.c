@@ -584,7 +584,8 @@ td_code eng_run_begin(eng_run *r, const eng_plan *p, const eng_tensor *in, td_er
   memset(r, 0, sizeof *r);
   r->p = p;
   size_t nv = (size_t)p->n_values + 1;
-  size_t bytes = nv * (sizeof(eng_tensor) + sizeof(int) + sizeof(bool));
+  size_t nn = (size_t)eng_graph_node_count(p->m->g) + 1;
+  size_t bytes = nv * (sizeof(eng_tensor) + sizeof(int) + 2 * sizeof(bool)) + nn;
   run_scratch *rs = scratch_take(bytes);
   void *mem = rs ? rs->p : malloc(bytes);
   if (!mem) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
@@ -594,6 +595,8 @@ td_code eng_run_begin(eng_run *r, const eng_plan *p, const eng_tensor *in, td_er
   r->values = mem;
   r->left = (int *)(r->values + nv);
   r->fed = (bool *)(r->left + nv);
+  r->dead = r->fed + nv;
+  r->ndead = r->dead + nv;
   memcpy(r->left, p->uses, sizeof *r->left * (size_t)p->n_values);
   for (int i = 0; i < p->n_inputs; i++) {
     td_code rc = eng_plan_check_feed(p, i, &in[i], err);
@@ -633,9 +636,26 @@ td_code eng_run_step_cpu(eng_run *r, int s, td_err *err) {
     return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
   }
   memset(kout, 0, sizeof *kout * (size_t)nd->n_out);
+  /* TF1 control flow: a node with a dead input (a Merge: all of them) or a
+   * dead control input does not run, and its outputs are dead. */
+  bool flow = op->flags & ENG_OP_DEAD_FLOW, merge = flow && !strcmp(nd->op, "Merge");
+  int n_dead = 0;
+  for (int k = 0; k < nd->n_in; k++) n_dead += r->dead[p->base[nd->in[k].node] + nd->in[k].index];
+  bool dead = merge ? n_dead == nd->n_in : n_dead > 0;
+  for (int k = 0; k < nd->n_ctrl && !dead; k++) dead = r->ndead[nd->ctrl[k]];
+  if (dead) {
+    const eng_epilogue *epi = p->epi ? p->epi[s] : NULL;
+    for (int o = 0; o < nd->n_out; o++) r->dead[o == 0 && epi ? epi->out_value : p->base[id] + o] = true;
+    r->ndead[id] = true;
+    eng_run_drop_inputs(r, s);
+    if (kin != inbuf) free(kin);
+    if (kout != outbuf) free(kout);
+    return TD_OK;
+  }
   for (int k = 0; k < nd->n_in && !rc; k++) {
     const eng_tensor *v = &values[p->base[nd->in[k].node] + nd->in[k].index];
     kin[k] = *v;
+    if (merge && r->dead[p->base[nd->in[k].node] + nd->in[k].index]) continue; /* stays empty */
     if (!v->buf) {
       rc = td_err_set(err, TD_INTERNAL, "node '%s': input %d was not computed", nd->name, k);
     } else if (v->is_ref && !(k == 0 && (op->flags & ENG_OP_REF_INPUT0))) {
@@ -663,6 +683,7 @@ td_code eng_run_step_cpu(eng_run *r, int s, td_err *err) {
     if (!rc && epi && !ctx.epi_done) eng_epilogue_apply(epi, &kout[0]);
     for (int o = 0; o < nd->n_out; o++) {
       int vi = o == 0 && epi ? epi->out_value : p->base[id] + o;
+      if (!rc && flow && !kout[o].buf) r->dead[vi] = true; /* Switch's untaken side */
       if (rc || fed[vi] || left[vi] <= 0) {
         eng_tensor_release(&kout[o]);
       } else {
@@ -682,7 +703,10 @@ td_code eng_run_finish(eng_run *r, td_code rc, eng_tensor *out, td_err *err) {
   if (!values) return rc;
   for (int i = 0; i < p->n_outputs && !rc; i++) {
     const eng_tensor *v = &values[p->out_value[i]];
-    if (!v->buf) {
+    if (!v->buf && r->dead[p->out_value[i]]) {
+      rc = td_err_set(err, TD_INVALID_ARGUMENT,
+                      "output %d comes from a branch of a conditional that was not taken", i);
+    } else if (!v->buf) {
       rc = td_err_set(err, TD_INTERNAL, "output '%d' was not computed", i);
     } else if (v->is_ref) {
       rc = eng_model_slot_read(p->m, eng_tensor_handle(v), &out[i], err);

@@ -44,6 +44,10 @@ typedef td_code (*eng_infer_fn)(const eng_node *node, const eng_shape *in, eng_s
 enum {
   ENG_OP_REF_INPUT0 = 1 << 0, /* input 0 is a variable reference (Assign) */
   ENG_OP_STATEFUL = 1 << 1,   /* writes variables: not run while serving */
+  /* TF1 control flow: Switch leaves the untaken output empty (dead), Merge
+   * runs with dead inputs (empty) and forwards a live one. Plans holding
+   * these are not folded or fused, and run on the CPU. */
+  ENG_OP_DEAD_FLOW = 1 << 2,
 };
 
 typedef struct eng_op_def {

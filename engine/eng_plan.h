@@ -96,6 +96,11 @@ typedef struct eng_run {
   eng_tensor *values;
   int *left;
   bool *fed;
+  /* TF1 control flow (ENG_OP_DEAD_FLOW ops: Switch, Merge): dead[v] marks
+   * a value of an untaken branch, ndead[node] a node that did not run for
+   * that reason (a dead control input kills its dependents too). */
+  bool *dead;
+  bool *ndead;
   void *scratch, *mem;
 } eng_run;
 

@@ -22,8 +22,9 @@ With --lowp it writes only Keras models whose weights are float16 or bfloat16
   tests/fixtures/lowp.json                           TF's outputs at batch 1 and 8
 
 With --control it writes only models with control flow, exported by Keras 3
-model.export() (LSTM; GRU feeding a SimpleRNN: While loops over TensorLists) and
-by tf.saved_model.save (a tf.cond and a data-dependent tf.while_loop):
+model.export() (LSTM; GRU feeding a SimpleRNN: While loops over TensorLists), by
+tf.saved_model.save (a tf.cond and a data-dependent tf.while_loop) and by TF1's
+SavedModelBuilder (tf.cond as Switch/Merge):
   tests/fixtures/models/control/<model>/1/
   tests/fixtures/models/control/loop_unsupported/1/  a loop body with an op tensord lacks
   tests/fixtures/control.json                        TF's outputs at batch 1 and 8
@@ -601,6 +602,34 @@ class LoopUnsupported(tf.Module):
         return {"z": z}
 
 
+def export_tf1_cond(rel):
+    """A TF1 graph with tf.cond as Switch/Merge (control flow v1): y picks a
+    branch on the sum of x (one branch reads a ref variable), c picks
+    between two constants that only control edges tie to the branches.
+    Returns the session's signature function for the reference outputs."""
+    v1 = tf.compat.v1
+    v1.disable_control_flow_v2()
+    try:
+        with tf.Graph().as_default() as g, v1.Session(graph=g) as sess:
+            w = v1.Variable([0.5, -1.0, 2.0, 0.25], dtype=tf.float32, name="w", use_resource=False)
+            x = v1.placeholder(tf.float32, [None, 4], name="x")
+            pred = tf.reduce_sum(x) > 0.0
+            y = tf.identity(tf.cond(pred, lambda: x * w + 1.0, lambda: tf.nn.relu(x) - 3.0), name="y")
+            c = tf.identity(tf.cond(pred, lambda: tf.constant(1.0), lambda: tf.constant(2.0)), name="c")
+            sess.run(v1.global_variables_initializer())
+            u = v1.saved_model.signature_def_utils
+            builder = v1.saved_model.Builder(p(rel))
+            builder.add_meta_graph_and_variables(
+                sess, [v1.saved_model.tag_constants.SERVING],
+                signature_def_map={"serving_default": u.predict_signature_def(
+                    inputs={"x": x}, outputs={"y": y, "c": c})})
+            builder.save()
+            ops = {n.op for n in g.as_graph_def().node}
+            assert "Switch" in ops and "Merge" in ops, sorted(ops)
+    finally:
+        v1.enable_control_flow_v2()
+
+
 def export_control():
     import keras
     from keras import layers
@@ -617,13 +646,18 @@ def export_control():
         "cond_loop": (CondLoop(), {"x": {"dtype": "float32", "shape": [4], "gen": "float",
                                          "seed": 4}}),
     }
+    tf1 = os.path.join(CONTROL_ROOT, "tf1_cond", "1")
+    export_tf1_cond(tf1)
+    models["tf1_cond"] = (None, {"x": {"dtype": "float32", "shape": [4], "gen": "float", "seed": 9}})
     bad = os.path.join(CONTROL_ROOT, "loop_unsupported", "1")
     m = LoopUnsupported()
     tf.saved_model.save(m, p(bad), signatures={"serving_default": m.serve})
     out = {}
     for name, (model, spec) in models.items():
         rel = os.path.join(CONTROL_ROOT, name, "1")
-        if isinstance(model, tf.Module) and not hasattr(model, "export"):
+        if model is None:  # exported above
+            how = "tf.compat.v1 SavedModelBuilder"
+        elif isinstance(model, tf.Module) and not hasattr(model, "export"):
             tf.saved_model.save(model, p(rel), signatures={"serving_default": model.serve})
             how = "tf.saved_model.save"
         else:
@@ -633,7 +667,7 @@ def export_control():
         entry = {"dir": rel, "export": how, "signature": "serving_default", "inputs": spec,
                  "outputs": {}}
         cases = [("batch%d" % b, zoo_input(spec["x"], b)) for b in ZOO_BATCHES]
-        if name == "cond_loop":  # the other branch, and a loop that never runs
+        if name in ("cond_loop", "tf1_cond"):  # the other branch
             cases.append(("negated_batch8", -np.array(zoo_input(spec["x"], 8), np.float32)))
         for key, x in cases:
             res = fn(x=tf.constant(x))

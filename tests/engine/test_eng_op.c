@@ -127,7 +127,8 @@ static const char *bookkeeping[] = {
     "FusedBatchNorm", "FusedBatchNormV2", "ParseExample", "ParseExampleV2",
     /* control flow and TensorLists: test_eng_control.c, tests/e2e/test_control.py */
     "If", "StatelessIf", "StatelessWhile", "While", "TensorListFromTensor", "TensorListGetItem",
-    "TensorListLength", "TensorListReserve", "TensorListSetItem", "TensorListStack"};
+    "TensorListLength", "TensorListReserve", "TensorListSetItem", "TensorListStack", "Switch",
+    "Merge"};
 
 static void set_attrs(eng_graph *g, int id, const char *spec) {
   char buf[512];
