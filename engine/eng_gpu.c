@@ -647,12 +647,23 @@ static int g_conv2d(gx *g, eng_dev_val *out) {
   return G_OK;
 }
 
-static int g_depthwise(gx *g, eng_dev_val *out) {
+/* pads (top, bottom, left, right), or NULL: the padding of a Pad folded
+ * into a VALID depthwise convolution at load (eng_compile.c's
+ * _DepthwiseConv2dNativePadded over a _PadView). */
+static int depthwise_with(gx *g, eng_dev_val *out, const int64_t *pads) {
   eng_shape f = shape_of(g, 1);
   eng_dev_window w;
   if (f.rank != 4 || dtype_of(g, 1) != ENG_DT_FLOAT || !window_of(g, f.dim[0], f.dim[1], &w) ||
       f.dim[2] != w.c)
     return G_DECLINE;
+  if (pads) {
+    int64_t effh = (w.kh - 1) * w.dh + 1, effw = (w.kw - 1) * w.dw + 1;
+    w.oh = (w.h + pads[0] + pads[1] - effh) / w.sh + 1;
+    w.ow = (w.w + pads[2] + pads[3] - effw) / w.sw + 1;
+    w.pad_t = pads[0];
+    w.pad_l = pads[2];
+    if (w.oh < 0 || w.ow < 0) return G_DECLINE;
+  }
   w.mult = f.dim[3];
   const float *x, *k;
   NEED_DEV(0, x);
@@ -663,6 +674,15 @@ static int g_depthwise(gx *g, eng_dev_val *out) {
   if (eng_shape_numel(&o) == 0) return G_OK;
   DEV(g->api->depthwise(g->t->stream, &w, x, k, out->d), "depthwise convolution");
   return G_OK;
+}
+
+static int g_depthwise(gx *g, eng_dev_val *out) { return depthwise_with(g, out, NULL); }
+
+static int g_depthwise_padded(gx *g, eng_dev_val *out) {
+  const eng_graph *gr = eng_model_graph(g->p->m);
+  int64_t pads[4];
+  if (!eng_pad_hw(gr, eng_graph_node(gr, g->nd->in[0].node), pads)) return G_DECLINE;
+  return depthwise_with(g, out, pads);
 }
 
 static int g_pool(gx *g, eng_dev_val *out) {
@@ -1073,6 +1093,8 @@ static const struct gop {
     {"Sum", g_reduce},
     {"Tanh", g_unary},
     {"Transpose", g_transpose},
+    {"_DepthwiseConv2dNativePadded", g_depthwise_padded},
+    {"_PadView", g_alias},
 };
 
 static gfn find_op(const char *name) {
