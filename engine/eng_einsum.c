@@ -67,6 +67,20 @@ td_code eng_einsum_plan(const char *eq, const eng_shape *a, const eng_shape *b, 
     size[(int)lb[i]] = b->dim[i];
   }
   memset(e, 0, sizeof *e);
+  memcpy(e->la, la, (size_t)na);
+  memcpy(e->lb, lb, (size_t)nb);
+  memcpy(e->lo, lo, (size_t)no);
+  e->na = na;
+  e->nb = nb;
+  e->no = no;
+  memcpy(e->lbatch, batch, (size_t)nbt);
+  memcpy(e->lfa, fa, (size_t)nfa);
+  memcpy(e->lfb, fb, (size_t)nfb);
+  memcpy(e->lct, ct, (size_t)nct);
+  e->nbt = nbt;
+  e->nfa = nfa;
+  e->nfb = nfb;
+  e->nct = nct;
   e->n_batch = nbt;
   e->batch = e->m = e->n = e->k = 1;
   int k = 0;

@@ -16,6 +16,11 @@
 #include "eng_tensor.h"
 
 typedef struct eng_einsum {
+  /* The labels: of A, B and the output, and by class. */
+  char la[ENG_MAX_RANK], lb[ENG_MAX_RANK], lo[ENG_MAX_RANK];
+  int na, nb, no;
+  char lbatch[ENG_MAX_RANK], lfa[ENG_MAX_RANK], lfb[ENG_MAX_RANK], lct[ENG_MAX_RANK];
+  int nbt, nfa, nfb, nct;
   int perm_a[ENG_MAX_RANK]; /* source dim of A for each permuted dim */
   int perm_b[ENG_MAX_RANK];
   int n_batch;

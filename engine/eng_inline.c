@@ -305,38 +305,24 @@ td_code eng_inline_calls(eng_graph *g, const eng_library *lib, td_err *err) {
                       MAX_CALL_DEPTH, n->name);
       break;
     }
-    if (cf) {
-      int before = eng_graph_node_count(g);
-      rc = instantiate_control_flow(g, i, lib, err);
-      int after = eng_graph_node_count(g);
-      if (!rc && after > cap) {
-        int ncap = after > 2 * cap ? after : 2 * cap;
-        int *nd = realloc(depth, sizeof *nd * (size_t)ncap);
-        if (!nd) {
-          rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
-          break;
-        }
-        depth = nd;
-        cap = ncap;
+    const eng_function *fn = NULL;
+    if (!cf) {
+      fn = eng_library_find(lib, callee);
+      if (!fn) {
+        rc = td_err_set(err, TD_NOT_FOUND, "node '%s' calls function '%s', which the library lacks",
+                        n->name, callee);
+        break;
       }
-      for (int k = before; !rc && k < after; k++) depth[k] = depth[i] + 1;
-      continue;
-    }
-    const eng_function *fn = eng_library_find(lib, callee);
-    if (!fn) {
-      rc = td_err_set(err, TD_NOT_FOUND, "node '%s' calls function '%s', which the library lacks",
-                      n->name, callee);
-      break;
-    }
-    if (depth[i] >= MAX_CALL_DEPTH) {
-      rc = td_err_set(err, TD_INVALID_ARGUMENT,
-                      "function calls nest more than %d deep at a call of '%s' (recursive "
-                      "function?)",
-                      MAX_CALL_DEPTH, callee);
-      break;
+      if (depth[i] >= MAX_CALL_DEPTH) {
+        rc = td_err_set(err, TD_INVALID_ARGUMENT,
+                        "function calls nest more than %d deep at a call of '%s' (recursive "
+                        "function?)",
+                        MAX_CALL_DEPTH, callee);
+        break;
+      }
     }
     int before = eng_graph_node_count(g);
-    rc = inline_one(g, i, fn, err);
+    rc = cf ? instantiate_control_flow(g, i, lib, err) : inline_one(g, i, fn, err);
     int after = eng_graph_node_count(g);
     if (!rc && after > cap) {
       int ncap = after > 2 * cap ? after : 2 * cap;

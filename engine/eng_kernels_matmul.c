@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_einsum.h"
 #include "eng_gemm.h"
 #include "eng_kernels.h"
 
@@ -240,12 +241,6 @@ static td_code permute(eng_kctx *c, const eng_tensor *x, const int *perm, eng_te
   return TD_OK;
 }
 
-static int find_label(const char *s, int n, char l) {
-  for (int i = 0; i < n; i++)
-    if (s[i] == l) return i;
-  return -1;
-}
-
 /* An operand or the output of an Einsum as its labels see it. */
 typedef struct einsum_view {
   const char *lab;
@@ -341,105 +336,39 @@ static bool einsum_in_place(eng_kctx *c, const einsum_view *va, const einsum_vie
 
 td_code eng_k_einsum(eng_kctx *c) {
   const char *eq = eng_attr_str(c->node, "equation", "");
-  char in0[ENG_MAX_RANK + 1], in1[ENG_MAX_RANK + 1], outl[ENG_MAX_RANK + 1];
-  int n0 = 0, n1 = 0, no = 0, part = 0;
-  bool ok = c->n_in == 2;
-  for (const char *p = eq; *p && ok; p++) {
-    if (*p == ' ') continue;
-    if (*p == ',' && part == 0) {
-      part = 1;
-    } else if (*p == '-' && p[1] == '>' && part == 1) {
-      part = 2;
-      p++;
-    } else if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')) {
-      char *dst = part == 0 ? in0 : part == 1 ? in1 : outl;
-      int *cnt = part == 0 ? &n0 : part == 1 ? &n1 : &no;
-      if (*cnt >= ENG_MAX_RANK || find_label(dst, *cnt, *p) >= 0) ok = false;
-      else dst[(*cnt)++] = *p;
-    } else {
-      ok = false;
-    }
-  }
-  ok = ok && part == 2;
-  /* Classify labels. */
-  char batch[ENG_MAX_RANK], fa[ENG_MAX_RANK], fb[ENG_MAX_RANK], ct[ENG_MAX_RANK];
-  int nb = 0, nfa = 0, nfb = 0, nct = 0;
-  for (int i = 0; ok && i < n0; i++) {
-    bool inb = find_label(in1, n1, in0[i]) >= 0, ino = find_label(outl, no, in0[i]) >= 0;
-    if (inb && ino) batch[nb++] = in0[i];
-    else if (inb) ct[nct++] = in0[i];
-    else if (ino) fa[nfa++] = in0[i];
-    else ok = false; /* summed away */
-  }
-  for (int i = 0; ok && i < n1; i++) {
-    bool ina = find_label(in0, n0, in1[i]) >= 0, ino = find_label(outl, no, in1[i]) >= 0;
-    if (!ina && ino) fb[nfb++] = in1[i];
-    else if (!ina) ok = false;
-  }
-  for (int i = 0; ok && i < no; i++)
-    ok = find_label(in0, n0, outl[i]) >= 0 || find_label(in1, n1, outl[i]) >= 0;
-  if (!ok || nb + 2 > ENG_MAX_RANK)
-    return eng_kfail(c, TD_UNIMPLEMENTED, "Einsum equation '%s' is not supported", eq);
+  if (c->n_in != 2) return eng_kfail(c, TD_UNIMPLEMENTED, "Einsum equation '%s' is not supported", eq);
   const eng_tensor *a = &c->in[0], *b = &c->in[1];
-  if (a->shape.rank != n0 || b->shape.rank != n1)
-    return eng_kfail(c, TD_INVALID_ARGUMENT, "equation '%s' expects ranks %d and %d, got %d and %d",
-                     eq, n0, n1, a->shape.rank, b->shape.rank);
-  int pa[ENG_MAX_RANK], pb[ENG_MAX_RANK], k = 0;
-  int64_t dim_of[128] = {0};
-  for (int i = 0; i < n0; i++) dim_of[(int)in0[i]] = a->shape.dim[i];
-  for (int i = 0; i < n1; i++) {
-    int64_t d = b->shape.dim[i];
-    int j = find_label(in0, n0, in1[i]);
-    if (j >= 0 && a->shape.dim[j] != d)
-      return eng_kfail(c, TD_INVALID_ARGUMENT, "label '%c' has size %lld in input 0 but %lld in "
-                       "input 1 (equation '%s')", in1[i], (long long)a->shape.dim[j], (long long)d, eq);
-    dim_of[(int)in1[i]] = d;
-  }
-  int64_t m = 1, n = 1, kk = 1;
-  for (int i = 0; i < nfa; i++) m *= dim_of[(int)fa[i]];
-  for (int i = 0; i < nfb; i++) n *= dim_of[(int)fb[i]];
-  for (int i = 0; i < nct; i++) kk *= dim_of[(int)ct[i]];
-  k = 0;
-  for (int i = 0; i < nb; i++) pa[k++] = find_label(in0, n0, batch[i]);
-  for (int i = 0; i < nfa; i++) pa[k++] = find_label(in0, n0, fa[i]);
-  for (int i = 0; i < nct; i++) pa[k++] = find_label(in0, n0, ct[i]);
-  k = 0;
-  for (int i = 0; i < nb; i++) pb[k++] = find_label(in1, n1, batch[i]);
-  for (int i = 0; i < nct; i++) pb[k++] = find_label(in1, n1, ct[i]);
-  for (int i = 0; i < nfb; i++) pb[k++] = find_label(in1, n1, fb[i]);
+  eng_einsum e;
+  td_code prc = eng_einsum_plan(eq, &a->shape, &b->shape, &e, c->err);
+  if (prc && c->err) return td_err_prefix(c->err, "node '%s' (%s)", c->node->name, c->node->op);
+  if (prc) return prc;
   if (a->dtype == ENG_DT_FLOAT && b->dtype == ENG_DT_FLOAT) {
-    einsum_view va = {in0, n0, a->shape.dim}, vb = {in1, n1, b->shape.dim};
-    int64_t od[ENG_MAX_RANK];
-    for (int i = 0; i < no; i++) od[i] = dim_of[(int)outl[i]];
-    einsum_view vo = {outl, no, od};
+    einsum_view va = {e.la, e.na, a->shape.dim}, vb = {e.lb, e.nb, b->shape.dim};
+    einsum_view vo = {e.lo, e.no, e.out.dim};
     td_code frc;
-    if (einsum_in_place(c, &va, &vb, &vo, batch, nb, fa, nfa, fb, nfb, ct, nct, &frc)) return frc;
+    if (einsum_in_place(c, &va, &vb, &vo, e.lbatch, e.nbt, e.lfa, e.nfa, e.lfb, e.nfb, e.lct,
+                        e.nct, &frc))
+      return frc;
   }
   eng_tensor ta = {0}, tb = {0}, prod = {0};
-  td_code rc = permute(c, a, pa, &ta);
-  if (!rc) rc = permute(c, b, pb, &tb);
+  td_code rc = permute(c, a, e.perm_a, &ta);
+  if (!rc) rc = permute(c, b, e.perm_b, &tb);
   if (!rc) {
     /* View as [batch..., m, k] x [batch..., k, n]. */
+    int nb = e.n_batch;
     ta.shape.rank = nb + 2;
     tb.shape.rank = nb + 2;
-    for (int i = 0; i < nb; i++) ta.shape.dim[i] = tb.shape.dim[i] = dim_of[(int)batch[i]];
-    ta.shape.dim[nb] = m;
-    ta.shape.dim[nb + 1] = kk;
-    tb.shape.dim[nb] = kk;
-    tb.shape.dim[nb + 1] = n;
+    for (int i = 0; i < nb; i++) ta.shape.dim[i] = tb.shape.dim[i] = e.batch_dim[i];
+    ta.shape.dim[nb] = e.m;
+    ta.shape.dim[nb + 1] = e.k;
+    tb.shape.dim[nb] = e.k;
+    tb.shape.dim[nb + 1] = e.n;
     rc = batch_matmul(c, &ta, &tb, false, false, &prod);
   }
   if (!rc) {
     /* prod is [batch..., fa..., fb...]; permute to the output's order. */
-    char order[ENG_MAX_RANK * 3];
-    int nord = 0, po[ENG_MAX_RANK];
-    for (int i = 0; i < nb; i++) order[nord++] = batch[i];
-    for (int i = 0; i < nfa; i++) order[nord++] = fa[i];
-    for (int i = 0; i < nfb; i++) order[nord++] = fb[i];
-    prod.shape.rank = nord;
-    for (int i = 0; i < nord; i++) prod.shape.dim[i] = dim_of[(int)order[i]];
-    for (int i = 0; i < no; i++) po[i] = find_label(order, nord, outl[i]);
-    rc = permute(c, &prod, po, &c->out[0]);
+    prod.shape = e.prod;
+    rc = permute(c, &prod, e.perm_out, &c->out[0]);
   }
   eng_tensor_release(&ta);
   eng_tensor_release(&tb);

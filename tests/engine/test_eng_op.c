@@ -14,6 +14,7 @@
 
 #include "eng_graph.h"
 #include "eng_op.h"
+#include "td_opcase.h"
 
 START_TEST(table_not_empty) {
   ck_assert_int_gt(eng_op_count(), 0);
@@ -95,27 +96,8 @@ END_TEST
 
 /* --- numeric cases ------------------------------------------------------- */
 
-typedef struct tv {
-  eng_dtype dt;
-  int rank;
-  int64_t dim[ENG_MAX_RANK];
-  int n;
-  const double *v;
-} tv;
-
-typedef struct kcase {
-  const char *op;
-  const char *attrs; /* "name=kind:value;..." kinds b i f s t li */
-  int n_in;
-  tv in[5];
-  int n_out;
-  tv out[3];
-} kcase;
-
-static const kcase cases[] = {
-#include "op_cases.inc"
-};
-#define N_CASES ((int)(sizeof cases / sizeof cases[0]))
+typedef td_tv tv;
+typedef td_opcase kcase;
 
 /* Ops without numeric cases here: sources, variables, restore and calls
  * (test_eng_model.c, test_ldr_servable.c) and pure identities (below). */
@@ -130,79 +112,16 @@ static const char *bookkeeping[] = {
     "TensorListLength", "TensorListReserve", "TensorListSetItem", "TensorListStack", "Switch",
     "Merge"};
 
-static void set_attrs(eng_graph *g, int id, const char *spec) {
-  char buf[512];
-  snprintf(buf, sizeof buf, "%s", spec);
-  for (char *save = NULL, *tok = strtok_r(buf, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
-    char *eq = strchr(tok, '='), *colon = eq ? strchr(eq, ':') : NULL;
-    ck_assert_msg(eq && colon, "bad attr spec '%s'", tok);
-    *eq = *colon = '\0';
-    const char *kind = eq + 1, *val = colon + 1;
-    eng_attr *a = eng_graph_add_attr(g, id, tok);
-    if (!strcmp(kind, "b")) {
-      a->kind = ENG_ATTR_B;
-      a->b = atoi(val);
-    } else if (!strcmp(kind, "i")) {
-      a->kind = ENG_ATTR_I;
-      a->i = atoll(val);
-    } else if (!strcmp(kind, "f")) {
-      a->kind = ENG_ATTR_F;
-      a->f = strtof(val, NULL);
-    } else if (!strcmp(kind, "t")) {
-      a->kind = ENG_ATTR_TYPE;
-      a->type = (eng_dtype)atoi(val);
-    } else if (!strcmp(kind, "s")) {
-      a->kind = ENG_ATTR_S;
-      a->s.data = strdup(val);
-      a->s.len = strlen(val);
-    } else {
-      a->kind = ENG_ATTR_LIST;
-      a->list_kind = ENG_ATTR_I;
-      a->li = calloc(16, sizeof *a->li);
-      for (const char *p = val; *p;) {
-        a->li[a->n++] = strtoll(p, (char **)&p, 10);
-        if (*p == ',') p++;
-      }
-    }
-  }
-}
-
-static void make_tensor(const tv *v, eng_tensor *t) {
-  eng_shape s = eng_shape_make(v->rank, v->dim);
-  ck_assert_int_eq(eng_tensor_alloc(t, v->dt, &s, NULL), TD_OK);
-  void *d = eng_tensor_data(t);
-  for (int i = 0; i < v->n; i++) {
-    switch (v->dt) {
-      case ENG_DT_FLOAT: ((float *)d)[i] = (float)v->v[i]; break;
-      case ENG_DT_DOUBLE: ((double *)d)[i] = v->v[i]; break;
-      case ENG_DT_INT32: ((int32_t *)d)[i] = (int32_t)v->v[i]; break;
-      case ENG_DT_INT64: ((int64_t *)d)[i] = (int64_t)v->v[i]; break;
-      default: ((uint8_t *)d)[i] = v->v[i] != 0; break;
-    }
-  }
-}
-
-static double elem(const eng_tensor *t, int i) {
-  const void *d = eng_tensor_data(t);
-  switch (t->dtype) {
-    case ENG_DT_FLOAT: return ((const float *)d)[i];
-    case ENG_DT_DOUBLE: return ((const double *)d)[i];
-    case ENG_DT_INT32: return ((const int32_t *)d)[i];
-    case ENG_DT_INT64: return (double)((const int64_t *)d)[i];
-    default: return ((const uint8_t *)d)[i];
-  }
-}
-
 static void run_case(int k) {
-  const kcase *kc = &cases[k];
+  const kcase *kc = &td_opcases[k];
   const eng_op_def *op = eng_op_find(kc->op);
   ck_assert_msg(op != NULL, "case %d: op %s is not in the table", k, kc->op);
   eng_graph *g = eng_graph_create();
   int id = eng_graph_add_node(g, "n", kc->op, NULL);
   eng_graph_node(g, id)->n_out = kc->n_out;
-  set_attrs(g, id, kc->attrs);
+  td_opcase_attrs(g, id, kc->attrs);
   eng_tensor in[5] = {0}, out[3] = {0};
-  for (int i = 0; i < kc->n_in; i++) make_tensor(&kc->in[i], &in[i]);
+  for (int i = 0; i < kc->n_in; i++) td_opcase_tensor(&kc->in[i], &in[i]);
   td_err err;
   td_err_clear(&err);
   eng_kctx ctx = {.node = eng_graph_node(g, id), .node_id = id, .n_in = kc->n_in, .in = in,
@@ -218,7 +137,7 @@ static void run_case(int k) {
     ck_assert_msg(eng_shape_equal(&out[o].shape, &ws), "case %d (%s): output %d has shape %s", k,
                   kc->op, o, eng_shape_str(&out[o].shape, sb, sizeof sb));
     for (int i = 0; i < want->n; i++) {
-      double got = elem(&out[o], i), w = want->v[i];
+      double got = td_opcase_elem(&out[o], i), w = want->v[i];
       bool ok = (want->dt == ENG_DT_FLOAT || want->dt == ENG_DT_DOUBLE)
                     ? (got == w || fabs(got - w) <= 1e-5 * fmax(fabs(w), 1e-1) ||
                        (isnan(got) && isnan(w)))
@@ -239,7 +158,7 @@ START_TEST(every_op_is_tested) {
   for (int i = 0; i < eng_op_count(); i++) {
     const char *name = eng_op_at(i)->name;
     bool hit = false;
-    for (int k = 0; k < N_CASES && !hit; k++) hit = !strcmp(cases[k].op, name);
+    for (int k = 0; k < td_n_opcases && !hit; k++) hit = !strcmp(td_opcases[k].op, name);
     for (size_t k = 0; k < sizeof bookkeeping / sizeof *bookkeeping && !hit; k++)
       hit = !strcmp(bookkeeping[k], name);
     ck_assert_msg(hit, "op %s has no numeric case in op_cases.inc", name);
@@ -281,13 +200,13 @@ START_TEST(bad_shapes_fail_cleanly) {
     eng_graph *g = eng_graph_create();
     int id = eng_graph_add_node(g, "badnode", bad[k].op, NULL);
     eng_graph_node(g, id)->n_out = 1;
-    set_attrs(g, id, bad[k].attrs);
+    td_opcase_attrs(g, id, bad[k].attrs);
     eng_tensor in[4] = {0}, out[1] = {0};
     int n_in = bad[k].n_in;
-    for (int i = 0; i < n_in && i < 3; i++) make_tensor(&bad[k].in[i], &in[i]);
+    for (int i = 0; i < n_in && i < 3; i++) td_opcase_tensor(&bad[k].in[i], &in[i]);
     if (!strcmp(bad[k].op, "StridedSlice")) { /* strides */
       tv st = {ENG_DT_INT32, 1, {1}, 1, (const double[]){1}};
-      make_tensor(&st, &in[3]);
+      td_opcase_tensor(&st, &in[3]);
     }
     td_err err;
     td_err_clear(&err);
@@ -318,7 +237,7 @@ static Suite *suite(void) {
   suite_add_tcase(s, tc);
   TCase *num = tcase_create("numeric");
   tcase_set_timeout(num, 30);
-  tcase_add_loop_test(num, numeric_case, 0, N_CASES);
+  tcase_add_loop_test(num, numeric_case, 0, td_n_opcases);
   tcase_add_test(num, every_op_is_tested);
   tcase_add_test(num, bad_shapes_fail_cleanly);
   suite_add_tcase(s, num);
