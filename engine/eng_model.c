@@ -11,6 +11,7 @@
 #include <string.h>
 #include <threads.h>
 
+#include "eng_chunk.h"
 #include "eng_gemm.h"
 #include "eng_gpu.h"
 #include "eng_inline.h"
@@ -684,6 +685,10 @@ td_code eng_run_step_cpu(eng_run *r, int s, td_err *err) {
     for (int o = 0; o < nd->n_out; o++) {
       int vi = o == 0 && epi ? epi->out_value : p->base[id] + o;
       if (!rc && flow && !kout[o].buf) r->dead[vi] = true; /* Switch's untaken side */
+      if (!rc && r->shapes && kout[o].buf) {
+        r->shapes[vi] = kout[o].shape;
+        r->dtypes[vi] = kout[o].dtype;
+      }
       if (rc || fed[vi] || left[vi] <= 0) {
         eng_tensor_release(&kout[o]);
       } else {
@@ -726,15 +731,75 @@ td_code eng_run_finish(eng_run *r, td_code rc, eng_tensor *out, td_err *err) {
   return rc;
 }
 
+/* Set while a batch runs as slices, so the slices do not slice again. */
+static _Thread_local bool t_slicing;
+
+/* The common dim 0 of numeric inputs of rank >= 1, or 0. */
+static int64_t batch_of(const eng_plan *p, const eng_tensor *in) {
+  int64_t b = -1;
+  for (int i = 0; i < p->n_inputs; i++) {
+    if (in[i].shape.rank < 1 || !eng_dtype_size(in[i].dtype) || in[i].dtype == ENG_DT_RESOURCE)
+      return 0;
+    if (b >= 0 && in[i].shape.dim[0] != b) return 0;
+    b = in[i].shape.dim[0];
+  }
+  return b > 0 ? b : 0;
+}
+
 td_code eng_plan_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, td_err *err) {
+  /* Serving plans on the CPU may run a large batch as slices (eng_chunk.h),
+   * once one full run has shown that no op mixes examples. */
+  int64_t batch = p->can_specialise && !t_slicing && !p->m->dev ? batch_of(p, in) : 0;
+  bool decide = false;
+  if (batch >= 2 * ENG_CHUNK_MIN) {
+    long long bytes = atomic_load(&((eng_plan *)p)->chunk_bytes);
+    int64_t chunk = bytes > 0 ? eng_chunk_size(bytes, batch) : batch;
+    if (chunk < batch) {
+      t_slicing = true;
+      td_code rc = eng_chunk_run(p, in, out, batch, chunk, err);
+      t_slicing = false;
+      return rc;
+    }
+    decide = bytes == 0;
+  }
+  const eng_plan *rp = p;
   if (p->can_specialise) {
     const eng_plan *sp = eng_plan_specialised((eng_plan *)p, in);
-    if (sp) return eng_plan_run(sp, in, out, err);
+    if (sp) rp = sp;
   }
-  if (p->m->dev) return eng_gpu_run(p->m->dev, p, in, out, err);
+  if (rp->m->dev) return eng_gpu_run(rp->m->dev, rp, in, out, err);
   eng_run r;
-  td_code rc = eng_run_begin(&r, p, in, err);
-  for (int s = 0; s < p->n_steps && !rc; s++) rc = eng_run_step_cpu(&r, s, err);
+  td_code rc = eng_run_begin(&r, rp, in, err);
+  if (!rc && decide) {
+    r.shapes = calloc((size_t)rp->n_values + 1, sizeof *r.shapes);
+    r.dtypes = calloc((size_t)rp->n_values + 1, sizeof *r.dtypes);
+    for (int i = 0; r.shapes && r.dtypes && i < rp->n_inputs; i++) {
+      r.shapes[rp->in_value[i]] = in[i].shape;
+      r.dtypes[rp->in_value[i]] = in[i].dtype;
+    }
+    for (int i = 0; r.shapes && r.dtypes && i < rp->n_consts; i++) {
+      r.shapes[rp->const_value[i]] = rp->const_tensor[i].shape;
+      r.dtypes[rp->const_value[i]] = rp->const_tensor[i].dtype;
+    }
+    if (!r.shapes || !r.dtypes) {
+      free(r.shapes);
+      free(r.dtypes);
+      r.shapes = NULL;
+      r.dtypes = NULL;
+    }
+  }
+  for (int s = 0; s < rp->n_steps && !rc; s++) rc = eng_run_step_cpu(&r, s, err);
+  if (r.shapes) {
+    int64_t bytes = 0;
+    if (!rc) {
+      bool ok = eng_chunk_separable(rp, r.shapes, r.dtypes, batch, &bytes);
+      atomic_store(&((eng_plan *)p)->chunk_bytes, ok ? (long long)bytes : -1LL);
+    }
+    free(r.shapes);
+    free(r.dtypes);
+    r.shapes = NULL;
+    r.dtypes = NULL;
+  }
   return eng_run_finish(&r, rc, out, err);
 }
 

@@ -17,6 +17,7 @@
 #ifndef ENG_PLAN_H
 #define ENG_PLAN_H
 
+#include <stdatomic.h>
 #include <threads.h>
 
 #include "eng_model.h"
@@ -63,6 +64,9 @@ struct eng_plan {
   mtx_t spec_lock;
   int n_specs;
   struct eng_spec *specs;
+  /* Batch slicing (eng_chunk.h): 0 not decided yet, -1 never, else the
+   * largest per-example activation in bytes. */
+  atomic_llong chunk_bytes;
 };
 
 /* The specialised plan for these inputs, built on first use (cached, at
@@ -101,6 +105,10 @@ typedef struct eng_run {
    * that reason (a dead control input kills its dependents too). */
   bool *dead;
   bool *ndead;
+  /* When set (the run that decides batch slicing), each value's shape and
+   * dtype as produced or fed. */
+  eng_shape *shapes;
+  eng_dtype *dtypes;
   void *scratch, *mem;
 } eng_run;
 

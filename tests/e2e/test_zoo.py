@@ -142,3 +142,18 @@ def test_inspect_reports_signatures_census_and_plan():
     assert "ops fused" in out
     r = subprocess.run([BINARY, "inspect", "/nonexistent"], capture_output=True, text=True)
     assert r.returncode == 1 and "cannot open" in r.stderr
+
+
+@pytest.mark.parametrize("model", ["mobilenet_v2", "cnn", "transformer"])
+def test_repeated_batches_match_tensorflow(serve, model):
+    # The engine decides on a model's first batch whether later batches may
+    # run as slices of a few examples (MobileNetV2: yes; the CNN: its batch
+    # fits the cache whole; the transformer: its ops mix the batch); every
+    # answer must still be TensorFlow's.
+    entry = ZOO[model]
+    s = serve(model, os.path.dirname(os.path.join(ROOT, entry["dir"])))
+    inputs = {alias: zoo_input(spec, 8) for alias, spec in entry["inputs"].items()}
+    for _ in range(3):
+        status, out = s.json("POST", f"/v1/models/{model}:predict", json.dumps({"inputs": inputs}))
+        assert status == 200, out
+        check_outputs(entry, out["outputs"], 8)
