@@ -29,29 +29,8 @@ static const char *const k_window[] = {
     "FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3", NULL};
 static const char *const k_reduce[] = {"Mean", "Sum", "Max", "Min", "Prod", NULL};
 
-/* The integer values of a recorded constant input of step node nd. */
-static bool const_ints(const eng_plan *p, int v, int64_t *out, int max, int *n) {
-  for (int i = 0; i < p->n_consts; i++) {
-    if (p->const_value[i] != v) continue;
-    const eng_tensor *t = &p->const_tensor[i];
-    if (t->dtype != ENG_DT_INT32 && t->dtype != ENG_DT_INT64) return false;
-    int64_t cnt = eng_tensor_numel(t);
-    if (cnt > max) return false;
-    for (int64_t k = 0; k < cnt; k++)
-      out[k] = t->dtype == ENG_DT_INT32 ? ((const int32_t *)eng_tensor_data(t))[k]
-                                        : ((const int64_t *)eng_tensor_data(t))[k];
-    *n = (int)cnt;
-    return true;
-  }
-  return false;
-}
-
-/* A graph Const node's integer values. */
-static bool graph_ints(const eng_graph *g, eng_edge e, int64_t *out, int max, int *n) {
-  const eng_node *nd = eng_graph_node(g, e.node);
-  const eng_attr *a = strcmp(nd->op, "Const") ? NULL : eng_node_attr(nd, "value");
-  if (!a || a->kind != ENG_ATTR_TENSOR) return false;
-  const eng_tensor *t = &a->tensor;
+/* An int32 / int64 tensor's values, at most max of them. */
+static bool tensor_ints(const eng_tensor *t, int64_t *out, int max, int *n) {
   if (t->dtype != ENG_DT_INT32 && t->dtype != ENG_DT_INT64) return false;
   int64_t cnt = eng_tensor_numel(t);
   if (cnt > max) return false;
@@ -60,6 +39,20 @@ static bool graph_ints(const eng_graph *g, eng_edge e, int64_t *out, int max, in
                                       : ((const int64_t *)eng_tensor_data(t))[k];
   *n = (int)cnt;
   return true;
+}
+
+/* The values of plan constant v. */
+static bool const_ints(const eng_plan *p, int v, int64_t *out, int max, int *n) {
+  for (int i = 0; i < p->n_consts; i++)
+    if (p->const_value[i] == v) return tensor_ints(&p->const_tensor[i], out, max, n);
+  return false;
+}
+
+/* A graph Const node's integer values. */
+static bool graph_ints(const eng_graph *g, eng_edge e, int64_t *out, int max, int *n) {
+  const eng_node *nd = eng_graph_node(g, e.node);
+  const eng_attr *a = strcmp(nd->op, "Const") ? NULL : eng_node_attr(nd, "value");
+  return a && a->kind == ENG_ATTR_TENSOR && tensor_ints(&a->tensor, out, max, n);
 }
 
 /* Reshape(x, Pack([Shape(x)[0], c1, c2, ...])), as Keras's Flatten and
