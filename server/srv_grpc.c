@@ -191,6 +191,19 @@ void srv_gcall_fail(srv_gcall *g, const td_err *e) {
   finish((call_ctx *)g, (grpc_status_code)e->code, NULL, e->msg);
 }
 
+void srv_gcall_run(srv_gcall *g, void (*done)(srv_call *call)) {
+  g->call.done = done;
+  g->call.user = g;
+  g->call.deadline_ns = g->deadline_ns;
+  if (srv_call_try_inline(&g->call)) {
+    done(&g->call); /* answers on this polling thread */
+    return;
+  }
+  td_err err;
+  td_err_clear(&err);
+  if (srv_call_submit(&g->call, &err)) srv_gcall_fail(g, &err); /* else done answers */
+}
+
 void srv_gcall_failf(srv_gcall *g, td_code code, const char *fmt, ...) {
   td_err e;
   va_list ap;

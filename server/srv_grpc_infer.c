@@ -230,18 +230,10 @@ static void run_single(srv_gcall *c, srv_infer_kind kind, const uint8_t *req, si
   }
   free(ex.v);
   srv_gcall_free(c, &r->base);
-  if (!rc) {
-    c->call.done = infer_done;
-    c->call.user = c;
-    c->call.deadline_ns = c->deadline_ns;
-    if (srv_call_try_inline(&c->call)) {
-      infer_done(&c->call); /* answers on this polling thread */
-      return;
-    }
-    rc = srv_call_submit(&c->call, &err);
-    if (!rc) return; /* answered by infer_done */
-  }
-  srv_gcall_fail(c, &err);
+  if (rc)
+    srv_gcall_fail(c, &err);
+  else
+    srv_gcall_run(c, infer_done);
 }
 
 void srv_grpc_classify(srv_gcall *c, const uint8_t *req, size_t len) {

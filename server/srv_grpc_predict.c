@@ -282,18 +282,10 @@ void srv_grpc_predict(srv_gcall *c, const uint8_t *req, size_t len) {
     if (!rc) rc = check_output_filter(r, sig, ps->keep, &err);
   }
   srv_gcall_free(c, &r->base);
-  if (!rc) {
-    c->call.done = predict_done;
-    c->call.user = c;
-    c->call.deadline_ns = c->deadline_ns;
-    if (srv_call_try_inline(&c->call)) {
-      predict_done(&c->call); /* answers on this polling thread */
-      return;
-    }
-    rc = srv_call_submit(&c->call, &err);
-    if (!rc) return; /* answered by predict_done */
-  }
-  srv_gcall_fail(c, &err);
+  if (rc)
+    srv_gcall_fail(c, &err);
+  else
+    srv_gcall_run(c, predict_done);
 }
 
 /* --- GetModelMetadata ----------------------------------------------------- */
