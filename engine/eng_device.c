@@ -182,14 +182,17 @@ static void free_chunks(eng_dev_thread *t) {
   t->used = 0;
 }
 
+/* Releases a thread's state through the device it was made for; memory of
+ * an earlier selection (tests switch devices) is outside today's budget. */
 static void thread_free(void *arg) {
   eng_dev_thread *t = arg;
   if (!t) return;
-  if (g_api && t->api == g_api && t->gen == g_gen) {
-    g_api->sync(t->stream);
+  t->api->sync(t->stream);
+  if (t->api == g_api && t->gen == g_gen)
     free_chunks(t);
-    g_api->stream_destroy(t->stream);
-  }
+  else
+    for (int i = 0; i < t->n_chunks; i++) t->api->free(t->chunk[i]);
+  t->api->stream_destroy(t->stream);
   free(t->dv);
   free(t);
 }
@@ -200,14 +203,8 @@ eng_dev_thread *eng_dev_thread_get(td_err *err) {
   call_once(&g_thread_once, thread_key_init);
   eng_dev_thread *t = tss_get(g_thread_key);
   if (t && t->api == g_api && t->gen == g_gen) return t;
-  if (t) {
-    /* State of a device selected earlier (tests switch devices): release
-     * it through that device, outside today's budget. */
-    t->api->sync(t->stream);
-    for (int i = 0; i < t->n_chunks; i++) t->api->free(t->chunk[i]);
-    t->api->stream_destroy(t->stream);
-    free(t->dv);
-    free(t);
+  if (t) { /* made for a device selected earlier */
+    thread_free(t);
     tss_set(g_thread_key, NULL);
   }
   t = calloc(1, sizeof *t);

@@ -181,6 +181,15 @@ static void contig(const eng_shape *s, int64_t *st) {
   }
 }
 
+/* A host tensor of dtype dt and shape s backed by one element: a CPU
+ * kernel or planner that reads only its input's shape runs on it. */
+static int stand_in(gx *g, eng_dtype dt, const eng_shape *s, eng_tensor *t) {
+  eng_shape one = eng_shape_make(1, (int64_t[]){1});
+  if (eng_tensor_alloc_raw(t, dt, &one, g->err)) return G_ERR;
+  t->shape = *s;
+  return G_OK;
+}
+
 /* --- shape-only ops ------------------------------------------------------ */
 
 static int g_alias(gx *g, eng_dev_val *out) {
@@ -194,9 +203,7 @@ static int g_alias(gx *g, eng_dev_val *out) {
   }
   if (n > 4) return G_DECLINE;
   eng_tensor kin[4] = {{0}}, kout[1] = {{0}};
-  eng_shape one = eng_shape_make(1, (int64_t[]){1});
-  if (eng_tensor_alloc_raw(&kin[0], g->dv[vin(g, 0)].dtype, &one, g->err)) return G_ERR;
-  kin[0].shape = g->dv[vin(g, 0)].shape; /* the kernels read only the shape */
+  if (stand_in(g, g->dv[vin(g, 0)].dtype, &g->dv[vin(g, 0)].shape, &kin[0]) != G_OK) return G_ERR;
   int res = G_OK;
   for (int k = 1; k < n && res == G_OK; k++) {
     res = to_host(g, k);
@@ -865,9 +872,7 @@ static int g_strided_slice(gx *g, eng_dev_val *out) {
     if (r != G_OK) return r;
     kin[k] = *host(g, k);
   }
-  eng_shape one = eng_shape_make(1, (int64_t[]){1});
-  if (eng_tensor_alloc_raw(&kin[0], dt, &one, g->err)) return G_ERR;
-  kin[0].shape = s; /* the planner reads only the shape */
+  if (stand_in(g, dt, &s, &kin[0]) != G_OK) return G_ERR;
   eng_kctx c = {.node = g->nd, .node_id = g->p->steps[g->s], .model = g->p->m, .n_in = 4,
                 .in = kin, .n_out = 1, .err = g->err};
   eng_slice sl;
