@@ -17,16 +17,23 @@ static bool one_of(const char *op, const char *const *list) {
   return false;
 }
 
-static const char *const k_elementwise[] = {
-    "Add", "AddV2", "Sub", "Mul", "RealDiv", "Maximum", "Minimum", "SquaredDifference", "BiasAdd",
-    "Pow", NULL};
+static const char *const k_elementwise[] = {"Add",     "AddV2",   "Sub",     "Mul",
+                                            "RealDiv", "Maximum", "Minimum", "SquaredDifference",
+                                            "BiasAdd", "Pow",     NULL};
 static const char *const k_unary[] = {
-    "Relu", "Relu6", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Rsqrt", "Neg", "Abs", "Square",
-    "Erf", "Erfc", "Softplus", "Elu", "Selu", "LeakyRelu", "Reciprocal", "Identity", "Snapshot",
-    "StopGradient", "_PadView", "Cast", "Floor", "Ceil", "Round", "Sign", NULL};
-static const char *const k_window[] = {
-    "Conv2D", "DepthwiseConv2dNative", "_DepthwiseConv2dNativePadded", "MaxPool", "AvgPool",
-    "FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3", NULL};
+    "Relu",     "Relu6", "Sigmoid",   "Tanh",       "Exp",      "Log",      "Sqrt",
+    "Rsqrt",    "Neg",   "Abs",       "Square",     "Erf",      "Erfc",     "Softplus",
+    "Elu",      "Selu",  "LeakyRelu", "Reciprocal", "Identity", "Snapshot", "StopGradient",
+    "_PadView", "Cast",  "Floor",     "Ceil",       "Round",    "Sign",     NULL};
+static const char *const k_window[] = {"Conv2D",
+                                       "DepthwiseConv2dNative",
+                                       "_DepthwiseConv2dNativePadded",
+                                       "MaxPool",
+                                       "AvgPool",
+                                       "FusedBatchNorm",
+                                       "FusedBatchNormV2",
+                                       "FusedBatchNormV3",
+                                       NULL};
 static const char *const k_reduce[] = {"Mean", "Sum", "Max", "Min", "Prod", NULL};
 
 /* An int32 / int64 tensor's values, at most max of them. */
@@ -70,7 +77,10 @@ static bool reshape_keeps_batch(const eng_graph *g, const eng_node *rs) {
   int64_t v[ENG_MAX_RANK];
   int n = 0;
   for (int k = 1; k < 4; k++)
-    if (!graph_ints(g, ss->in[k], v, ENG_MAX_RANK, &n) || n < 1 || v[0] != (k == 2 ? 1 : k == 1 ? 0 : 1))
+    if (!graph_ints(g, ss->in[k], v, ENG_MAX_RANK, &n) || n < 1 ||
+        v[0] != (k == 2   ? 1
+                 : k == 1 ? 0
+                          : 1))
       return false;
   const eng_node *sh = eng_graph_node(g, ss->in[0].node);
   if (strcmp(sh->op, "Shape") || sh->n_in != 1 || sh->in[0].node != rs->in[0].node ||
@@ -81,11 +91,6 @@ static bool reshape_keeps_batch(const eng_graph *g, const eng_node *rs) {
     if (!graph_ints(g, pk->in[k], &d, 1, &n) || n != 1 || d < -1) return false;
   }
   return true;
-}
-
-static bool fixed(eng_dtype dt) {
-  return dt != ENG_DT_INVALID && dt != ENG_DT_STRING && dt != ENG_DT_RESOURCE &&
-         dt != ENG_DT_VARIANT && eng_dtype_size(dt) > 0;
 }
 
 bool eng_chunk_separable(const eng_plan *p, const eng_shape *shapes, const eng_dtype *dtypes,
@@ -108,7 +113,7 @@ bool eng_chunk_separable(const eng_plan *p, const eng_shape *shapes, const eng_d
     const eng_epilogue *epi = p->epi ? p->epi[s] : NULL;
     int v0 = epi ? epi->out_value : p->base[p->steps[s]];
     const eng_shape *os = &shapes[v0];
-    if (nd->n_out < 1 || !fixed(dtypes[v0]) || os->rank < 1 || os->dim[0] != batch) {
+    if (nd->n_out < 1 || !eng_dtype_size(dtypes[v0]) || os->rank < 1 || os->dim[0] != batch) {
       ok = false;
       break;
     }
@@ -118,7 +123,8 @@ bool eng_chunk_separable(const eng_plan *p, const eng_shape *shapes, const eng_d
     for (int k = 0; k < nd->n_in && ok; k++) {
       int v = p->base[nd->in[k].node] + nd->in[k].index;
       if (k < 8) in_dep[k] = dep[v];
-      if (dep[v]) ok = shapes[v].rank >= 1 && shapes[v].dim[0] == batch && fixed(dtypes[v]);
+      if (dep[v])
+        ok = shapes[v].rank >= 1 && shapes[v].dim[0] == batch && eng_dtype_size(dtypes[v]) > 0;
     }
     if (!ok || nd->n_in > 8) {
       ok = false;
@@ -174,7 +180,8 @@ bool eng_chunk_separable(const eng_plan *p, const eng_shape *shapes, const eng_d
   }
   for (int i = 0; i < p->n_outputs && ok; i++) {
     int v = p->out_value[i];
-    ok = dep[v] && shapes[v].rank >= 1 && shapes[v].dim[0] == batch && fixed(dtypes[v]);
+    ok =
+        dep[v] && shapes[v].rank >= 1 && shapes[v].dim[0] == batch && eng_dtype_size(dtypes[v]) > 0;
   }
   free(dep);
   *bytes = most > 0 ? most : 1;
@@ -188,7 +195,8 @@ int64_t eng_chunk_size(int64_t bytes, int64_t batch) {
 }
 
 /* Rows [r0, r0 + n) of a dense tensor whose dim 0 is the batch. */
-static td_code slice_rows(const eng_tensor *t, int64_t r0, int64_t n, eng_tensor *out, td_err *err) {
+static td_code slice_rows(const eng_tensor *t, int64_t r0, int64_t n, eng_tensor *out,
+                          td_err *err) {
   eng_shape s = t->shape;
   int64_t rows = s.dim[0];
   s.dim[0] = n;
@@ -204,7 +212,8 @@ static td_code slice_rows(const eng_tensor *t, int64_t r0, int64_t n, eng_tensor
 td_code eng_chunk_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, int64_t batch,
                       int64_t chunk, td_err *err) {
   int ni = p->n_inputs, no = p->n_outputs;
-  eng_tensor *cin = calloc((size_t)ni + 1, sizeof *cin), *cout = calloc((size_t)no + 1, sizeof *cout);
+  eng_tensor *cin = calloc((size_t)ni + 1, sizeof *cin),
+             *cout = calloc((size_t)no + 1, sizeof *cout);
   td_code rc = cin && cout ? TD_OK : td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
   for (int i = 0; i < no; i++) out[i] = (eng_tensor){0};
   for (int64_t r0 = 0; r0 < batch && !rc; r0 += chunk) {

@@ -73,15 +73,10 @@ static int dev_fail(gx *g, const char *what) {
   return G_ERR;
 }
 
-#define DEV(call, what) \
-  do {                  \
+#define DEV(call, what)                 \
+  do {                                  \
     if (call) return dev_fail(g, what); \
   } while (0)
-
-static bool fixed_size(eng_dtype dt) {
-  return dt != ENG_DT_STRING && dt != ENG_DT_RESOURCE && dt != ENG_DT_INVALID &&
-         eng_dtype_size(dt) > 0;
-}
 
 static int to_host_v(gx *g, int v) {
   eng_tensor *h = &g->r.values[v];
@@ -114,7 +109,7 @@ static int to_dev(gx *g, int k, const void **d) {
       td_err_set(g->err, TD_INTERNAL, "node '%s': input %d was not computed", g->nd->name, k);
       return G_ERR;
     }
-    if (h->is_ref || !fixed_size(h->dtype)) return G_DECLINE;
+    if (h->is_ref || !eng_dtype_size(h->dtype)) return G_DECLINE;
     size_t n = eng_tensor_nbytes(h);
     void *p = NULL;
     if (g->konst[v] && n) {
@@ -131,12 +126,12 @@ static int to_dev(gx *g, int k, const void **d) {
 }
 
 /* Several float inputs on the device at once. */
-#define NEED_DEV(k, ptr)                            \
-  do {                                              \
-    const void *vp_;                                \
-    int r_ = to_dev(g, (k), &vp_);                  \
-    if (r_ != G_OK) return r_;                      \
-    (ptr) = vp_;                                    \
+#define NEED_DEV(k, ptr)           \
+  do {                             \
+    const void *vp_;               \
+    int r_ = to_dev(g, (k), &vp_); \
+    if (r_ != G_OK) return r_;     \
+    (ptr) = vp_;                   \
   } while (0)
 
 static int new_out(gx *g, eng_dev_val *out, eng_dtype dt, const eng_shape *s) {
@@ -210,8 +205,14 @@ static int g_alias(gx *g, eng_dev_val *out) {
     if (res == G_OK) kin[k] = *host(g, k);
   }
   if (res == G_OK) {
-    eng_kctx c = {.node = g->nd, .node_id = g->p->steps[g->s], .model = g->p->m, .n_in = n,
-                  .in = kin, .n_out = 1, .out = kout, .err = g->err};
+    eng_kctx c = {.node = g->nd,
+                  .node_id = g->p->steps[g->s],
+                  .model = g->p->m,
+                  .n_in = n,
+                  .in = kin,
+                  .n_out = 1,
+                  .out = kout,
+                  .err = g->err};
     if (g->op->cpu(&c)) {
       res = G_ERR;
     } else {
@@ -237,7 +238,7 @@ static int g_cast(gx *g, eng_dev_val *out) {
   eng_dtype dt = dtype_of(g, 0), to = eng_node_attr_type(g->nd, "DstT", ENG_DT_INVALID);
   eng_shape s = shape_of(g, 0);
   if (!worth(g, 0, 1, eng_shape_numel(&s))) return G_DECLINE;
-  if (to == dt && fixed_size(dt)) {
+  if (to == dt && eng_dtype_size(dt) > 0) {
     const void *d;
     NEED_DEV(0, d);
     (void)d;
@@ -258,18 +259,21 @@ static int g_compare(gx *g, eng_dev_val *out) {
   static const struct {
     const char *op;
     int code;
-  } ops[] = {{"Equal", ENG_DC_EQUAL},       {"Greater", ENG_DC_GREATER},
-             {"GreaterEqual", ENG_DC_GREATER_EQUAL}, {"Less", ENG_DC_LESS},
-             {"LessEqual", ENG_DC_LESS_EQUAL}, {"LogicalAnd", ENG_DC_AND},
-             {"LogicalOr", ENG_DC_OR},         {"NotEqual", ENG_DC_NOT_EQUAL}};
+  } ops[] = {{"Equal", ENG_DC_EQUAL},
+             {"Greater", ENG_DC_GREATER},
+             {"GreaterEqual", ENG_DC_GREATER_EQUAL},
+             {"Less", ENG_DC_LESS},
+             {"LessEqual", ENG_DC_LESS_EQUAL},
+             {"LogicalAnd", ENG_DC_AND},
+             {"LogicalOr", ENG_DC_OR},
+             {"NotEqual", ENG_DC_NOT_EQUAL}};
   int code = -1;
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     if (!strcmp(g->nd->op, ops[i].op)) code = ops[i].code;
   eng_dtype dt = dtype_of(g, 0);
   bool logic = code == ENG_DC_AND || code == ENG_DC_OR;
   if (code < 0 || dtype_of(g, 1) != dt ||
-      (logic ? dt != ENG_DT_BOOL
-             : dt != ENG_DT_FLOAT && dt != ENG_DT_INT32 && dt != ENG_DT_INT64))
+      (logic ? dt != ENG_DT_BOOL : dt != ENG_DT_FLOAT && dt != ENG_DT_INT32 && dt != ENG_DT_INT64))
     return G_DECLINE;
   if (eng_node_attr_bool(g->nd, "incompatible_shape_error", true) == false) return G_DECLINE;
   eng_shape a = shape_of(g, 0), b = shape_of(g, 1), o;
@@ -292,7 +296,8 @@ static int g_compare(gx *g, eng_dev_val *out) {
  * shape of then / else, or a vector over their first dim). */
 static int g_select(gx *g, eng_dev_val *out) {
   eng_dtype dt = dtype_of(g, 1);
-  if (dtype_of(g, 0) != ENG_DT_BOOL || dtype_of(g, 2) != dt || !fixed_size(dt)) return G_DECLINE;
+  if (dtype_of(g, 0) != ENG_DT_BOOL || dtype_of(g, 2) != dt || !eng_dtype_size(dt))
+    return G_DECLINE;
   eng_shape c = shape_of(g, 0), a = shape_of(g, 1), b = shape_of(g, 2), ab, o;
   td_err scratch;
   if (!strcmp(g->nd->op, "Select")) {
@@ -343,23 +348,28 @@ static int g_noop(gx *g, eng_dev_val *out) { return g->nd->n_out == 0 ? G_OK : G
 static const struct {
   const char *op;
   int code;
-} k_binary[] = {{"Add", ENG_DB_ADD},     {"AddV2", ENG_DB_ADD},   {"BiasAdd", ENG_DB_ADD},
-                {"Maximum", ENG_DB_MAX}, {"Minimum", ENG_DB_MIN}, {"Mul", ENG_DB_MUL},
-                {"Pow", ENG_DB_POW},     {"RealDiv", ENG_DB_DIV}, {"SquaredDifference", ENG_DB_SQDIFF},
-                {"Sub", ENG_DB_SUB}};
+} k_binary[] = {
+    {"Add", ENG_DB_ADD},     {"AddV2", ENG_DB_ADD},   {"BiasAdd", ENG_DB_ADD},
+    {"Maximum", ENG_DB_MAX}, {"Minimum", ENG_DB_MIN}, {"Mul", ENG_DB_MUL},
+    {"Pow", ENG_DB_POW},     {"RealDiv", ENG_DB_DIV}, {"SquaredDifference", ENG_DB_SQDIFF},
+    {"Sub", ENG_DB_SUB}};
 
 static const struct {
   const char *op;
   int code;
-} k_unary[] = {{"Abs", ENG_DU_ABS},         {"Ceil", ENG_DU_CEIL},       {"Cos", ENG_DU_COS},
-               {"Elu", ENG_DU_ELU},         {"Erf", ENG_DU_ERF},         {"Erfc", ENG_DU_ERFC},
-               {"Exp", ENG_DU_EXP},         {"Expm1", ENG_DU_EXPM1},     {"Floor", ENG_DU_FLOOR},
-               {"LeakyRelu", ENG_DU_LEAKY_RELU}, {"Log", ENG_DU_LOG},    {"Log1p", ENG_DU_LOG1P},
-               {"Neg", ENG_DU_NEG},         {"Reciprocal", ENG_DU_RECIPROCAL},
-               {"Relu", ENG_DU_RELU},       {"Relu6", ENG_DU_RELU6},     {"Round", ENG_DU_ROUND},
-               {"Rsqrt", ENG_DU_RSQRT},     {"Selu", ENG_DU_SELU},       {"Sigmoid", ENG_DU_SIGMOID},
-               {"Sign", ENG_DU_SIGN},       {"Sin", ENG_DU_SIN},         {"Softplus", ENG_DU_SOFTPLUS},
-               {"Softsign", ENG_DU_SOFTSIGN}, {"Sqrt", ENG_DU_SQRT},     {"Square", ENG_DU_SQUARE},
+} k_unary[] = {{"Abs", ENG_DU_ABS},           {"Ceil", ENG_DU_CEIL},
+               {"Cos", ENG_DU_COS},           {"Elu", ENG_DU_ELU},
+               {"Erf", ENG_DU_ERF},           {"Erfc", ENG_DU_ERFC},
+               {"Exp", ENG_DU_EXP},           {"Expm1", ENG_DU_EXPM1},
+               {"Floor", ENG_DU_FLOOR},       {"LeakyRelu", ENG_DU_LEAKY_RELU},
+               {"Log", ENG_DU_LOG},           {"Log1p", ENG_DU_LOG1P},
+               {"Neg", ENG_DU_NEG},           {"Reciprocal", ENG_DU_RECIPROCAL},
+               {"Relu", ENG_DU_RELU},         {"Relu6", ENG_DU_RELU6},
+               {"Round", ENG_DU_ROUND},       {"Rsqrt", ENG_DU_RSQRT},
+               {"Selu", ENG_DU_SELU},         {"Sigmoid", ENG_DU_SIGMOID},
+               {"Sign", ENG_DU_SIGN},         {"Sin", ENG_DU_SIN},
+               {"Softplus", ENG_DU_SOFTPLUS}, {"Softsign", ENG_DU_SOFTSIGN},
+               {"Sqrt", ENG_DU_SQRT},         {"Square", ENG_DU_SQUARE},
                {"Tanh", ENG_DU_TANH}};
 
 static int code_of(const char *op, bool binary) {
@@ -456,7 +466,8 @@ static int g_batch_matmul(gx *g, eng_dev_val *out) {
     return G_DECLINE;
   eng_shape a = shape_of(g, 0), b = shape_of(g, 1);
   if (a.rank < 2 || b.rank < 2) return G_DECLINE;
-  bool ta = eng_node_attr_bool(g->nd, "adj_x", false), tb = eng_node_attr_bool(g->nd, "adj_y", false);
+  bool ta = eng_node_attr_bool(g->nd, "adj_x", false),
+       tb = eng_node_attr_bool(g->nd, "adj_y", false);
   int64_t m = a.dim[a.rank - (ta ? 1 : 2)], k = a.dim[a.rank - (ta ? 2 : 1)];
   int64_t n = b.dim[b.rank - (tb ? 2 : 1)];
   if (b.dim[b.rank - (tb ? 1 : 2)] != k) return G_DECLINE;
@@ -615,8 +626,17 @@ static bool window_of(gx *g, int64_t kh, int64_t kw, eng_dev_window *w) {
   }
   const char *pad = eng_attr_str(g->nd, "padding", "VALID");
   if (!strcmp(pad, "EXPLICIT") && nep != 8) return false;
-  *w = (eng_dev_window){.n = x.dim[0], .h = x.dim[1], .w = x.dim[2], .c = x.dim[3], .kh = kh,
-                        .kw = kw, .sh = st[1], .sw = st[2], .dh = dl[1], .dw = dl[2], .mult = 1};
+  *w = (eng_dev_window){.n = x.dim[0],
+                        .h = x.dim[1],
+                        .w = x.dim[2],
+                        .c = x.dim[3],
+                        .kh = kh,
+                        .kw = kw,
+                        .sh = st[1],
+                        .sw = st[2],
+                        .dh = dl[1],
+                        .dw = dl[2],
+                        .mult = 1};
   return window_1d(pad, w->h, kh, w->sh, w->dh, ep + 2, &w->oh, &w->pad_t) &&
          window_1d(pad, w->w, kw, w->sw, w->dw, ep + 4, &w->ow, &w->pad_l);
 }
@@ -725,8 +745,11 @@ static int g_reduce(gx *g, eng_dev_val *out) {
   static const struct {
     const char *op;
     int code;
-  } ops[] = {{"Max", ENG_DR_MAX}, {"Mean", ENG_DR_MEAN}, {"Min", ENG_DR_MIN},
-             {"Prod", ENG_DR_PROD}, {"Sum", ENG_DR_SUM}};
+  } ops[] = {{"Max", ENG_DR_MAX},
+             {"Mean", ENG_DR_MEAN},
+             {"Min", ENG_DR_MIN},
+             {"Prod", ENG_DR_PROD},
+             {"Sum", ENG_DR_SUM}};
   int code = -1;
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     if (!strcmp(g->nd->op, ops[i].op)) code = ops[i].code;
@@ -746,8 +769,10 @@ static int g_reduce(gx *g, eng_dev_val *out) {
   int first = -1, last = -1;
   for (int d = 0; d < s.rank; d++)
     if (red[d]) {
-      if (first < 0) first = d;
-      else if (last != d - 1) return G_DECLINE;
+      if (first < 0)
+        first = d;
+      else if (last != d - 1)
+        return G_DECLINE;
       last = d;
     }
   if (first < 0) return G_DECLINE;
@@ -755,11 +780,16 @@ static int g_reduce(gx *g, eng_dev_val *out) {
   int orank = 0;
   bool keep = eng_node_attr_bool(g->nd, "keep_dims", false);
   for (int d = 0; d < s.rank; d++) {
-    if (d < first) outer *= s.dim[d];
-    else if (d > last) inner *= s.dim[d];
-    else rr *= s.dim[d];
-    if (!red[d]) od[orank++] = s.dim[d];
-    else if (keep) od[orank++] = 1;
+    if (d < first)
+      outer *= s.dim[d];
+    else if (d > last)
+      inner *= s.dim[d];
+    else
+      rr *= s.dim[d];
+    if (!red[d])
+      od[orank++] = s.dim[d];
+    else if (keep)
+      od[orank++] = 1;
   }
   const float *x;
   NEED_DEV(0, x);
@@ -775,7 +805,7 @@ static int g_reduce(gx *g, eng_dev_val *out) {
 static int g_transpose(gx *g, eng_dev_val *out) {
   eng_dtype dt = dtype_of(g, 0);
   eng_shape s = shape_of(g, 0);
-  if (!fixed_size(dt) || !worth(g, 0, 1, eng_shape_numel(&s))) return G_DECLINE;
+  if (!eng_dtype_size(dt) || !worth(g, 0, 1, eng_shape_numel(&s))) return G_DECLINE;
   int64_t perm[ENG_MAX_RANK];
   int n = 0, r = host_ints(g, 1, perm, ENG_MAX_RANK, &n);
   if (r != G_OK) return r;
@@ -806,7 +836,7 @@ static int g_concat(gx *g, eng_dev_val *out) {
   if (n < 1 || !worth(g, 0, n, 0)) return G_DECLINE;
   eng_dtype dt = dtype_of(g, 0);
   eng_shape s0 = shape_of(g, 0);
-  if (!fixed_size(dt)) return G_DECLINE;
+  if (!eng_dtype_size(dt)) return G_DECLINE;
   int64_t axis;
   int rank = pack ? s0.rank + 1 : s0.rank;
   if (pack) {
@@ -852,8 +882,8 @@ static int g_concat(gx *g, eng_dev_val *out) {
         sd++;
       }
     }
-    DEV(g->api->copy(g->t->stream, rank, dims, es, x, ss, (char *)out->d + at * ds[axis] * (int64_t)es,
-                     ds),
+    DEV(g->api->copy(g->t->stream, rank, dims, es, x, ss,
+                     (char *)out->d + at * ds[axis] * (int64_t)es, ds),
         "concatenation");
     at += dims[axis];
   }
@@ -865,7 +895,8 @@ static int g_concat(gx *g, eng_dev_val *out) {
 static int g_strided_slice(gx *g, eng_dev_val *out) {
   eng_dtype dt = dtype_of(g, 0);
   eng_shape s = shape_of(g, 0);
-  if (g->nd->n_in != 4 || !fixed_size(dt) || !worth(g, 0, 1, eng_shape_numel(&s))) return G_DECLINE;
+  if (g->nd->n_in != 4 || !eng_dtype_size(dt) || !worth(g, 0, 1, eng_shape_numel(&s)))
+    return G_DECLINE;
   eng_tensor kin[4] = {{0}};
   for (int k = 1; k < 4; k++) {
     int r = to_host(g, k);
@@ -873,8 +904,13 @@ static int g_strided_slice(gx *g, eng_dev_val *out) {
     kin[k] = *host(g, k);
   }
   if (stand_in(g, dt, &s, &kin[0]) != G_OK) return G_ERR;
-  eng_kctx c = {.node = g->nd, .node_id = g->p->steps[g->s], .model = g->p->m, .n_in = 4,
-                .in = kin, .n_out = 1, .err = g->err};
+  eng_kctx c = {.node = g->nd,
+                .node_id = g->p->steps[g->s],
+                .model = g->p->m,
+                .n_in = 4,
+                .in = kin,
+                .n_out = 1,
+                .err = g->err};
   eng_slice sl;
   td_code rc = eng_strided_slice_plan(&c, &sl);
   eng_tensor_release(&kin[0]);
@@ -896,7 +932,7 @@ static int g_strided_slice(gx *g, eng_dev_val *out) {
 static int g_slice(gx *g, eng_dev_val *out) {
   eng_dtype dt = dtype_of(g, 0);
   eng_shape s = shape_of(g, 0);
-  if (!fixed_size(dt) || !worth(g, 0, 1, eng_shape_numel(&s))) return G_DECLINE;
+  if (!eng_dtype_size(dt) || !worth(g, 0, 1, eng_shape_numel(&s))) return G_DECLINE;
   int64_t b[ENG_MAX_RANK], z[ENG_MAX_RANK];
   int nb = 0, nz = 0, r = host_ints(g, 1, b, ENG_MAX_RANK, &nb);
   if (r == G_OK) r = host_ints(g, 2, z, ENG_MAX_RANK, &nz);
@@ -923,7 +959,7 @@ static int g_slice(gx *g, eng_dev_val *out) {
 static int g_pad(gx *g, eng_dev_val *out) {
   eng_dtype dt = dtype_of(g, 0);
   eng_shape s = shape_of(g, 0);
-  if (!fixed_size(dt) || !worth(g, 0, 1, eng_shape_numel(&s))) return G_DECLINE;
+  if (!eng_dtype_size(dt) || !worth(g, 0, 1, eng_shape_numel(&s))) return G_DECLINE;
   int64_t pd[2 * ENG_MAX_RANK];
   int np = 0, r = host_ints(g, 1, pd, 2 * ENG_MAX_RANK, &np);
   if (r != G_OK) return r;
@@ -961,7 +997,7 @@ static int g_pad(gx *g, eng_dev_val *out) {
 static int g_gather(gx *g, eng_dev_val *out) {
   eng_dtype dt = dtype_of(g, 0);
   eng_shape ps = shape_of(g, 0);
-  if (!fixed_size(dt) || eng_node_attr_int(g->nd, "batch_dims", 0) != 0 || g->nd->n_in < 3 ||
+  if (!eng_dtype_size(dt) || eng_node_attr_int(g->nd, "batch_dims", 0) != 0 || g->nd->n_in < 3 ||
       !worth(g, 0, 1, eng_shape_numel(&ps)))
     return G_DECLINE;
   int64_t axis;
@@ -1107,8 +1143,10 @@ static gfn find_op(const char *name) {
   while (lo <= hi) {
     int mid = (lo + hi) / 2, c = strcmp(name, g_ops[mid].name);
     if (!c) return g_ops[mid].fn;
-    if (c < 0) hi = mid - 1;
-    else lo = mid + 1;
+    if (c < 0)
+      hi = mid - 1;
+    else
+      lo = mid + 1;
   }
   return NULL;
 }
@@ -1130,8 +1168,11 @@ static int apply_epi(gx *g, const eng_epilogue *e, eng_dev_val *y) {
   if (y->dtype != ENG_DT_FLOAT || e->n > ENG_DEV_EPI_MAX) return G_DECLINE;
   int64_t n = eng_shape_numel(&y->shape), c = y->shape.rank ? y->shape.dim[y->shape.rank - 1] : 1;
   if (n <= 0 || c <= 0) return G_OK;
-  static const int kinds[] = {[EPI_ADD] = ENG_DE_ADD, [EPI_SUB] = ENG_DE_SUB, [EPI_MUL] = ENG_DE_MUL,
-                              [EPI_RELU] = ENG_DE_RELU, [EPI_RELU6] = ENG_DE_RELU6};
+  static const int kinds[] = {[EPI_ADD] = ENG_DE_ADD,
+                              [EPI_SUB] = ENG_DE_SUB,
+                              [EPI_MUL] = ENG_DE_MUL,
+                              [EPI_RELU] = ENG_DE_RELU,
+                              [EPI_RELU6] = ENG_DE_RELU6};
   eng_dev_epi de = {.n = e->n};
   for (int i = 0; i < e->n; i++) {
     const eng_tensor *k = &e->op[i].k;
@@ -1231,7 +1272,8 @@ static td_code gpu_run(eng_dev_model *dm, const eng_plan *p, const eng_tensor *i
   g.dv = g.t->dv;
   g.konst = (bool *)(g.dv + nv);
   td_code rc = eng_run_begin(&g.r, p, in, err);
-  for (int i = 0; i < p->n_consts && !rc; i++) g.konst[p->const_value[i]] = !g.r.fed[p->const_value[i]];
+  for (int i = 0; i < p->n_consts && !rc; i++)
+    g.konst[p->const_value[i]] = !g.r.fed[p->const_value[i]];
   for (int s = 0; s < p->n_steps && !rc; s++) rc = step(&g, s);
   for (int i = 0; i < p->n_outputs && !rc; i++)
     if (to_host_v(&g, p->out_value[i]) != G_OK) rc = err ? err->code : TD_INTERNAL;

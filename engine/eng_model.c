@@ -738,7 +738,7 @@ static _Thread_local bool t_slicing;
 static int64_t batch_of(const eng_plan *p, const eng_tensor *in) {
   int64_t b = -1;
   for (int i = 0; i < p->n_inputs; i++) {
-    if (in[i].shape.rank < 1 || !eng_dtype_size(in[i].dtype) || in[i].dtype == ENG_DT_RESOURCE)
+    if (in[i].shape.rank < 1 || !eng_dtype_size(in[i].dtype)) /* numeric only */
       return 0;
     if (b >= 0 && in[i].shape.dim[0] != b) return 0;
     b = in[i].shape.dim[0];
