@@ -167,7 +167,7 @@ static bool scan_example(parse_job *j, const uint8_t *p, size_t len, found *fs) 
     if (!rd_field(&w, &f)) return false;
     if (f.num != 1 || f.type != 2) continue; /* Example.features */
     wire fw = {f.data, f.data + f.len};
-    field e;
+    field e = {0};
     while (fw.p < fw.end) {
       if (!rd_field(&fw, &e)) return false;
       if (e.num == 1 && e.type == 2 && !scan_entry(j, e.data, e.len, fs)) return false;
