@@ -454,7 +454,6 @@ static void pack_weights(eng_plan *p) {
     if (mm && eng_node_attr_bool(nd, "transpose_a", false)) continue;
     const eng_tensor *w = const_of(p, p->base[nd->in[1].node] + nd->in[1].index);
     if (!w || w->dtype != ENG_DT_FLOAT || w->shape.rank != (mm || bmm ? 2 : 4)) continue;
-    const float *wd = eng_tensor_data(w);
     /* A per-channel (or scalar) multiply first in the fused epilogue (a
      * batch-norm scale) goes into the packed weights; eng_kgemm_epi then
      * skips it. Not for BatchMatMul, which may still run unpacked. */
@@ -467,11 +466,11 @@ static void pack_weights(eng_plan *p) {
     }
     if (mm || bmm) {
       bool tb = eng_node_attr_bool(nd, mm ? "transpose_b" : "adj_y", false);
-      p->packed[s] = eng_gemm_pack_scaled(wd, w->shape.dim[tb ? 1 : 0], w->shape.dim[tb ? 0 : 1],
-                                          tb, scale, nscale);
+      p->packed[s] = eng_model_pack(p->m, w, w->shape.dim[tb ? 1 : 0], w->shape.dim[tb ? 0 : 1], tb,
+                                    scale, nscale);
     } else {
       const int64_t *d = w->shape.dim;
-      p->packed[s] = eng_gemm_pack_scaled(wd, d[0] * d[1] * d[2], d[3], false, scale, nscale);
+      p->packed[s] = eng_model_pack(p->m, w, d[0] * d[1] * d[2], d[3], false, scale, nscale);
     }
   }
 }
@@ -727,6 +726,23 @@ const eng_plan *eng_plan_specialised(eng_plan *p, const eng_tensor *in) {
   free(shapes);
   free(dtypes);
   return result;
+}
+
+void eng_plan_prepare(eng_plan *p, int64_t batch) {
+  if (!p->can_specialise || p->n_inputs > 64) return;
+  eng_tensor in[64] = {0};
+  int n = 0;
+  td_err err;
+  for (; n < p->n_inputs; n++) {
+    eng_shape s = p->in_shape[n];
+    bool known = s.rank >= 1 && eng_dtype_size(p->in_dtype[n]) > 0;
+    if (known && s.dim[0] < 0) s.dim[0] = batch;
+    for (int d = 0; known && d < s.rank; d++) known = s.dim[d] >= 0;
+    in[n] = (eng_tensor){0};
+    if (!known || eng_tensor_alloc(&in[n], p->in_dtype[n], &s, &err)) break;
+  }
+  if (n == p->n_inputs) eng_plan_specialised(p, in); /* values are not read */
+  for (int i = 0; i < n; i++) eng_tensor_release(&in[i]);
 }
 
 void eng_plan_free_specs(eng_plan *p) {

@@ -41,6 +41,19 @@ struct eng_model {
     char role[8];
     eng_plan *plan;
   } *sub;
+  /* Weights packed for eng_gemm, shared by every plan of the model
+   * (eng_model_pack), so a shape-specialised plan does not pack them again. */
+  mtx_t pack_lock;
+  bool pack_lock_init;
+  int n_packed, cap_packed;
+  struct packed_weight {
+    eng_tensor w; /* a share: the buffer lives on, so its address names it */
+    int64_t k, n;
+    bool trans_b;
+    float *scale; /* copy of the folded per-channel scale, or NULL */
+    int64_t nscale;
+    eng_packed *packed;
+  } *packed;
 };
 
 
@@ -89,6 +102,7 @@ td_code eng_model_create(eng_graph *graph, eng_library *lib, const eng_io *io, e
   m->lib = lib;
   if (io) m->io = *io;
   m->sub_lock_init = mtx_init(&m->sub_lock, mtx_plain) == thrd_success;
+  m->pack_lock_init = mtx_init(&m->pack_lock, mtx_plain) == thrd_success;
   td_code rc = lib ? eng_inline_calls(graph, lib, err) : TD_OK;
   if (!rc) rc = assign_slots(m, err);
   if (rc) {
@@ -104,6 +118,13 @@ void eng_model_destroy(eng_model *m) {
   for (int i = 0; i < m->n_sub; i++) eng_plan_destroy(m->sub[i].plan);
   free(m->sub);
   if (m->sub_lock_init) mtx_destroy(&m->sub_lock);
+  for (int i = 0; i < m->n_packed; i++) {
+    eng_gemm_free(m->packed[i].packed);
+    eng_tensor_release(&m->packed[i].w);
+    free(m->packed[i].scale);
+  }
+  free(m->packed);
+  if (m->pack_lock_init) mtx_destroy(&m->pack_lock);
   for (int i = 0; i < m->n_slots; i++) {
     free(m->slots[i].key);
     eng_tensor_release(&m->slots[i].value);
@@ -126,6 +147,62 @@ void eng_model_set_dev(eng_model *m, eng_dev_model *dm) {
 }
 
 const eng_graph *eng_model_graph(const eng_model *m) { return m->g; }
+
+static struct packed_weight *find_packed(eng_model *m, const eng_tensor *w, int64_t k, int64_t n,
+                                         bool trans_b, const float *scale, int64_t nscale) {
+  for (int i = 0; i < m->n_packed; i++) {
+    struct packed_weight *e = &m->packed[i];
+    if (eng_tensor_data(&e->w) == eng_tensor_data(w) && e->k == k && e->n == n &&
+        e->trans_b == trans_b && e->nscale == nscale &&
+        (!nscale || !memcmp(e->scale, scale, sizeof *scale * (size_t)nscale)))
+      return e;
+  }
+  return NULL;
+}
+
+static bool grow_packed(eng_model *m) {
+  int cap = m->cap_packed ? 2 * m->cap_packed : 8;
+  struct packed_weight *p = realloc(m->packed, sizeof *p * (size_t)cap);
+  if (!p) return false;
+  m->packed = p;
+  m->cap_packed = cap;
+  return true;
+}
+
+const eng_packed *eng_model_pack(eng_model *m, const eng_tensor *w, int64_t k, int64_t n,
+                                 bool trans_b, const float *scale, int64_t nscale) {
+  if (!m->pack_lock_init) return NULL;
+  if (!scale) nscale = 0;
+  mtx_lock(&m->pack_lock);
+  struct packed_weight *hit = find_packed(m, w, k, n, trans_b, scale, nscale);
+  mtx_unlock(&m->pack_lock);
+  if (hit) return hit->packed;
+  /* Packed outside the lock; a racing plan that packed the same weight
+   * first wins and this copy is dropped. */
+  eng_packed *pk = eng_gemm_pack_scaled(eng_tensor_data(w), k, n, trans_b, scale, nscale);
+  if (!pk) return NULL;
+  float *sc = nscale ? malloc(sizeof *sc * (size_t)nscale) : NULL;
+  if (nscale && !sc) {
+    eng_gemm_free(pk);
+    return NULL;
+  }
+  if (sc) memcpy(sc, scale, sizeof *sc * (size_t)nscale);
+  const eng_packed *result = NULL;
+  mtx_lock(&m->pack_lock);
+  hit = find_packed(m, w, k, n, trans_b, scale, nscale);
+  if (hit) {
+    result = hit->packed;
+  } else if (m->n_packed < m->cap_packed || grow_packed(m)) {
+    m->packed[m->n_packed++] = (struct packed_weight){eng_tensor_share(w), k, n, trans_b, sc, nscale, pk};
+    result = pk;
+    pk = NULL;
+    sc = NULL;
+  }
+  mtx_unlock(&m->pack_lock);
+  eng_gemm_free(pk);
+  free(sc);
+  return result;
+}
 
 int64_t eng_model_node_slot(const eng_model *m, int node_id) { return m->node_slot[node_id]; }
 
@@ -187,9 +264,7 @@ void eng_plan_destroy(eng_plan *p) {
     }
     free(p->epi);
   }
-  if (p->packed)
-    for (int s = 0; s < p->n_steps; s++) eng_gemm_free(p->packed[s]);
-  free(p->packed);
+  free(p->packed); /* the packed weights are the model's */
   for (int i = 0; i < p->n_consts; i++) eng_tensor_release(&p->const_tensor[i]);
   free(p->const_value);
   free(p->const_tensor);

@@ -70,6 +70,11 @@ eng_shape eng_plan_input_shape(const eng_plan *p, int i);
  * everything computed from shapes alone is folded; later requests of that
  * shape run it. */
 td_code eng_plan_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, td_err *err);
+/* Builds, ahead of any request, the plan specialised to every input having
+ * its declared shape with `batch` for an unknown first dimension (a no-op
+ * when another dimension is unknown, or the plan does not specialise), so
+ * that the first requests of a freshly loaded version do not pay for it. */
+void eng_plan_prepare(eng_plan *p, int64_t batch);
 
 /* What compiling did to a plan (for `tensord inspect` and benchmarks):
  * steps left to run per request, values computed once at load, and ops

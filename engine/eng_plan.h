@@ -42,7 +42,8 @@ struct eng_plan {
   int *steps;             /* node ids in run order */
   const eng_op_def **ops; /* per step */
   eng_epilogue **epi;     /* per step: NULL, or ops fused after it */
-  struct eng_packed **packed; /* per step: NULL, or its constant weight packed */
+  const struct eng_packed **packed; /* per step: NULL, or its constant weight packed (the
+                                       model's, eng_model_pack) */
   int *base;              /* per node: first value index */
   int n_values;
   int *uses;              /* per value: number of readers during a run */
@@ -73,6 +74,12 @@ struct eng_plan {
  * most a few per plan); NULL to run the general plan. Thread-safe. */
 const eng_plan *eng_plan_specialised(eng_plan *p, const eng_tensor *in);
 void eng_plan_free_specs(eng_plan *p);
+/* Weight w (k x n; n x k when trans_b) packed for eng_gemm with a
+ * per-channel scale folded in (nscale 0: none), once per model: the plans
+ * of a model (the general one and its shape-specialised ones) share it and
+ * must not free it. NULL when eng_gemm cannot pack it. Thread-safe. */
+const struct eng_packed *eng_model_pack(eng_model *m, const eng_tensor *w, int64_t k, int64_t n,
+                                        bool trans_b, const float *scale, int64_t nscale);
 /* TensorFlow's feed check of input i (dtype, declared shape). */
 td_code eng_plan_check_feed(const eng_plan *p, int i, const eng_tensor *t, td_err *err);
 

@@ -3,6 +3,8 @@
  * the config, wait and shutdown entry points. The decisions themselves are
  * in ldr_manager_decide.c; the design note is in ldr_manager_int.h. */
 #include <malloc.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,7 +110,11 @@ static void finish_load(ldr_manager *m, const job *j, ldr_servable *sv, td_code 
  * effort). Only threads that take no lock a request also takes are
  * lowered: a low-priority thread holding the registry's mutex would stall
  * every request behind it. */
-static void lower_priority(void) { setpriority(PRIO_PROCESS, (id_t)gettid(), LOAD_NICE); }
+static void lower_priority(void) {
+  struct sched_param sp = {0};
+  if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp))
+    setpriority(PRIO_PROCESS, (id_t)gettid(), LOAD_NICE);
+}
 
 typedef struct load_task {
   ldr_manager *m;

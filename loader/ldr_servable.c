@@ -387,7 +387,12 @@ static td_code compile_signatures(ldr_servable *sv, td_err *err) {
   if (dflt) return td_err_prefix(err, "signature '%s'", dflt->key);
   if (!ok && sv->n_sigs)
     return td_err_set(err, TD_UNIMPLEMENTED, "no signature of %s can be served", sv->path);
-  return attach_device(sv, err);
+  td_code rc = attach_device(sv, err);
+  /* The first requests of a new version (batch 1 above all) should not
+   * pay for its shape-specialised plan: built here, off the request path. */
+  for (int i = 0; !rc && i < sv->n_sigs; i++)
+    if (sv->sigs[i].plan) eng_plan_prepare(sv->sigs[i].plan, 1);
+  return rc;
 }
 
 void ldr_servable_ref(ldr_servable *s) { atomic_fetch_add(&s->refs, 1); }

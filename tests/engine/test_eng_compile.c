@@ -17,6 +17,7 @@
 
 #include "eng_graph.h"
 #include "eng_model.h"
+#include "eng_plan.h"
 
 static int node(eng_graph *g, const char *name, const char *op, int n_out, ...) {
   td_err err;
@@ -709,6 +710,54 @@ START_TEST(shape_arithmetic_folds_per_input_shape) {
 }
 END_TEST
 
+/* A freshly loaded version builds its batch-1 shape plan ahead of the first
+ * request (eng_plan_prepare), and a shape plan uses the weights its model
+ * packed once instead of packing them again. */
+START_TEST(prepare_builds_the_batch1_plan_sharing_packed_weights) {
+  for (int declared = 0; declared < 2; declared++) {
+    eng_graph *g = dense_graph();
+    if (declared) {
+      eng_attr *a = eng_graph_add_attr(g, 0, "shape"); /* x: [-1, 2] */
+      a->kind = ENG_ATTR_SHAPE;
+      a->shape = eng_shape_make(2, (int64_t[]){-1, 2});
+    }
+    eng_model *m;
+    td_err err;
+    ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
+    const char *in[] = {"x:0"}, *out[] = {"y:0"};
+    eng_plan *p;
+    ck_assert_int_eq(eng_plan_create(m, 1, in, 1, out, 0, NULL, &p, &err), TD_OK);
+    ck_assert_int_eq(eng_plan_get_info(p).shape_plans, 0);
+    eng_plan_prepare(p, 1);
+    /* Without a declared shape there is nothing to build ahead. */
+    ck_assert_int_eq(eng_plan_get_info(p).shape_plans, declared ? 1 : 0);
+    eng_tensor x = tensor(2, (int64_t[]){1, 2}, (float[]){2, 1}), y = {0};
+    ck_assert_msg(eng_plan_run(p, &x, &y, &err) == TD_OK, "%s", err.msg);
+    const float want[] = {-1, -1, 1}; /* relu([2,1] W + b) * 2 - 1 */
+    for (int i = 0; i < 3; i++) ck_assert_float_eq(((float *)eng_tensor_data(&y))[i], want[i]);
+    eng_tensor_release(&y);
+    ck_assert_int_eq(eng_plan_get_info(p).shape_plans, 1); /* the run found it built */
+    const eng_plan *sp = eng_plan_specialised(p, &x);
+    ck_assert_ptr_nonnull(sp);
+    int shared = 0;
+    for (int a = 0; sp->packed && a < sp->n_steps; a++) {
+      if (!sp->packed[a]) continue;
+      bool found = false;
+      for (int b = 0; p->packed && b < p->n_steps; b++) found |= p->packed[b] == sp->packed[a];
+      ck_assert_msg(found, "step %d packed its weight again", a);
+      shared++;
+    }
+    /* eng_gemm packs on machines with AVX2 or AVX-512; elsewhere BLAS runs. */
+    int general = 0;
+    for (int b = 0; p->packed && b < p->n_steps; b++) general += p->packed[b] != NULL;
+    ck_assert_int_eq(shared, general);
+    eng_tensor_release(&x);
+    eng_plan_destroy(p);
+    eng_model_destroy(m);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("eng_compile");
   TCase *tc = tcase_create("compile");
@@ -722,6 +771,7 @@ int main(void) {
   tcase_add_test(tc, pad_folds_into_depthwise);
   tcase_add_test(tc, pools_match_naive);
   tcase_add_test(tc, shape_arithmetic_folds_per_input_shape);
+  tcase_add_test(tc, prepare_builds_the_batch1_plan_sharing_packed_weights);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
