@@ -1,7 +1,12 @@
-/* Design: one scheduler thread owns batch formation and dispatch; the
- * merging, the model run and the splitting happen on the engine worker that
- * runs the batch (bat_queue's run hook), so the scheduler never copies
- * tensors. Submitters only append pieces under the mutex.
+/* Design: submitters append pieces under the mutex. A batch that may leave
+ * at once (a batch thread is free and it is full or has no timeout to wait)
+ * is handed to the engine queue by the submitter itself, and when a batch
+ * finishes, its worker hands on the next ready one (and then picks it up
+ * without sleeping), so the common path has no extra thread hop. The
+ * scheduler thread only times batches that wait for batch_timeout_micros,
+ * and drains the queues on shutdown. The merging, the model run and the
+ * splitting happen on the engine worker that runs the batch (bat_queue's
+ * run hook), never under the mutex.
  *
  * A task becomes one or more pieces (row ranges); a piece lives in exactly
  * one batch. A task completes when its last piece's batch is done, which is
@@ -71,6 +76,8 @@ struct bat_batcher {
   sigq *queues;
   int in_flight;
   bool stopping;
+  uint64_t sched_wake; /* when the sleeping scheduler wakes (UINT64_MAX: on a
+                          signal only); 0 while it is awake */
   uv_thread_t thread;
 };
 
@@ -288,13 +295,21 @@ static void finish_batch(batch *bt, td_code code, const td_err *err) {
   }
   uv_mutex_lock(&b->mu);
   b->in_flight--;
-  uv_cond_signal(&b->cv);
+  if (b->stopping) uv_cond_signal(&b->cv);
   uv_mutex_unlock(&b->mu);
   free(bt->pieces);
   free(bt);
 }
 
-static void batch_done(bat_task *rt) { finish_batch(rt->user, rt->code, &rt->err); }
+static void dispatch_ready(bat_batcher *b);
+
+static void batch_done(bat_task *rt) {
+  bat_batcher *b = ((batch *)rt->user)->owner;
+  finish_batch(rt->user, rt->code, &rt->err);
+  /* The next batch goes to the engine queue from this worker, which takes
+   * it up as soon as it returns, without sleeping. */
+  dispatch_ready(b);
+}
 
 /* Counts a batch as it leaves for the engine (mutex held). */
 static void count_batch(bat_batcher *b, const batch *bt, uint64_t now) {
@@ -316,55 +331,87 @@ static void dispatch(bat_batcher *b, batch *bt) {
   if (bat_queue_submit(b->queue, &bt->run, &err)) finish_batch(bt, err.code, &err);
 }
 
-/* --- scheduler ---------------------------------------------------------- */
+/* --- dispatch ------------------------------------------------------------ */
+
+/* Takes the first batch that may leave now (full, waited long enough, or
+ * anything while stopping) if a batch thread is free, counting it as in
+ * flight; NULL otherwise. *wake gets the earliest time a waiting batch
+ * becomes ready (UINT64_MAX: none). Mutex held. */
+static batch *take_ready(bat_batcher *b, uint64_t now, uint64_t *wake) {
+  *wake = UINT64_MAX;
+  for (sigq **qp = &b->queues; *qp; qp = &(*qp)->next) {
+    sigq *q = *qp;
+    batch *h = q->head;
+    uint64_t timeout = (uint64_t)q->qp.p.batch_timeout_micros * 1000u;
+    bool is_ready = b->stopping || h != q->tail || h->rows >= q->qp.exec_size ||
+                    now - h->opened_ns >= timeout;
+    if (!is_ready) {
+      if (h->opened_ns + timeout < *wake) *wake = h->opened_ns + timeout;
+      continue;
+    }
+    if (b->in_flight >= b->p.num_batch_threads && !b->stopping) continue;
+    q->head = h->next;
+    q->n_batches--;
+    if (!q->head) {
+      q->tail = NULL;
+      *qp = q->next;
+      free(q);
+    } else {
+      /* Round robin: move this queue to the end. */
+      *qp = q->next;
+      q->next = NULL;
+      sigq **end = &b->queues;
+      while (*end) end = &(*end)->next;
+      *end = q;
+    }
+    b->in_flight++;
+    count_batch(b, h, now);
+    return h;
+  }
+  return NULL;
+}
+
+/* Sends what may leave now to the engine, from the thread at hand (a
+ * submitter, or the worker that just finished a batch), so that a batch
+ * costs no hop through the scheduler thread; that thread only wakes for
+ * batches that wait for their timeout. Called without the mutex. */
+static void dispatch_ready(bat_batcher *b) {
+  for (;;) {
+    uint64_t wake;
+    uv_mutex_lock(&b->mu);
+    batch *ready = b->stopping ? NULL : take_ready(b, now_ns(), &wake);
+    /* A batch left waiting for its timeout while a thread is free is the
+     * scheduler's to time: wake it if it sleeps past that (a batch waiting
+     * for a thread leaves from the worker that finishes first). */
+    if (!ready && !b->stopping && wake < b->sched_wake && b->in_flight < b->p.num_batch_threads)
+      uv_cond_signal(&b->cv);
+    uv_mutex_unlock(&b->mu);
+    if (!ready) return;
+    dispatch(b, ready);
+  }
+}
 
 static void scheduler(void *arg) {
   bat_batcher *b = arg;
   uv_mutex_lock(&b->mu);
   for (;;) {
-    uint64_t now = now_ns(), wake = UINT64_MAX;
-    batch *ready = NULL;
-    for (sigq **qp = &b->queues; *qp; qp = &(*qp)->next) {
-      sigq *q = *qp;
-      batch *h = q->head;
-      uint64_t timeout = (uint64_t)q->qp.p.batch_timeout_micros * 1000u;
-      bool is_ready = b->stopping || h != q->tail || h->rows >= q->qp.exec_size ||
-                      now - h->opened_ns >= timeout;
-      if (!is_ready) {
-        if (h->opened_ns + timeout < wake) wake = h->opened_ns + timeout;
-        continue;
-      }
-      if (b->in_flight >= b->p.num_batch_threads && !b->stopping) continue;
-      ready = h;
-      q->head = h->next;
-      q->n_batches--;
-      if (!q->head) {
-        q->tail = NULL;
-        *qp = q->next;
-        free(q);
-      } else {
-        /* Round robin: move this queue to the end. */
-        *qp = q->next;
-        q->next = NULL;
-        sigq **end = &b->queues;
-        while (*end) end = &(*end)->next;
-        *end = q;
-      }
-      break;
-    }
+    uint64_t now = now_ns(), wake;
+    batch *ready = take_ready(b, now, &wake);
     if (ready) {
-      b->in_flight++;
-      count_batch(b, ready, now);
       uv_mutex_unlock(&b->mu);
       dispatch(b, ready);
       uv_mutex_lock(&b->mu);
       continue;
     }
     if (b->stopping && !b->queues && !b->in_flight) break;
-    if (wake != UINT64_MAX && b->in_flight < b->p.num_batch_threads)
+    if (wake != UINT64_MAX && b->in_flight < b->p.num_batch_threads) {
+      b->sched_wake = wake;
       uv_cond_timedwait(&b->cv, &b->mu, wake > now ? wake - now : 0);
-    else
+    } else {
+      b->sched_wake = UINT64_MAX;
       uv_cond_wait(&b->cv, &b->mu);
+    }
+    b->sched_wake = 0; /* awake: it scans before it sleeps again */
   }
   uv_mutex_unlock(&b->mu);
 }
@@ -526,11 +573,11 @@ td_code bat_batcher_submit(bat_batcher *b, bat_task *t, td_err *err) {
     q->n_batches++;
   }
   free(fresh_b);
-  uv_cond_signal(&b->cv);
   ts = NULL; /* owned by the batches now */
 out:
   uv_mutex_unlock(&b->mu);
   free(ts);
+  if (!rc) dispatch_ready(b);
   return rc;
 }
 

@@ -105,11 +105,13 @@ static void finish_load(ldr_manager *m, const job *j, ldr_servable *sv, td_code 
   }
 }
 
-/* The short-lived threads that load and free versions yield the CPU to
- * request threads (Linux gives each thread its own nice value; best
- * effort). Only threads that take no lock a request also takes are
- * lowered: a low-priority thread holding the registry's mutex would stall
- * every request behind it. */
+/* The short-lived threads that load versions yield the CPU to request
+ * threads: SCHED_IDLE, so that a waking request thread preempts a load at
+ * once (a nice value only shrinks the load's share, and a request could wait
+ * out its time slice), or nice LOAD_NICE where SCHED_IDLE is refused. On a
+ * saturated machine a load therefore waits for idle time. Only threads
+ * that take no lock a request also takes are lowered: a low-priority thread
+ * holding the registry's mutex would stall every request behind it. */
 static void lower_priority(void) {
   struct sched_param sp = {0};
   if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp))

@@ -24,7 +24,7 @@
 
 #include "ldr_manager.h"
 
-#define LOAD_NICE 10 /* load and free threads: below request threads */
+#define LOAD_NICE 10 /* load threads, where SCHED_IDLE is refused: below request threads */
 
 typedef enum {
   V_WAITING,
