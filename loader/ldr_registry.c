@@ -1,5 +1,6 @@
 #include "ldr_registry.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uv.h>
@@ -7,12 +8,23 @@
 #include "ldr_scan.h"
 #include "td_log.h"
 
+/* Entries outlive their versions (END stays reported), one per version a
+ * model ever had, so the status is kept compact: a code and a copy of the
+ * message, not a whole td_err. */
 typedef struct version_entry {
   int64_t version;
   ldr_state state;
-  td_err status;
+  td_code code;
+  char *msg;              /* NULL when empty */
   ldr_servable *servable; /* set while AVAILABLE */
 } version_entry;
+
+static void set_status(version_entry *e, const td_err *st) {
+  free(e->msg);
+  e->msg = NULL;
+  e->code = st ? st->code : TD_OK;
+  if (st && st->msg[0]) e->msg = strdup(st->msg); /* out of memory: no message */
+}
 
 typedef struct label_entry {
   char *label;
@@ -66,7 +78,10 @@ static void free_labels(model_entry *m) {
 }
 
 static void free_model(model_entry *m) {
-  for (int v = 0; v < m->n; v++) ldr_servable_unref(m->versions[v].servable);
+  for (int v = 0; v < m->n; v++) {
+    ldr_servable_unref(m->versions[v].servable);
+    free(m->versions[v].msg);
+  }
   free(m->versions);
   free(m->name);
   free(m->base_path);
@@ -166,7 +181,7 @@ td_code ldr_registry_load_latest(ldr_registry *r, const char *name, td_err *err)
   bool serving = e && e->state == LDR_STATE_AVAILABLE;
   if (e && !serving) {
     e->state = LDR_STATE_LOADING;
-    td_err_clear(&e->status);
+    set_status(e, NULL);
   }
   uv_mutex_unlock(&r->mu);
   if (serving) {
@@ -199,7 +214,7 @@ td_code ldr_registry_load_latest(ldr_registry *r, const char *name, td_err *err)
     ldr_servable_unref(e->servable);
     e->servable = sv;
     e->state = rc ? LDR_STATE_END : LDR_STATE_AVAILABLE;
-    e->status = rc ? lerr : (td_err){0};
+    set_status(e, rc ? &lerr : NULL);
   } else {
     ldr_servable_unref(sv);
   }
@@ -266,7 +281,10 @@ td_code ldr_registry_status(ldr_registry *r, const char *name, int64_t version,
       for (int i = 0; i < m->n; i++) {
         const version_entry *e = &m->versions[i];
         if (version >= 0 && e->version != version) continue;
-        s[k++] = (ldr_version_status){e->version, e->state, e->status};
+        ldr_version_status *o = &s[k++];
+        *o = (ldr_version_status){.version = e->version, .state = e->state};
+        o->status.code = e->code;
+        snprintf(o->status.msg, sizeof o->status.msg, "%s", e->msg ? e->msg : "");
       }
       *out = s;
       *n = count;
@@ -343,10 +361,7 @@ td_code ldr_registry_set_state(ldr_registry *r, const char *name, int64_t versio
                     (long long)version, name);
   } else {
     e->state = state;
-    if (status)
-      e->status = *status;
-    else
-      td_err_clear(&e->status);
+    set_status(e, status);
   }
   uv_mutex_unlock(&r->mu);
   return rc;
@@ -366,7 +381,7 @@ td_code ldr_registry_publish(ldr_registry *r, const char *name, ldr_servable *sv
     drop = e->servable;
     e->servable = sv;
     e->state = LDR_STATE_AVAILABLE;
-    td_err_clear(&e->status);
+    set_status(e, NULL);
   }
   uv_mutex_unlock(&r->mu);
   ldr_servable_unref(drop);
@@ -383,7 +398,7 @@ ldr_servable *ldr_registry_retire(ldr_registry *r, const char *name, int64_t ver
     sv = e->servable;
     e->servable = NULL;
     e->state = LDR_STATE_UNLOADING;
-    td_err_clear(&e->status);
+    set_status(e, NULL);
   }
   uv_mutex_unlock(&r->mu);
   return sv;
@@ -396,6 +411,7 @@ void ldr_registry_forget(ldr_registry *r, const char *name, int64_t version) {
   for (int i = 0; m && i < m->n; i++) {
     if (m->versions[i].version != version) continue;
     sv = m->versions[i].servable;
+    free(m->versions[i].msg);
     memmove(&m->versions[i], &m->versions[i + 1], sizeof *m->versions * (size_t)(m->n - i - 1));
     m->n--;
     break;
