@@ -263,6 +263,8 @@ static td_code run_batch(bat_task *rt) {
   eng_tensor *out = calloc((size_t)sig->n_outputs + 1, sizeof *out);
   td_code rc = in && out ? TD_OK : td_err_set(&rt->err, TD_RESOURCE_EXHAUSTED, "out of memory");
   if (!rc) rc = merge_inputs(bt, total, in, &rt->err);
+  rt->run_units = 0;
+  for (int i = 0; !rc && i < sig->n_inputs; i++) rt->run_units += eng_tensor_nbytes(&in[i]);
   if (!rc) rc = eng_plan_run(sig->plan, in, out, &rt->err);
   if (!rc) rc = split_outputs(bt, total, out, &rt->err);
   for (int i = 0; in && i < sig->n_inputs; i++) eng_tensor_release(&in[i]);
@@ -579,6 +581,46 @@ out:
   free(ts);
   if (!rc) dispatch_ready(b);
   return rc;
+}
+
+bool bat_batcher_try_inline(bat_batcher *b, bat_task *t) {
+  const ldr_signature *sig = t->sig;
+  int64_t rows = -1;
+  if (sig->n_inputs == 0) return false;
+  for (int i = 0; i < sig->n_inputs; i++) {
+    const eng_tensor *x = &t->inputs[i];
+    if (!batchable_dtype(x->dtype) || x->shape.rank < 1 || x->shape.rank > 6) return false;
+    if (rows >= 0 && x->shape.dim[0] != rows) return false;
+    rows = x->shape.dim[0];
+  }
+  if (rows < 1) return false;
+  /* Only when no batch runs or waits at all: a waiting task would be
+   * overtaken, and under load requests should merge, which they do while
+   * a batch runs. */
+  uv_mutex_lock(&b->mu);
+  bool ok = !b->queues && !b->stopping && b->in_flight == 0;
+  if (ok) b->in_flight++;
+  uv_mutex_unlock(&b->mu);
+  if (!ok) return false;
+  /* The model's parameters: a batch of one leaves at once only with no
+   * timeout to wait, needs no padding and no splitting. */
+  qparams qp;
+  qparams_for(b, t->model, &qp);
+  ok = qp.p.batch_timeout_micros == 0 && rows <= qp.exec_size &&
+       padded_size(&qp, rows) == rows;
+  /* Runs only if the run is known to be short and an engine worker idle. */
+  if (ok) ok = bat_queue_try_inline(b->queue, t);
+  uv_mutex_lock(&b->mu);
+  b->in_flight--;
+  if (ok) {
+    b->stats.batches++;
+    b->stats.rows += (uint64_t)rows;
+    if (rows > b->stats.max_batch_rows) b->stats.max_batch_rows = rows;
+  }
+  uv_mutex_unlock(&b->mu);
+  /* Tasks that arrived meanwhile may have waited for this thread. */
+  dispatch_ready(b);
+  return ok;
 }
 
 td_code bat_batcher_create(const cfg_batching *params, bat_queue *queue, bat_model_params_fn lookup,

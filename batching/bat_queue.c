@@ -35,7 +35,7 @@ struct bat_queue {
  * per element of string tensors. */
 static uint64_t task_size(const bat_task *t) {
   uint64_t n = 0;
-  if (!t->inputs) return 0;
+  if (!t->inputs) return t->run_units;
   for (int i = 0; i < t->sig->n_inputs; i++) {
     size_t b = eng_tensor_nbytes(&t->inputs[i]);
     int64_t e = eng_tensor_numel(&t->inputs[i]);

@@ -69,6 +69,9 @@ struct bat_task {
   uint64_t deadline_ns;
   /* Optional: the model's name, for per-model batching parameters. */
   const char *model;
+  /* Optional, for tasks with a run hook and no inputs: units of input the
+   * run handled (bytes), set by run() for the run-cost table. */
+  uint64_t run_units;
   void *user;
   bat_task *next; /* queue link; owned by the queue while queued */
   /* Set with code. Last, and need not be zeroed by the submitter: it is 2

@@ -77,10 +77,11 @@ static void set_task(srv_call *c) {
 }
 
 bool srv_call_try_inline(srv_call *c) {
-  /* With batching on, every run goes through the batcher: a run taken
-   * inline would never be merged. */
-  if (c->api->batcher || !c->api->queue) return false;
+  if (!c->api->queue) return false;
   set_task(c);
+  /* With batching on, the batcher decides: only a request with nothing to
+   * merge with runs inline. */
+  if (c->api->batcher) return bat_batcher_try_inline(c->api->batcher, &c->task);
   return bat_queue_try_inline(c->api->queue, &c->task);
 }
 

@@ -7,9 +7,10 @@
  *                    signature, with TF Serving's error codes and messages;
  *   (fill c->inputs[i] for c->sig->inputs[i], in signature order)
  *   srv_call_try_inline  optionally first: run the call on this thread when
- *                    bat_queue judges that cheaper than a hand-off (batching
- *                    off, a worker idle, the signature's runs known to be
- *                    short; see bat_queue.h). True: the result is in
+ *                    that is cheaper than a hand-off (a worker idle, the
+ *                    signature's runs known to be short; see bat_queue.h;
+ *                    with batching on, also nothing to merge with: see
+ *                    bat_batcher_try_inline). True: the result is in
  *                    c->task.code / c->task.err and c->outputs, and done()
  *                    is not called. False: submit it;
  *   srv_call_submit  queue the call for an engine worker (through the

@@ -8,7 +8,8 @@
  *
  * Inline runs: before queueing, a run is offered to srv_call_try_inline,
  * which runs it on this MHD thread when the plan is known to be short and
- * an engine worker is idle (bat_queue.h). Such a request never suspends or
+ * an engine worker is idle (bat_queue.h), and, with batching on, nothing
+ * is there to merge it with (bat_batcher.h). Such a request never suspends or
  * enters the run list: it is answered in the same handler call, and a run
  * that finished past the deadline answers 504 like one given up on.
  *

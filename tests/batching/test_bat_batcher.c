@@ -553,6 +553,69 @@ START_TEST(test_invalid_tasks_and_params) {
 }
 END_TEST
 
+/* An idle batcher runs a lone request on the calling thread (a batch of one,
+ * done() not called), once the signature's runs are known to be short; not
+ * while a batch runs or the engine is busy, nor when the request would wait
+ * for a timeout or be padded. */
+START_TEST(test_idle_batcher_runs_a_lone_request_inline) {
+  fixture f;
+  fixture_init(&f, 3.0f, 0.5f);
+  bat_queue *q;
+  ck_assert_int_eq(bat_queue_create(1, 64, &q, NULL), TD_OK);
+  cfg_batching p = params(8, 0, 1);
+  bat_batcher *b;
+  ck_assert_int_eq(bat_batcher_create(&p, q, NULL, NULL, &b, NULL), TD_OK);
+  req r[6];
+  /* Not measured yet: it goes the usual way, and the batch is measured. */
+  req_init(&r[0], &f, 0, 1, 3, 3.0f, 0.5f);
+  ck_assert(!bat_batcher_try_inline(b, &r[0].t));
+  ck_assert_int_eq(bat_batcher_submit(b, &r[0].t, NULL), TD_OK);
+  wait_done(1);
+  req_check(&r[0]);
+  /* Now a lone request runs inline. */
+  req_init(&r[1], &f, 1, 1, 3, 3.0f, 0.5f);
+  ck_assert(bat_batcher_try_inline(b, &r[1].t));
+  req_check(&r[1]);
+  ck_assert_int_eq(atomic_load(&r[1].done), 0); /* the caller has the answer */
+  bat_batcher_stats st;
+  bat_batcher_get_stats(b, &st);
+  ck_assert_uint_eq(st.batches, 2);
+  ck_assert_uint_eq(st.rows, 2);
+  /* The engine busy: no. A batch of this batcher running: no. */
+  gate g;
+  gate_hold(&g, q, &f);
+  req_init(&r[2], &f, 2, 1, 3, 3.0f, 0.5f);
+  ck_assert(!bat_batcher_try_inline(b, &r[2].t));
+  ck_assert_int_eq(bat_batcher_submit(b, &r[2].t, NULL), TD_OK); /* waits behind the gate */
+  req_init(&r[3], &f, 3, 1, 3, 3.0f, 0.5f);
+  ck_assert(!bat_batcher_try_inline(b, &r[3].t));
+  ck_assert_int_eq(bat_batcher_submit(b, &r[3].t, NULL), TD_OK);
+  gate_release(&g);
+  wait_done(3);
+  req_check(&r[2]);
+  req_check(&r[3]);
+  bat_batcher_destroy(b);
+  uv_sem_destroy(&g.open);
+  /* A timeout to wait for, or padding to add: no. */
+  p = params(8, 1000, 1);
+  ck_assert_int_eq(bat_batcher_create(&p, q, NULL, NULL, &b, NULL), TD_OK);
+  req_init(&r[4], &f, 4, 1, 3, 3.0f, 0.5f);
+  ck_assert(!bat_batcher_try_inline(b, &r[4].t));
+  bat_batcher_destroy(b);
+  p = params(8, 0, 1);
+  p.n_allowed_batch_sizes = 2;
+  p.allowed_batch_sizes[0] = 2;
+  p.allowed_batch_sizes[1] = 8;
+  ck_assert_int_eq(bat_batcher_create(&p, q, NULL, NULL, &b, NULL), TD_OK);
+  req_init(&r[5], &f, 5, 1, 3, 3.0f, 0.5f);
+  ck_assert(!bat_batcher_try_inline(b, &r[5].t));
+  bat_batcher_destroy(b);
+  for (int i = 0; i < 6; i++) req_free(&r[i]);
+  bat_queue_destroy(q);
+  fixture_free(&f);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("bat_batcher");
   TCase *tc = tcase_create("core");
@@ -567,6 +630,7 @@ int main(void) {
   tcase_add_test(tc, test_expired_tasks_are_dropped_from_their_batch);
   tcase_add_test(tc, test_per_model_parameters_and_queue_timeout);
   tcase_add_test(tc, test_invalid_tasks_and_params);
+  tcase_add_test(tc, test_idle_batcher_runs_a_lone_request_inline);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
