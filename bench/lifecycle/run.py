@@ -12,7 +12,10 @@ memory after swaps, against the real binary.
    renamed in), SWAPS times. p99 of the requests sent while swaps were in
    progress / p99 of those sent in steady state, same run; and the same
    interleaved: p99 of the 250 ms after each drop-in / p99 of the 250 ms
-   before it, which the machine's own hiccups (a shared VM's) bias less.
+   before it, which the machine's own hiccups (a shared VM's) bias less;
+   and, as a control, that interleaved ratio over the steady state with
+   make-believe drop-ins at the same cadence (no swap): the noise floor.
+   The steady state lasts as long as the swap phase.
    One thread polls the version states through the whole run, steady state
    included. --where also prints when the slow requests were sent.
 3. RSS after the first load and the steady state under load vs after the
@@ -153,7 +156,8 @@ def main():
     time.sleep(0.5)
     rss_first = rss_kb(p.pid)
 
-    steady_s, gap = 4.0, 0.5
+    gap = 0.5
+    steady_s = gap * args.swaps  # as long as the swap phase: same exposure to noise
     total = steady_s + args.swaps * gap + 2.0
     # Versions are built beforehand and only renamed in and out during the
     # run, so the script's own work (copies, deletes) does not compete with
@@ -225,6 +229,15 @@ def main():
           f"({len(after)} requests) / p99 of the {win * 1000:.0f} ms before it "
           f"{p99(before) / 1000:.3f} ms ({len(before)} requests): ratio "
           f"{p99(after) / p99(before):.2f} (target <= 1.2)")
+    # The same computation over the steady state, with make-believe drop-ins
+    # at the same cadence and no swap: what this machine's noise alone gives.
+    t_steady = t_begin + 0.5
+    fake = [t_steady + win + k * gap for k in range(args.swaps) if t_steady + (k + 1) * gap < swap_t0]
+    f_after = [r[1] for r in rows if any(e <= r[0] < e + win for e in fake)]
+    f_before = [r[1] for r in rows if any(e - win <= r[0] < e for e in fake)]
+    if f_after and f_before:
+        print(f"control, same windows in the steady state without swaps: ratio "
+              f"{p99(f_after) / p99(f_before):.2f} ({len(fake)} make-believe drop-ins)")
     print(f"failed requests: {errors} of {len(rows)}")
     if args.where:
         # Where the slow requests of the swap phase fall, relative to the
