@@ -274,8 +274,23 @@ static td_code run_batch(bat_task *rt) {
   return rc;
 }
 
-/* Completes the batch's pieces and the tasks whose last piece this was. */
-static void finish_batch(batch *bt, td_code code, const td_err *err) {
+static batch *take_ready(bat_batcher *b, uint64_t now, uint64_t *wake);
+
+/* A batch left waiting for its timeout (ready at `wake`) while a thread is
+ * free is the scheduler's to time: wake it if it sleeps past that. A batch
+ * waiting for a thread leaves from the worker that finishes first. Mutex
+ * held. */
+static void wake_scheduler(bat_batcher *b, uint64_t wake) {
+  if (wake < b->sched_wake && b->in_flight < b->p.num_batch_threads) uv_cond_signal(&b->cv);
+}
+
+/* Completes the batch's pieces and the tasks whose last piece this was.
+ * With take_next (the worker that ran it), also takes the next batch that
+ * may leave, under the same lock, and returns it for the caller to
+ * dispatch: once in_flight is down the batcher may be destroyed (when
+ * stopping), so nothing here touches it after that unlock, and a batch
+ * taken keeps it alive until that batch is done. */
+static batch *finish_batch(batch *bt, td_code code, const td_err *err, bool take_next) {
   bat_batcher *b = bt->owner;
   for (int k = 0; k < bt->n; k++) {
     task_state *ts = bt->pieces[k].ts;
@@ -295,22 +310,31 @@ static void finish_batch(batch *bt, td_code code, const td_err *err) {
     free(ts);
     t->done(t);
   }
-  uv_mutex_lock(&b->mu);
-  b->in_flight--;
-  if (b->stopping) uv_cond_signal(&b->cv);
-  uv_mutex_unlock(&b->mu);
   free(bt->pieces);
   free(bt);
+  batch *next = NULL;
+  uv_mutex_lock(&b->mu);
+  b->in_flight--;
+  if (b->stopping) {
+    uv_cond_signal(&b->cv); /* the scheduler drains the rest */
+  } else if (take_next) {
+    uint64_t wake;
+    next = take_ready(b, now_ns(), &wake);
+    if (!next) wake_scheduler(b, wake);
+  }
+  uv_mutex_unlock(&b->mu);
+  return next;
 }
 
-static void dispatch_ready(bat_batcher *b);
+static void dispatch(bat_batcher *b, batch *bt);
 
+/* The worker hands the next ready batch to the engine queue, and takes it
+ * up as soon as it returns, without sleeping. */
 static void batch_done(bat_task *rt) {
-  bat_batcher *b = ((batch *)rt->user)->owner;
-  finish_batch(rt->user, rt->code, &rt->err);
-  /* The next batch goes to the engine queue from this worker, which takes
-   * it up as soon as it returns, without sleeping. */
-  dispatch_ready(b);
+  batch *bt = rt->user;
+  bat_batcher *b = bt->owner;
+  batch *next = finish_batch(bt, rt->code, &rt->err, true);
+  if (next) dispatch(b, next);
 }
 
 /* Counts a batch as it leaves for the engine (mutex held). */
@@ -330,7 +354,7 @@ static void count_batch(bat_batcher *b, const batch *bt, uint64_t now) {
 static void dispatch(bat_batcher *b, batch *bt) {
   bt->run = (bat_task){.sig = bt->sig, .run = run_batch, .done = batch_done, .user = bt};
   td_err err;
-  if (bat_queue_submit(b->queue, &bt->run, &err)) finish_batch(bt, err.code, &err);
+  if (bat_queue_submit(b->queue, &bt->run, &err)) finish_batch(bt, err.code, &err, false);
 }
 
 /* --- dispatch ------------------------------------------------------------ */
@@ -373,20 +397,17 @@ static batch *take_ready(bat_batcher *b, uint64_t now, uint64_t *wake) {
   return NULL;
 }
 
-/* Sends what may leave now to the engine, from the thread at hand (a
- * submitter, or the worker that just finished a batch), so that a batch
- * costs no hop through the scheduler thread; that thread only wakes for
- * batches that wait for their timeout. Called without the mutex. */
+/* Sends what may leave now to the engine from a submitting thread, so that
+ * a batch costs no hop through the scheduler thread (a worker that finishes
+ * a batch hands on the next one in finish_batch); the scheduler only wakes
+ * for batches that wait for their timeout. Called without the mutex, by
+ * submitters only: the batcher is not destroyed while they run. */
 static void dispatch_ready(bat_batcher *b) {
   for (;;) {
     uint64_t wake;
     uv_mutex_lock(&b->mu);
     batch *ready = b->stopping ? NULL : take_ready(b, now_ns(), &wake);
-    /* A batch left waiting for its timeout while a thread is free is the
-     * scheduler's to time: wake it if it sleeps past that (a batch waiting
-     * for a thread leaves from the worker that finishes first). */
-    if (!ready && !b->stopping && wake < b->sched_wake && b->in_flight < b->p.num_batch_threads)
-      uv_cond_signal(&b->cv);
+    if (!ready && !b->stopping) wake_scheduler(b, wake);
     uv_mutex_unlock(&b->mu);
     if (!ready) return;
     dispatch(b, ready);
