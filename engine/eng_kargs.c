@@ -113,4 +113,33 @@ void eng_bcast_init(eng_bcast *it, const eng_shape *out, int n, const eng_shape 
       s *= dd;
     }
   }
+  /* Merge a dim into the next one where every input continues across the
+   * boundary as it would in one dim (contiguous, or broadcast on both):
+   * the walk visits the same offsets in the same order, with fewer dims and
+   * a longer innermost run for eng_bcast_next_row. */
+  int r = 0;
+  for (int d = 0; d < it->rank; d++) {
+    if (it->dim[d] == 1) continue; /* a size-1 dim moves nothing */
+    bool merge = r > 0;
+    for (int k = 0; merge && k < n; k++)
+      merge = it->st[k][r - 1] == it->st[k][d] * it->dim[d];
+    if (merge) {
+      it->dim[r - 1] *= it->dim[d];
+      for (int k = 0; k < n; k++) it->st[k][r - 1] = it->st[k][d];
+      continue;
+    }
+    it->dim[r] = it->dim[d];
+    for (int k = 0; k < n; k++) it->st[k][r] = it->st[k][d];
+    r++;
+  }
+  if (it->rank > 0 && r == 0) { /* every dim 1: one element */
+    it->dim[0] = 1;
+    for (int k = 0; k < n; k++) it->st[k][0] = 0;
+    r = 1;
+  }
+  if (it->rank > 0 || r > 0) it->rank = r;
+  for (int d = r; d < ENG_MAX_RANK; d++) {
+    it->dim[d] = 0;
+    for (int k = 0; k < 3; k++) it->st[k][d] = 0;
+  }
 }

@@ -83,7 +83,13 @@ struct eng_gemm_epi;
 const struct eng_gemm_epi *eng_kgemm_epi(eng_kctx *c, struct eng_gemm_epi *buf);
 
 /* Broadcast iteration over up to three inputs: st[k][d] is input k's stride
- * along output dim d (0 where broadcast); off[k] follows the odometer. */
+ * along output dim d (0 where broadcast); off[k] follows the odometer.
+ * Adjacent dims every input walks alike are merged at init (the offsets
+ * and their order are those of the output's row-major walk), so `dim` and
+ * `rank` describe the merged walk, not the output shape. Rows: the
+ * innermost merged dim (length eng_bcast_row_len) is one run in which each
+ * input's stride is st[k][rank - 1] (1 or 0); eng_bcast_next_row moves to
+ * the next run's start. */
 typedef struct eng_bcast {
   int rank, n;
   int64_t dim[ENG_MAX_RANK], idx[ENG_MAX_RANK];
@@ -93,6 +99,22 @@ typedef struct eng_bcast {
 void eng_bcast_init(eng_bcast *it, const eng_shape *out, int n, const eng_shape *const *in);
 static inline void eng_bcast_next(eng_bcast *it) {
   for (int d = it->rank - 1; d >= 0; d--) {
+    if (++it->idx[d] < it->dim[d]) {
+      for (int k = 0; k < it->n; k++) it->off[k] += it->st[k][d];
+      return;
+    }
+    for (int k = 0; k < it->n; k++) it->off[k] -= it->st[k][d] * (it->idx[d] - 1);
+    it->idx[d] = 0;
+  }
+}
+static inline int64_t eng_bcast_row_len(const eng_bcast *it) {
+  return it->rank > 0 ? it->dim[it->rank - 1] : 1;
+}
+static inline int64_t eng_bcast_row_stride(const eng_bcast *it, int k) {
+  return it->rank > 0 ? it->st[k][it->rank - 1] : 0;
+}
+static inline void eng_bcast_next_row(eng_bcast *it) {
+  for (int d = it->rank - 2; d >= 0; d--) {
     if (++it->idx[d] < it->dim[d]) {
       for (int k = 0; k < it->n; k++) it->off[k] += it->st[k][d];
       return;

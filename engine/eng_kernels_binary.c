@@ -2,9 +2,9 @@
  *
  * Four loops cover the cases: equal shapes (one flat loop), one side a
  * single element (scalar loop), one side repeating over the other's trailing
- * dims (bias-like, a nested flat loop), and general broadcasting, which walks the
- * output in row-major order keeping one running offset per input with
- * per-dimension strides (0 where that input is broadcast). */
+ * dims (bias-like, a nested flat loop), and general broadcasting, which walks
+ * the output a row at a time with eng_bcast (dims merged where both inputs
+ * allow; in a row each input is contiguous or one repeated element). */
 #include <math.h>
 #include <string.h>
 
@@ -53,17 +53,6 @@ td_code eng_s_binary(const eng_node *n, const eng_shape *in, eng_shape *out, td_
    : (op) == OP_MAX ? ((x) > (y) ? (x) : (y)) \
                     : ((x) < (y) ? (x) : (y)))
 
-/* Strides of an input over the output's dims (0 where broadcast). */
-static void bcast_strides(const eng_shape *in, const eng_shape *out, int64_t *st) {
-  int64_t s = 1;
-  for (int i = out->rank - 1; i >= 0; i--) {
-    int ii = i - (out->rank - in->rank);
-    int64_t d = ii >= 0 ? in->dim[ii] : 1;
-    st[i] = d == 1 ? 0 : s;
-    s *= d;
-  }
-}
-
 /* True when `in`, without its leading 1s, equals the trailing dims of out:
  * then in repeats every numel(in) elements (a bias over the last axis, a
  * batch-norm scale over channels). */
@@ -109,22 +98,26 @@ static bool suffix_of(const eng_shape *in, const eng_shape *out) {
         for (int64_t k = 0; k < na; k++) z[i + k] = APPLY(op, x[k], y[i + k]);                \
       return;                                                                                 \
     }                                                                                         \
-    int r = o->shape.rank;                                                                    \
-    int64_t sa[ENG_MAX_RANK], sb[ENG_MAX_RANK], idx[ENG_MAX_RANK] = {0};                      \
-    bcast_strides(&a->shape, &o->shape, sa);                                                  \
-    bcast_strides(&b->shape, &o->shape, sb);                                                  \
-    int64_t oa = 0, ob = 0;                                                                   \
-    for (int64_t i = 0; i < n; i++) {                                                         \
-      z[i] = APPLY(op, x[oa], y[ob]);                                                         \
-      for (int d = r - 1; d >= 0; d--) {                                                      \
-        if (++idx[d] < o->shape.dim[d]) {                                                     \
-          oa += sa[d];                                                                        \
-          ob += sb[d];                                                                        \
-          break;                                                                              \
-        }                                                                                     \
-        oa -= sa[d] * (idx[d] - 1);                                                           \
-        ob -= sb[d] * (idx[d] - 1);                                                           \
-        idx[d] = 0;                                                                           \
+    /* General broadcasting, a row (the innermost merged dim) at a time. */                  \
+    eng_bcast it;                                                                             \
+    const eng_shape *in[2] = {&a->shape, &b->shape};                                          \
+    eng_bcast_init(&it, &o->shape, 2, in);                                                    \
+    int64_t len = eng_bcast_row_len(&it);                                                     \
+    bool ra = eng_bcast_row_stride(&it, 0) != 0, rb = eng_bcast_row_stride(&it, 1) != 0;      \
+    for (int64_t i = 0; i < n; i += len, eng_bcast_next_row(&it)) {                           \
+      const T *xr = x + it.off[0], *yr = y + it.off[1];                                       \
+      T *zr = z + i;                                                                          \
+      if (ra && rb) {                                                                         \
+        for (int64_t k = 0; k < len; k++) zr[k] = APPLY(op, xr[k], yr[k]);                    \
+      } else if (ra) {                                                                        \
+        T v = yr[0];                                                                          \
+        for (int64_t k = 0; k < len; k++) zr[k] = APPLY(op, xr[k], v);                        \
+      } else if (rb) {                                                                        \
+        T u = xr[0];                                                                          \
+        for (int64_t k = 0; k < len; k++) zr[k] = APPLY(op, u, yr[k]);                        \
+      } else {                                                                                \
+        T w = APPLY(op, xr[0], yr[0]);                                                        \
+        for (int64_t k = 0; k < len; k++) zr[k] = w;                                          \
       }                                                                                       \
     }                                                                                         \
   }

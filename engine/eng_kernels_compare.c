@@ -1,7 +1,7 @@
 /* Broadcasting ops beyond plain arithmetic: comparisons and logic (bool
  * results), Select/SelectV2, Pow, SquaredDifference, plus AddN and BiasAdd.
- * They walk the output with eng_bcast (per-input strides, 0 where an input
- * is broadcast); the element loops are macros instantiated per dtype. */
+ * They walk the output with eng_bcast a row at a time (per-input strides, 0
+ * where an input is broadcast); the loops are macros instantiated per dtype. */
 #include <math.h>
 #include <string.h>
 
@@ -24,6 +24,14 @@ static void bcast2(eng_bcast *it, const eng_shape *o, const eng_tensor *a, const
   eng_bcast_init(it, o, 2, in);
 }
 
+/* Rows of the broadcast walk (eng_bcast_next_row): in a row, input k moves
+ * by sk (1, or 0 where it repeats one element). */
+#define CMP_ROW(EXPR)                                                                \
+  for (int64_t k = 0; k < len; k++) {                                                \
+    __typeof__(*xr) u = xr[k * sa], v = yr[k * sb];                                  \
+    zr[k] = (EXPR);                                                                  \
+  }
+
 #define CMP_LOOP(T, NAME)                                                            \
   static void NAME(cmpop op, const eng_tensor *a, const eng_tensor *b, eng_tensor *o) { \
     const T *x = eng_tensor_data(a), *y = eng_tensor_data(b);                        \
@@ -31,15 +39,18 @@ static void bcast2(eng_bcast *it, const eng_shape *o, const eng_tensor *a, const
     int64_t n = eng_tensor_numel(o);                                                 \
     eng_bcast it;                                                                    \
     bcast2(&it, &o->shape, a, b);                                                    \
-    for (int64_t i = 0; i < n; i++, eng_bcast_next(&it)) {                           \
-      T u = x[it.off[0]], v = y[it.off[1]];                                          \
+    int64_t len = eng_bcast_row_len(&it);                                            \
+    int64_t sa = eng_bcast_row_stride(&it, 0), sb = eng_bcast_row_stride(&it, 1);    \
+    for (int64_t i = 0; i < n; i += len, eng_bcast_next_row(&it)) {                  \
+      const T *xr = x + it.off[0], *yr = y + it.off[1];                              \
+      uint8_t *zr = z + i;                                                           \
       switch (op) {                                                                  \
-        case C_LT: z[i] = u < v; break;                                              \
-        case C_LE: z[i] = u <= v; break;                                             \
-        case C_GT: z[i] = u > v; break;                                              \
-        case C_GE: z[i] = u >= v; break;                                             \
-        case C_EQ: z[i] = u == v; break;                                             \
-        default: z[i] = u != v; break;                                               \
+        case C_LT: CMP_ROW(u < v) break;                                             \
+        case C_LE: CMP_ROW(u <= v) break;                                            \
+        case C_GT: CMP_ROW(u > v) break;                                             \
+        case C_GE: CMP_ROW(u >= v) break;                                            \
+        case C_EQ: CMP_ROW(u == v) break;                                            \
+        default: CMP_ROW(u != v) break;                                              \
       }                                                                              \
     }                                                                                \
   }
@@ -100,20 +111,46 @@ td_code eng_k_logical(eng_kctx *c) {
   int64_t n = eng_tensor_numel(&c->out[0]);
   eng_bcast it;
   bcast2(&it, &s, &c->in[0], &c->in[1]);
-  for (int64_t i = 0; i < n; i++, eng_bcast_next(&it)) {
-    bool u = x[it.off[0]], v = y[it.off[1]];
-    z[i] = is_and ? (u && v) : (u || v);
+  int64_t len = eng_bcast_row_len(&it);
+  int64_t sa = eng_bcast_row_stride(&it, 0), sb = eng_bcast_row_stride(&it, 1);
+  for (int64_t i = 0; i < n; i += len, eng_bcast_next_row(&it)) {
+    const uint8_t *xr = x + it.off[0], *yr = y + it.off[1];
+    if (is_and)
+      for (int64_t k = 0; k < len; k++) z[i + k] = xr[k * sa] && yr[k * sb];
+    else
+      for (int64_t k = 0; k < len; k++) z[i + k] = xr[k * sa] || yr[k * sb];
   }
   return TD_OK;
 }
 
-/* out[i] = cond ? t : e, element size es, with general strides. */
+/* out[i] = cond ? t : e, element size es, a row of the walk at a time
+ * (typed copies for 4- and 8-byte elements). */
+#define SELECT_ROWS(T)                                                                  \
+  for (int64_t i = 0; i < n; i += len, eng_bcast_next_row(&it)) {                      \
+    const uint8_t *cr = cond + it.off[0];                                              \
+    const T *tr = (const T *)t + it.off[1], *er = (const T *)e + it.off[2];            \
+    T *zr = (T *)out + i;                                                              \
+    for (int64_t k = 0; k < len; k++) zr[k] = cr[k * sc] ? tr[k * st] : er[k * se];    \
+  }
+
 static void select_loop(const eng_bcast *it0, int64_t n, size_t es, const uint8_t *cond,
                         const char *t, const char *e, char *out) {
   eng_bcast it = *it0;
-  for (int64_t i = 0; i < n; i++, eng_bcast_next(&it))
-    memcpy(out + (size_t)i * es,
-           cond[it.off[0]] ? t + (size_t)it.off[1] * es : e + (size_t)it.off[2] * es, es);
+  int64_t len = eng_bcast_row_len(&it);
+  int64_t sc = eng_bcast_row_stride(&it, 0), st = eng_bcast_row_stride(&it, 1),
+          se = eng_bcast_row_stride(&it, 2);
+  if (es == 4) {
+    SELECT_ROWS(uint32_t)
+  } else if (es == 8) {
+    SELECT_ROWS(uint64_t)
+  } else {
+    for (int64_t i = 0; i < n; i += len, eng_bcast_next_row(&it))
+      for (int64_t k = 0; k < len; k++)
+        memcpy(out + (size_t)(i + k) * es,
+               cond[it.off[0] + k * sc] ? t + (size_t)(it.off[1] + k * st) * es
+                                        : e + (size_t)(it.off[2] + k * se) * es,
+               es);
+  }
 }
 
 td_code eng_s_select(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err) {
@@ -175,9 +212,14 @@ td_code eng_k_select(eng_kctx *c) {
     int64_t n = eng_tensor_numel(o);                                                  \
     eng_bcast it;                                                                     \
     bcast2(&it, &o->shape, a, b);                                                     \
-    for (int64_t i = 0; i < n; i++, eng_bcast_next(&it)) {                            \
-      T u = x[it.off[0]], v = y[it.off[1]];                                           \
-      z[i] = (EXPR);                                                                  \
+    int64_t len = eng_bcast_row_len(&it);                                             \
+    int64_t sa = eng_bcast_row_stride(&it, 0), sb = eng_bcast_row_stride(&it, 1);     \
+    for (int64_t i = 0; i < n; i += len, eng_bcast_next_row(&it)) {                   \
+      const T *xr = x + it.off[0], *yr = y + it.off[1];                               \
+      for (int64_t k = 0; k < len; k++) {                                             \
+        T u = xr[k * sa], v = yr[k * sb];                                             \
+        z[i + k] = (EXPR);                                                            \
+      }                                                                               \
     }                                                                                 \
   }
 
