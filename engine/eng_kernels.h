@@ -97,8 +97,9 @@ typedef struct eng_bcast {
   int64_t off[3];
 } eng_bcast;
 void eng_bcast_init(eng_bcast *it, const eng_shape *out, int n, const eng_shape *const *in);
-static inline void eng_bcast_next(eng_bcast *it) {
-  for (int d = it->rank - 1; d >= 0; d--) {
+/* Advances the odometer from dim `inner` outwards. */
+static inline void eng_bcast_step(eng_bcast *it, int inner) {
+  for (int d = inner; d >= 0; d--) {
     if (++it->idx[d] < it->dim[d]) {
       for (int k = 0; k < it->n; k++) it->off[k] += it->st[k][d];
       return;
@@ -107,22 +108,14 @@ static inline void eng_bcast_next(eng_bcast *it) {
     it->idx[d] = 0;
   }
 }
+static inline void eng_bcast_next(eng_bcast *it) { eng_bcast_step(it, it->rank - 1); }
 static inline int64_t eng_bcast_row_len(const eng_bcast *it) {
   return it->rank > 0 ? it->dim[it->rank - 1] : 1;
 }
 static inline int64_t eng_bcast_row_stride(const eng_bcast *it, int k) {
   return it->rank > 0 ? it->st[k][it->rank - 1] : 0;
 }
-static inline void eng_bcast_next_row(eng_bcast *it) {
-  for (int d = it->rank - 2; d >= 0; d--) {
-    if (++it->idx[d] < it->dim[d]) {
-      for (int k = 0; k < it->n; k++) it->off[k] += it->st[k][d];
-      return;
-    }
-    for (int k = 0; k < it->n; k++) it->off[k] -= it->st[k][d] * (it->idx[d] - 1);
-    it->idx[d] = 0;
-  }
-}
+static inline void eng_bcast_next_row(eng_bcast *it) { eng_bcast_step(it, it->rank - 2); }
 
 /* eng_kernels_unary.c: elementwise math, activations, Cast, *Like. */
 td_code eng_k_unary(eng_kctx *c);
