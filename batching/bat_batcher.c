@@ -89,14 +89,25 @@ static uint64_t now_ns(void) {
 
 /* --- shapes and copies --------------------------------------------------- */
 
-static bool batchable_dtype(eng_dtype dt) { return eng_dtype_size(dt) > 0; }
+static bool batchable_dtype(eng_dtype dt) {
+  return eng_dtype_size(dt) > 0 || dt == ENG_DT_STRING;
+}
+
+/* Tasks of a signature with string outputs are never split across batches:
+ * a task's output strings are allocated at once, with every row's length. */
+static bool has_string_output(const ldr_signature *sig) {
+  for (int o = 0; o < sig->n_outputs; o++)
+    if (sig->outputs[o].dtype == ENG_DT_STRING) return true;
+  return false;
+}
 
 /* Can task t join a batch whose first task is ref? */
 static bool compatible(const qparams *qp, const bat_task *ref, const bat_task *t) {
   for (int i = 0; i < t->sig->n_inputs; i++) {
     const eng_shape *a = &ref->inputs[i].shape, *c = &t->inputs[i].shape;
     if (a->rank != c->rank || ref->inputs[i].dtype != t->inputs[i].dtype) return false;
-    if (qp->p.pad_variable_length_inputs) continue;
+    /* Strings are not padded: they merge only with the same other dims. */
+    if (qp->p.pad_variable_length_inputs && t->inputs[i].dtype != ENG_DT_STRING) continue;
     for (int d = 1; d < a->rank; d++)
       if (a->dim[d] != c->dim[d]) return false;
   }
@@ -151,10 +162,61 @@ static void put_rows(eng_tensor *dst, int64_t at, const eng_tensor *src, int64_t
 
 /* --- running a batch (engine worker) ------------------------------------ */
 
+static int64_t row_elems(const eng_shape *s) {
+  int64_t n = 1;
+  for (int d = 1; d < s->rank; d++) n *= s->dim[d];
+  return n;
+}
+
+/* A string input: the pieces' rows (every piece has the same other dims),
+ * then the padding rows (the first row of the last task). */
+static td_code merge_strings(batch *bt, int i, int64_t total, eng_tensor *dst, td_err *err) {
+  const eng_tensor *first = &bt->pieces[0].ts->t->inputs[i];
+  const bat_task *last = bt->pieces[bt->n_live - 1].ts->t;
+  int64_t per = row_elems(&first->shape);
+  size_t *lens = malloc(sizeof *lens * (size_t)(total * per + 1));
+  if (!lens) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  int64_t at = 0;
+  for (int pass = 0; pass < 2; pass++) { /* lengths, then bytes */
+    at = 0;
+    for (int k = 0; k <= bt->n_live; k++) {
+      const eng_tensor *src = k < bt->n_live ? &bt->pieces[k].ts->t->inputs[i] : &last->inputs[i];
+      int64_t off = k < bt->n_live ? bt->pieces[k].off : 0;
+      int64_t len = k < bt->n_live ? bt->pieces[k].len : total - at;
+      const eng_str *ss = eng_tensor_strs(src);
+      for (int64_t r = 0; r < len; r++, at++)
+        for (int64_t e = 0; e < per; e++) {
+          /* Padding rows repeat the last task's first row. */
+          const eng_str *x = &ss[(k < bt->n_live ? off + r : 0) * per + e];
+          if (pass == 0)
+            lens[at * per + e] = x->len;
+          else if (x->len)
+            memcpy(eng_tensor_str_bytes(dst, at * per + e), x->data, x->len);
+        }
+    }
+    if (pass == 0) {
+      eng_shape s = first->shape;
+      s.dim[0] = total;
+      td_code rc = eng_tensor_alloc_strings(dst, &s, lens, err);
+      if (rc) {
+        free(lens);
+        return rc;
+      }
+    }
+  }
+  free(lens);
+  return TD_OK;
+}
+
 static td_code merge_inputs(batch *bt, int64_t total, eng_tensor *in, td_err *err) {
   const ldr_signature *sig = bt->sig;
   for (int i = 0; i < sig->n_inputs; i++) {
     const eng_tensor *first = &bt->pieces[0].ts->t->inputs[i];
+    if (first->dtype == ENG_DT_STRING) {
+      td_code rc = merge_strings(bt, i, total, &in[i], err);
+      if (rc) return rc;
+      continue;
+    }
     eng_shape s = first->shape;
     s.dim[0] = total;
     for (int k = 1; k < bt->n_live; k++)
@@ -177,6 +239,27 @@ static td_code merge_inputs(batch *bt, int64_t total, eng_tensor *in, td_err *er
   return TD_OK;
 }
 
+/* A task's string output: its rows [at, at + pc->len) of the batch's
+ * output, lengths and bytes. Such tasks are never split (has_string_output),
+ * so the piece is the whole task. */
+static td_code alloc_string_rows(eng_tensor *dst, const eng_tensor *src, int64_t at,
+                                 const piece *pc, td_err *err) {
+  if (pc->off != 0 || pc->len != pc->ts->rows)
+    return td_err_set(err, TD_INTERNAL, "a task with string outputs was split across batches");
+  int64_t per = row_elems(&src->shape), n = pc->len * per;
+  const eng_str *ss = eng_tensor_strs(src) + at * per;
+  size_t *lens = malloc(sizeof *lens * (size_t)(n + 1));
+  if (!lens) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  for (int64_t e = 0; e < n; e++) lens[e] = ss[e].len;
+  eng_shape s = src->shape;
+  s.dim[0] = pc->len;
+  td_code rc = eng_tensor_alloc_strings(dst, &s, lens, err);
+  free(lens);
+  for (int64_t e = 0; !rc && e < n; e++)
+    if (ss[e].len) memcpy(eng_tensor_str_bytes(dst, e), ss[e].data, ss[e].len);
+  return rc;
+}
+
 static td_code split_outputs(batch *bt, int64_t total, eng_tensor *out, td_err *err) {
   bat_batcher *b = bt->owner;
   const ldr_signature *sig = bt->sig;
@@ -197,7 +280,10 @@ static td_code split_outputs(batch *bt, int64_t total, eng_tensor *out, td_err *
       for (int o = 0; o < sig->n_outputs && !rc; o++) {
         eng_shape s = out[o].shape;
         s.dim[0] = ts->rows;
-        rc = eng_tensor_alloc(&ts->t->outputs[o], out[o].dtype, &s, err);
+        if (out[o].dtype == ENG_DT_STRING)
+          rc = alloc_string_rows(&ts->t->outputs[o], &out[o], at, pc, err);
+        else
+          rc = eng_tensor_alloc(&ts->t->outputs[o], out[o].dtype, &s, err);
       }
       ts->outputs_ready = !rc;
     }
@@ -212,6 +298,7 @@ static td_code split_outputs(batch *bt, int64_t total, eng_tensor *out, td_err *
     uv_mutex_unlock(&b->mu);
     if (rc) return rc;
     for (int o = 0; o < sig->n_outputs; o++) {
+      if (out[o].dtype == ENG_DT_STRING) continue; /* copied by alloc_string_rows */
       size_t row = row_bytes(&out[o].shape, eng_dtype_size(out[o].dtype));
       memcpy((char *)eng_tensor_data(&ts->t->outputs[o]) + (size_t)pc->off * row,
              (const char *)eng_tensor_data(&out[o]) + (size_t)at * row, (size_t)pc->len * row);
@@ -511,6 +598,9 @@ td_code bat_batcher_submit(bat_batcher *b, bat_task *t, td_err *err) {
   if (rows > qp.p.max_batch_size)
     return td_err_set(err, TD_INVALID_ARGUMENT, "Task size %lld is larger than maximum input batch size %lld",
                       (long long)rows, (long long)qp.p.max_batch_size);
+  /* A task with string outputs that would need splitting runs by itself. */
+  bool whole = has_string_output(sig);
+  if (whole && rows > qp.exec_size) return bat_queue_submit(b->queue, t, err);
 
   task_state *ts = calloc(1, sizeof *ts);
   if (!ts) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
@@ -537,6 +627,7 @@ td_code bat_batcher_submit(bat_batcher *b, bat_task *t, td_err *err) {
   if (open && compatible(&qp, open->pieces[0].ts->t, t)) room = qp.exec_size - open->rows;
   if (room < 0) room = 0;
   int64_t first = rows < room ? rows : room;
+  if (whole && first < rows) first = 0; /* a fresh batch of its own */
   int64_t rest = rows - first;
   int64_t fresh = (rest + qp.exec_size - 1) / qp.exec_size;
   if ((q ? q->n_batches : 0) + fresh > qp.p.max_enqueued_batches) {

@@ -21,7 +21,10 @@
  *  - tasks whose non-batch dimensions differ go to separate batches, or,
  *    with pad_variable_length_inputs, are padded to the batch's maximum with
  *    each tensor's own first element.
- * String inputs are not merged: such tasks run unbatched.
+ * String tensors merge too (classify/regress examples), but only with the
+ * same other dims (they are not padded), and a task of a signature with
+ * string outputs is never split across batches: one larger than a batch
+ * runs by itself.
  *
  * Contract for tasks: as bat_queue_submit (done() exactly once for every
  * accepted task, called on an engine worker). Thread-safe; create/destroy

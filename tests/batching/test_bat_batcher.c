@@ -4,6 +4,7 @@
  * shutdown. The model is a small graph built with the engine's IR. */
 #include <check.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uv.h>
@@ -619,6 +620,144 @@ START_TEST(test_idle_batcher_runs_a_lone_request_inline) {
 }
 END_TEST
 
+/* y = Identity(x) over strings: string inputs merge, string outputs split
+ * back per task; a task with string outputs is never split across batches
+ * (larger than a batch, it runs by itself). */
+typedef struct sreq {
+  bat_task t;
+  eng_tensor in, out;
+  int rows;
+  atomic_int done;
+} sreq;
+
+static void sreq_done(bat_task *t) {
+  sreq *r = t->user;
+  atomic_store(&r->done, 1);
+  uv_mutex_lock(&done_mu);
+  atomic_fetch_add(&n_done, 1);
+  uv_cond_broadcast(&done_cv);
+  uv_mutex_unlock(&done_mu);
+}
+
+static void srow(char *buf, size_t cap, int id, int r, int e) {
+  /* Lengths differ per element, and one is empty. */
+  if (id == 1 && r == 0 && e == 1)
+    buf[0] = 0;
+  else
+    snprintf(buf, cap, "task%d-row%d-%.*s", id, r, e + 1, "xyz");
+}
+
+static void sreq_init(sreq *q, ldr_signature *sig, int id, int rows) {
+  memset(q, 0, sizeof *q);
+  q->rows = rows;
+  eng_shape s = {.rank = 2, .dim = {rows, 2}};
+  size_t lens[64] = {0};
+  char buf[64];
+  for (int r = 0; r < rows; r++)
+    for (int e = 0; e < 2; e++) {
+      srow(buf, sizeof buf, id, r, e);
+      lens[r * 2 + e] = strlen(buf);
+    }
+  ck_assert_int_eq(eng_tensor_alloc_strings(&q->in, &s, lens, NULL), TD_OK);
+  for (int r = 0; r < rows; r++)
+    for (int e = 0; e < 2; e++) {
+      srow(buf, sizeof buf, id, r, e);
+      memcpy(eng_tensor_str_bytes(&q->in, r * 2 + e), buf, lens[r * 2 + e]);
+    }
+  q->t = (bat_task){.sig = sig, .inputs = &q->in, .outputs = &q->out, .done = sreq_done, .user = q};
+}
+
+static void sreq_check(sreq *q, int id) {
+  ck_assert_msg(q->t.code == TD_OK, "task %d failed: %s", id, q->t.err.msg);
+  ck_assert_int_eq(q->out.dtype, ENG_DT_STRING);
+  ck_assert_int_eq(q->out.shape.rank, 2);
+  ck_assert_int_eq(q->out.shape.dim[0], q->rows);
+  ck_assert_int_eq(q->out.shape.dim[1], 2);
+  const eng_str *o = eng_tensor_strs(&q->out);
+  char buf[64];
+  for (int r = 0; r < q->rows; r++)
+    for (int e = 0; e < 2; e++) {
+      srow(buf, sizeof buf, id, r, e);
+      ck_assert_uint_eq(o[r * 2 + e].len, strlen(buf));
+      ck_assert(!memcmp(o[r * 2 + e].data, buf, strlen(buf)));
+    }
+}
+
+START_TEST(test_string_tensors_merge_and_split_back) {
+  eng_graph *gr = eng_graph_create();
+  int x = eng_graph_add_node(gr, "x", "Placeholder", NULL);
+  eng_graph_node(gr, x)->n_out = 1;
+  eng_attr *dt = eng_graph_add_attr(gr, x, "dtype");
+  dt->kind = ENG_ATTR_TYPE;
+  dt->type = ENG_DT_STRING;
+  int y = eng_graph_add_node(gr, "y", "Identity", NULL);
+  eng_graph_node(gr, y)->n_out = 1;
+  eng_graph_add_input(gr, y, (eng_edge){x, 0}, NULL);
+  fixture f;
+  ck_assert_int_eq(eng_model_create(gr, NULL, NULL, &f.model, NULL), TD_OK);
+  f.in_info = (ldr_tensor_info){.alias = "x", .name = "x:0", .dtype = ENG_DT_STRING,
+                                .shape = eng_shape_unknown()};
+  f.out_info = (ldr_tensor_info){.alias = "y", .name = "y:0", .dtype = ENG_DT_STRING,
+                                 .shape = eng_shape_unknown()};
+  f.sig = (ldr_signature){.key = "serving_default", .n_inputs = 1, .inputs = &f.in_info,
+                          .n_outputs = 1, .outputs = &f.out_info};
+  const char *in[] = {"x:0"}, *out[] = {"y:0"};
+  td_err err;
+  ck_assert_int_eq(eng_plan_create(f.model, 1, in, 1, out, 0, NULL, &f.sig.plan, &err), TD_OK);
+
+  bat_queue *q;
+  ck_assert_int_eq(bat_queue_create(1, 64, &q, NULL), TD_OK);
+  cfg_batching p = params(8, 0, 1);
+  p.n_allowed_batch_sizes = 2;
+  p.allowed_batch_sizes[0] = 4;
+  p.allowed_batch_sizes[1] = 8;
+  bat_batcher *b;
+  ck_assert_int_eq(bat_batcher_create(&p, q, NULL, NULL, &b, NULL), TD_OK);
+  gate g;
+  gate_hold(&g, q, &f);
+  sreq r[4];
+  int rows[4] = {1, 2, 3, 5};
+  for (int i = 0; i < 3; i++) {
+    sreq_init(&r[i], &f.sig, i, rows[i]);
+    ck_assert_int_eq(bat_batcher_submit(b, &r[i].t, NULL), TD_OK);
+    if (i == 0) uv_sleep(50); /* r[0]'s batch is waiting behind the gate */
+  }
+  /* 5 rows do not fit the 3 left in the open batch: a batch of their own,
+   * not split. */
+  sreq_init(&r[3], &f.sig, 3, rows[3]);
+  ck_assert_int_eq(bat_batcher_submit(b, &r[3].t, NULL), TD_OK);
+  gate_release(&g);
+  wait_done(4);
+  for (int i = 0; i < 4; i++) sreq_check(&r[i], i);
+  bat_batcher_stats st;
+  bat_batcher_get_stats(b, &st);
+  ck_assert_uint_eq(st.batches, 3);               /* {r0}, {r1, r2}, {r3} */
+  ck_assert_uint_eq(st.rows, 11);
+  ck_assert_uint_eq(st.padding_rows, 3 + 3 + 3); /* 1 -> 4, 5 -> 8, 5 -> 8 */
+  /* Larger than a batch run (splitting on): runs unbatched, whole. */
+  sreq big;
+  sreq_init(&big, &f.sig, 9, 12);
+  p = params(16, 0, 1);
+  p.enable_large_batch_splitting = true;
+  p.max_execution_batch_size = 8;
+  bat_batcher_destroy(b);
+  ck_assert_int_eq(bat_batcher_create(&p, q, NULL, NULL, &b, NULL), TD_OK);
+  ck_assert_int_eq(bat_batcher_submit(b, &big.t, NULL), TD_OK);
+  wait_done(5);
+  sreq_check(&big, 9);
+  bat_batcher_destroy(b);
+  bat_queue_destroy(q);
+  for (int i = 0; i < 4; i++) {
+    eng_tensor_release(&r[i].in);
+    eng_tensor_release(&r[i].out);
+  }
+  eng_tensor_release(&big.in);
+  eng_tensor_release(&big.out);
+  uv_sem_destroy(&g.open);
+  fixture_free(&f);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("bat_batcher");
   TCase *tc = tcase_create("core");
@@ -634,6 +773,7 @@ int main(void) {
   tcase_add_test(tc, test_per_model_parameters_and_queue_timeout);
   tcase_add_test(tc, test_invalid_tasks_and_params);
   tcase_add_test(tc, test_idle_batcher_runs_a_lone_request_inline);
+  tcase_add_test(tc, test_string_tensors_merge_and_split_back);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -171,3 +171,35 @@ def test_bad_per_model_batching_parameters_refuse_start(tmp_path):
     assert r.returncode != 0
     assert "Model m: batching_parameters" in r.stderr
     assert "Last entry in allowed_batch_sizes must match max_batch_size" in r.stderr
+
+
+def test_classify_and_regress_examples_are_batched_too(serve, tmp_path):
+    """String inputs (serialized tf.Examples) merge like numbers: concurrent
+    classify and regress calls, each with its own examples, each get exactly
+    their own answers (the TF1 half_plus_two model: y = 0.5 x + 2)."""
+    tf1 = os.path.join(os.path.dirname(EXAMPLES), "tests", "fixtures", "models", "half_plus_two_tf1")
+    cfg = write(tmp_path, "max_batch_size { value: 16 }\n"
+                          "batch_timeout_micros { value: 2000 }\n"
+                          "max_enqueued_batches { value: 1000 }\n"
+                          "num_batch_threads { value: 2 }\n"
+                          "allowed_batch_sizes: [4, 8, 16]\n")
+    s = serve("default", tf1, "--enable_batching", f"--batching_parameters_file={cfg}")
+    failures = []
+
+    def client(cid):
+        for k in range(20):
+            xs = [cid * 100.0 + k + j * 0.25 for j in range(1 + (cid + k) % 3)]
+            verb = "classify" if (cid + k) % 2 else "regress"
+            body = {"signature_name": f"{verb}_x_to_y", "examples": [{"x": x} for x in xs]}
+            status, out = s.json("POST", f"/v1/models/default:{verb}", json.dumps(body))
+            ys = [0.5 * x + 2.0 for x in xs]
+            want = {"results": [[["", y]] for y in ys] if verb == "classify" else ys}
+            if status != 200 or out != want:
+                failures.append((cid, k, verb, status, out, want))
+
+    threads = [threading.Thread(target=client, args=(c,)) for c in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures[:3]
