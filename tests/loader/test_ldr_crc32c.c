@@ -49,10 +49,16 @@ START_TEST(test_matches_reference_and_extends) {
     for (size_t n = 0; n + start <= sizeof buf; n++) {
       uint32_t want = crc_slow(buf + start, n);
       ck_assert_uint_eq(ldr_crc32c(buf + start, n), want);
+      ck_assert_uint_eq(ldr_crc32c_extend_portable(0, buf + start, n), want);
       if (n % 7 == 0)
         for (size_t cut = 0; cut <= n; cut++)
+        {
           ck_assert_uint_eq(
               ldr_crc32c_extend(ldr_crc32c(buf + start, cut), buf + start + cut, n - cut), want);
+          ck_assert_uint_eq(ldr_crc32c_extend_portable(ldr_crc32c(buf + start, cut),
+                                                       buf + start + cut, n - cut),
+                            want);
+        }
     }
   ck_assert_uint_eq(ldr_crc32c_extend(ldr_crc32c("hello ", 6), "world", 5),
                     ldr_crc32c("hello world", 11));
