@@ -1,10 +1,9 @@
 /* Elementwise binary arithmetic with NumPy broadcasting.
  *
- * Four loops cover the cases: equal shapes (one flat loop), one side a
- * single element (scalar loop), one side repeating over the other's trailing
- * dims (bias-like, a nested flat loop), and general broadcasting, which walks
- * the output a row at a time with eng_bcast (dims merged where both inputs
- * allow; in a row each input is contiguous or one repeated element). */
+ * Equal shapes and a single-element side take one flat loop; everything
+ * else (a bias over the last axis, a per-row scale, masks) walks the output
+ * a row at a time with eng_bcast (dims merged where both inputs allow; in a
+ * row each input is contiguous or one repeated element). */
 #include <math.h>
 #include <string.h>
 
@@ -53,19 +52,6 @@ td_code eng_s_binary(const eng_node *n, const eng_shape *in, eng_shape *out, td_
    : (op) == OP_MAX ? ((x) > (y) ? (x) : (y)) \
                     : ((x) < (y) ? (x) : (y)))
 
-/* True when `in`, without its leading 1s, equals the trailing dims of out:
- * then in repeats every numel(in) elements (a bias over the last axis, a
- * batch-norm scale over channels). */
-static bool suffix_of(const eng_shape *in, const eng_shape *out) {
-  int lead = 0;
-  while (lead < in->rank && in->dim[lead] == 1) lead++;
-  int k = in->rank - lead;
-  if (k > out->rank) return false;
-  for (int i = 0; i < k; i++)
-    if (in->dim[lead + i] != out->dim[out->rank - k + i]) return false;
-  return true;
-}
-
 /* One function per (type, op): op is a constant inside, so APPLY folds to
  * one operation and the flat loops vectorize. */
 #define DEFINE_LOOP(T, NAME, OPC)                                                             \
@@ -86,16 +72,6 @@ static bool suffix_of(const eng_shape *in, const eng_shape *out) {
     if (na == 1 && nb == n) {                                                                 \
       T v = x[0];                                                                             \
       for (int64_t i = 0; i < n; i++) z[i] = APPLY(op, v, y[i]);                              \
-      return;                                                                                 \
-    }                                                                                         \
-    if (suffix_of(&b->shape, &o->shape) && na == n && nb > 0) {                               \
-      for (int64_t i = 0; i < n; i += nb)                                                     \
-        for (int64_t k = 0; k < nb; k++) z[i + k] = APPLY(op, x[i + k], y[k]);                \
-      return;                                                                                 \
-    }                                                                                         \
-    if (suffix_of(&a->shape, &o->shape) && nb == n && na > 0) {                               \
-      for (int64_t i = 0; i < n; i += na)                                                     \
-        for (int64_t k = 0; k < na; k++) z[i + k] = APPLY(op, x[k], y[i + k]);                \
       return;                                                                                 \
     }                                                                                         \
     /* General broadcasting, a row (the innermost merged dim) at a time. */                  \
