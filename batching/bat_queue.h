@@ -92,7 +92,7 @@ td_code bat_queue_submit(bat_queue *q, bat_task *t, td_err *err);
 bool bat_queue_try_inline(bat_queue *q, bat_task *t);
 
 /* Runs measured to take at most this long on average may run inline; 0
- * turns inline runs off. */
+ * turns inline runs off (--tensord_inline_run_max_micros). */
 #define BAT_INLINE_LIMIT_NS 100000u
 void bat_queue_set_inline_limit(bat_queue *q, uint64_t limit_ns);
 

@@ -37,6 +37,9 @@ static const flag_def flags[] = {
      "comma-separated MetaGraph tags to load (default \"serve\")"},
     {"tensord_num_workers", FLAG_INT, OPT(num_workers),
      "engine worker threads; 0 = one per CPU core (default 0)"},
+    {"tensord_inline_run_max_micros", FLAG_INT64, OPT(inline_run_max_micros),
+     "runs measured to average at most N microseconds may run on the thread that received "
+     "the request when an engine worker is idle; 0 = never (default 100)"},
     {"tensorflow_intra_op_parallelism", FLAG_INT, OPT(intra_op_threads),
      "threads one op (a matrix product) may use; 0 = one per CPU core (default 0)"},
     {"grpc_socket_path", FLAG_STRING, OPT(grpc_socket_path),
@@ -112,6 +115,7 @@ void cfg_options_defaults(cfg_options *o) {
       .load_retry_interval_micros = 60000000,
       .enable_model_warmup = true,
       .shutdown_grace_seconds = 10,
+      .inline_run_max_micros = 100,
   };
 }
 
@@ -220,6 +224,9 @@ td_code cfg_options_validate(const cfg_options *o, td_err *err) {
                       "server_options.enable_batching to true.");
   if (o->num_workers < 0)
     return td_err_set(err, TD_INVALID_ARGUMENT, "--tensord_num_workers must be >= 0");
+  if (o->inline_run_max_micros < 0 || o->inline_run_max_micros > 60000000)
+    return td_err_set(err, TD_INVALID_ARGUMENT,
+                      "--tensord_inline_run_max_micros must be in [0, 60000000]");
   if (o->intra_op_threads < 0)
     return td_err_set(err, TD_INVALID_ARGUMENT,
                       "--tensorflow_intra_op_parallelism must be >= 0");

@@ -29,6 +29,7 @@ typedef struct cfg_options {
   const char *model_base_path; /* --model_base_path (required) */
   const char *saved_model_tags; /* --saved_model_tags ("serve") */
   int num_workers;             /* --tensord_num_workers: engine threads; 0 = one per core */
+  int64_t inline_run_max_micros; /* --tensord_inline_run_max_micros (100): 0 = no inline runs */
   int intra_op_threads;        /* --tensorflow_intra_op_parallelism: threads per op; 0 = cores */
   /* gRPC (TF Serving's names). */
   const char *grpc_socket_path;       /* --grpc_socket_path (""): also listen on unix:PATH */

@@ -32,6 +32,7 @@ START_TEST(defaults) {
   ck_assert_str_eq(o.model_base_path, "");
   ck_assert_str_eq(o.saved_model_tags, "serve");
   ck_assert_int_eq(o.num_workers, 0);
+  ck_assert_int_eq(o.inline_run_max_micros, 100);
   ck_assert(!o.help);
   ck_assert(!o.version);
   /* No arguments leaves the defaults. */
@@ -182,6 +183,15 @@ START_TEST(validate) {
   ck_err(cfg_options_validate(&o, &err), err, TD_INVALID_ARGUMENT, "tensord_num_workers");
   o.num_workers = 64;
   ck_assert_int_eq(cfg_options_validate(&o, &err), TD_OK);
+
+  o.inline_run_max_micros = -1;
+  ck_err(cfg_options_validate(&o, &err), err, TD_INVALID_ARGUMENT, "tensord_inline_run_max_micros");
+  o.inline_run_max_micros = 60000001;
+  ck_err(cfg_options_validate(&o, &err), err, TD_INVALID_ARGUMENT, "tensord_inline_run_max_micros");
+  o.inline_run_max_micros = 0; /* inline runs off */
+  ck_assert_int_eq(cfg_options_validate(&o, &err), TD_OK);
+  ck_assert_int_eq(parse(&o, &err, "--tensord_inline_run_max_micros=250", NULL), TD_OK);
+  ck_assert_int_eq(o.inline_run_max_micros, 250);
 }
 END_TEST
 
@@ -207,6 +217,7 @@ START_TEST(usage_lists_flags) {
                          "--model_base_path",
                          "--saved_model_tags",
                          "--tensord_num_workers",
+                         "--tensord_inline_run_max_micros",
                          "--help",
                          "--version"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)

@@ -203,3 +203,17 @@ def test_classify_and_regress_examples_are_batched_too(serve, tmp_path):
     for t in threads:
         t.join()
     assert not failures, failures[:3]
+
+
+def test_inline_runs_can_be_turned_off(serve):
+    """--tensord_inline_run_max_micros=0: every run goes to the engine
+    workers; answers are the same. A negative value refuses to start."""
+    s = serve("half_plus_two", HALF_PLUS_TWO, "--tensord_inline_run_max_micros=0")
+    for k in range(20):
+        status, out = s.json("POST", "/v1/models/half_plus_two:predict",
+                             json.dumps({"instances": [float(k)]}))
+        assert status == 200 and out == {"predictions": [0.5 * k + 2.0]}
+    r = subprocess.run([BINARY, "--model_name=m", f"--model_base_path={HALF_PLUS_TWO}",
+                        "--tensord_inline_run_max_micros=-1"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0 and "tensord_inline_run_max_micros" in r.stderr
