@@ -209,6 +209,30 @@ static cJSON *jp_number_node(jparser *p, double d, int flags, const char *digits
   return v;
 }
 
+/* m / 10^k, correctly rounded to double, for m < 2^64 and 1 <= k <= 21 (the
+ * 17-digit decimals that clients print, which miss the Clinger fast path):
+ * the 128-bit quotient of m (shifted up to bit 63) * 2^64 by 10^k keeps at
+ * least 57 significant bits, and the remainder tells whether anything was
+ * cut, so rounding to 53 bits (to nearest, ties to even) is exact. */
+static double div_pow10(uint64_t m, int k) {
+  if (!m) return 0.0;
+  int lz = __builtin_clzll(m);
+  unsigned __int128 num = (unsigned __int128)(m << lz) << 64, den = 1;
+  for (int i = 0; i < k; i++) den *= 10;
+  unsigned __int128 q = num / den, r = num % den;
+  uint64_t hi64 = (uint64_t)(q >> 64);
+  int top = hi64 ? 127 - __builtin_clzll(hi64) : 63 - __builtin_clzll((uint64_t)q);
+  int shift = top - 52; /* >= 4: q >= 2^127 / 10^21 */
+  uint64_t mant = (uint64_t)(q >> shift);
+  bool half = (q >> (shift - 1)) & 1;
+  bool rest = r != 0 || (q & (((unsigned __int128)1 << (shift - 1)) - 1)) != 0;
+  if (half && (rest || (mant & 1)) && ++mant >> 53) {
+    mant >>= 1;
+    shift++;
+  }
+  return ldexp((double)mant, shift - 64 - lz); /* a normal double: exact */
+}
+
 static cJSON *jp_number(jparser *p) {
   size_t start = p->i;
   bool minus = jp_peek(p) == '-';
@@ -238,9 +262,10 @@ static cJSON *jp_number(jparser *p) {
   } else {
     return jp_fail(p, "Invalid value.", p->i);
   }
-  /* Decimals: mantissa m and exponent e10 for the exact fast path
+  /* Decimals: mantissa m and exponent e10 for the exact fast paths
    * (Clinger: m <= 2^53 and |e10| <= 22 make m * 10^e10 one correctly
-   * rounded operation); anything else goes to strtod. */
+   * rounded operation; then div_pow10 for up to 18 digits over a negative
+   * power of ten); anything else goes to strtod. */
   bool integer = true, exact = !overflow;
   uint64_t m = mag;
   int e10 = 0;
@@ -279,6 +304,11 @@ static cJSON *jp_number(jparser *p) {
                                    1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                                    1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
     d = e10 >= 0 ? (double)m * p10[e10] : (double)m / p10[-e10];
+    if (minus) d = -d;
+    return jp_number_node(p, d, 0, NULL, 0, start);
+  }
+  if (!integer && exact && e10 >= -21 && e10 <= -1) {
+    d = div_pow10(m, -e10);
     if (minus) d = -d;
     return jp_number_node(p, d, 0, NULL, 0, start);
   }

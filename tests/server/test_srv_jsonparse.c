@@ -164,7 +164,25 @@ START_TEST(test_decimals_match_strtod) {
              (unsigned long long)(x >> 40), (int)(x % 61) - 30);
     check_decimal(t);
   }
+  /* Decimals of 16 to 19 digits over a negative power of ten (clients print
+   * floats this way), and near-halfway points between adjacent doubles. */
+  for (int i = 0; i < 300000; i++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    double r = (double)(x >> 11) / (double)(1ULL << 53) * pow(10.0, (double)(x % 13) - 6.0);
+    snprintf(t, sizeof t, "%.*g", 16 + (int)(x % 4), r);
+    check_decimal(t);
+    long double mid = ((long double)r + (long double)nextafter(r, INFINITY)) / 2;
+    snprintf(t, sizeof t, "%.*Lg", 17 + (int)(x % 3), mid);
+    check_decimal(t);
+    snprintf(t, sizeof t, "0.%018llu", (unsigned long long)(x % 1000000000000000000ULL));
+    check_decimal(t);
+  }
   const char *edge[] = {"0.0", "-0.0", "1e22", "1e23", "9007199254740993.0", "0.1e-22",
+                        "0.41900000000000004", "-0.081000000000000003", "123456789.12345678",
+                        "0.000000000000000000001", "999999999999999999e-21",
+                        "100000000000000000e-18", "0.9999999999999999999",
                         "123456789012345678901234567890.5", "1.7976931348623157e308",
                         "4.9e-324", "2.2250738585072011e-308", "0.30000000000000004",
                         "9007199254740992.5", "1e-5", "1.5e0", "0.000000000000000000000001"};
