@@ -45,7 +45,7 @@ td_code srv_json_parse_request(const char *body, size_t len, srv_json_request *o
     td_buf_puts(&b, what);
     td_err_set(err, TD_INVALID_ARGUMENT, "%s", b.data ? b.data : what);
     td_buf_free(&b);
-    cJSON_Delete(root);
+    srv_json_free(root);
     return TD_INVALID_ARGUMENT;
   }
   out->root = root;
@@ -55,7 +55,7 @@ td_code srv_json_parse_request(const char *body, size_t len, srv_json_request *o
 
 void srv_json_request_free(srv_json_request *r) {
   if (!r) return;
-  cJSON_Delete(r->root);
+  srv_json_free(r->root);
   r->root = NULL;
   r->signature_name = NULL;
 }

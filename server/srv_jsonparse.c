@@ -9,12 +9,18 @@
  *   cJSON tree. The extra facts live where cJSON does not look: integer
  *   literals carry private type bits above cJSON's 0xFF type byte (every cJSON
  *   function masks with 0xFF); integers beyond 2^53 keep their digits in
- *   valuestring (cJSON_Delete frees it); string nodes keep their byte length
- *   in valueint, unused by cJSON for strings. */
+ *   valuestring; string nodes keep their byte length in valueint, unused by
+ *   cJSON for strings.
+ * - Every node and string of a document comes from a few slabs owned by the
+ *   document (jdoc), freed together by srv_json_free: one allocation per
+ *   slab instead of one or two per value, and a body's numbers end up next
+ *   to each other in memory for the decoder's walk. The root node is the
+ *   document's first member, so the root pointer finds its document. */
 #include "srv_jsonparse.h"
 
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,12 +31,35 @@
 
 /* ================================ parser ================================== */
 
+typedef struct jslab {
+  struct jslab *next;
+  size_t used, cap;
+  max_align_t data[];
+} jslab;
+
+typedef struct jdoc {
+  cJSON root; /* first: srv_json_free finds the document from it */
+  jslab *slabs;
+} jdoc;
+
+#define JP_SLAB_MIN ((size_t)4 << 10)
+#define JP_SLAB_MAX ((size_t)64 << 10) /* below the mmap threshold: heap memory reused */
+
 typedef struct jparser {
   const unsigned char *s;
   size_t n, i;
   td_code code; /* of the first failure */
   td_err *err;
+  jdoc *doc;
 } jparser;
+
+static void doc_free_slabs(jdoc *d) {
+  for (jslab *s = d->slabs, *next; s; s = next) {
+    next = s->next;
+    free(s);
+  }
+  d->slabs = NULL;
+}
 
 static int jp_peek(const jparser *p) { return p->i < p->n ? p->s[p->i] : 0; }
 
@@ -54,15 +83,50 @@ static cJSON *jp_oom(jparser *p) {
   return NULL;
 }
 
+/* n bytes from the document's slabs (NULL when out of memory). Slabs grow
+ * from JP_SLAB_MIN to JP_SLAB_MAX; a larger request gets a slab of its own,
+ * linked behind the current one, which keeps serving small requests. */
+static void *jp_alloc(jparser *p, size_t n) {
+  const size_t align = sizeof(max_align_t);
+  n = (n + align - 1) / align * align;
+  jslab *s = p->doc->slabs;
+  if (s && s->cap - s->used >= n) {
+    void *r = (char *)s->data + s->used;
+    s->used += n;
+    return r;
+  }
+  size_t cap = s ? s->cap * 2 : JP_SLAB_MIN;
+  if (cap > JP_SLAB_MAX) cap = JP_SLAB_MAX;
+  bool own = n > cap;
+  if (own) cap = n;
+  jslab *ns = malloc(sizeof *ns + cap);
+  if (!ns) return NULL;
+  ns->cap = cap;
+  ns->used = n;
+  if (own && s) {
+    ns->next = s->next;
+    s->next = ns;
+  } else {
+    ns->next = s;
+    p->doc->slabs = ns;
+  }
+  return ns->data;
+}
+
+static cJSON *jp_node(jparser *p, int type) {
+  cJSON *v = jp_alloc(p, sizeof *v);
+  if (!v) return jp_oom(p);
+  memset(v, 0, sizeof *v);
+  v->type = type;
+  return v;
+}
+
 static cJSON *jp_value(jparser *p, int depth, bool root);
 
 static cJSON *jp_literal(jparser *p, const char *word, int type) {
   for (size_t k = 0; word[k]; k++, p->i++)
     if (jp_peek(p) != word[k]) return jp_fail(p, "Invalid value.", p->i);
-  cJSON *v = cJSON_CreateNull();
-  if (!v) return jp_oom(p);
-  v->type = type;
-  return v;
+  return jp_node(p, type);
 }
 
 static int jp_hex4(jparser *p) {
@@ -79,12 +143,12 @@ static int jp_hex4(jparser *p) {
   return (int)v;
 }
 
-/* Reads a string at p->i (on the opening quote) into a cJSON_malloc'd buffer. */
+/* Reads a string at p->i (on the opening quote) into the document's memory. */
 static char *jp_string(jparser *p, size_t *out_len) {
   size_t start = ++p->i, j = start;
   while (j < p->n && p->s[j] != '"' && p->s[j] != 0) j += p->s[j] == '\\' ? 2 : 1;
   size_t cap = (j < p->n ? j : p->n) - start + 1;
-  char *buf = cJSON_malloc(cap);
+  char *buf = jp_alloc(p, cap);
   if (!buf) return (char *)jp_oom(p);
   size_t o = 0;
   const char *bad = NULL;
@@ -160,10 +224,7 @@ static char *jp_string(jparser *p, size_t *out_len) {
     memcpy(buf + o, enc, en);
     o += en;
   }
-  if (bad) {
-    cJSON_free(buf);
-    return (char *)jp_fail(p, bad, bad_at);
-  }
+  if (bad) return (char *)jp_fail(p, bad, bad_at);
   buf[o] = '\0';
   *out_len = o;
   return buf;
@@ -173,12 +234,8 @@ static cJSON *jp_string_node(jparser *p) {
   size_t len;
   char *s = jp_string(p, &len);
   if (!s) return NULL;
-  cJSON *v = cJSON_CreateNull();
-  if (!v) {
-    cJSON_free(s);
-    return jp_oom(p);
-  }
-  v->type = cJSON_String;
+  cJSON *v = jp_node(p, cJSON_String);
+  if (!v) return NULL;
   v->valuestring = s;
   v->valueint = len <= INT_MAX ? (int)len : -1;
   return v;
@@ -186,27 +243,25 @@ static cJSON *jp_string_node(jparser *p) {
 
 static bool is_digit(int c) { return c >= '0' && c <= '9'; }
 
+/* A number node as cJSON_CreateNumber makes one (valueint saturated);
+ * digits (len > 0) are kept for integers beyond 2^53. */
+static cJSON *jp_number_value(jparser *p, double d, int flags, const char *digits, size_t len) {
+  cJSON *v = jp_node(p, cJSON_Number | flags);
+  if (!v) return NULL;
+  v->valuedouble = d;
+  v->valueint = d >= INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : isnan(d) ? 0 : (int)d;
+  if (len) {
+    if (!(v->valuestring = jp_alloc(p, len + 1))) return jp_oom(p);
+    memcpy(v->valuestring, digits, len + 1);
+  }
+  return v;
+}
+
 /* A number node; digits (len > 0) are kept for integers beyond 2^53. */
 static cJSON *jp_number_node(jparser *p, double d, int flags, const char *digits, size_t len,
                              size_t start) {
-  cJSON *v = NULL;
-  if (isinf(d)) {
-    jp_fail(p, "Number too big to be stored in double.", start);
-  } else if (!(v = cJSON_CreateNumber(d))) {
-    jp_oom(p);
-  } else {
-    v->type |= flags;
-    if (len) {
-      v->valuestring = cJSON_malloc(len + 1);
-      if (v->valuestring) {
-        memcpy(v->valuestring, digits, len + 1);
-      } else {
-        cJSON_Delete(v);
-        v = jp_oom(p);
-      }
-    }
-  }
-  return v;
+  if (isinf(d)) return jp_fail(p, "Number too big to be stored in double.", start);
+  return jp_number_value(p, d, flags, digits, len);
 }
 
 /* m / 10^k, correctly rounded to double, for m < 2^64 and 1 <= k <= 21 (the
@@ -246,8 +301,7 @@ static cJSON *jp_number(jparser *p) {
       for (const char *w = "inity"; *w; w++, p->i++)
         if (jp_peek(p) != *w) return jp_fail(p, "Invalid value.", p->i);
     }
-    cJSON *v = cJSON_CreateNumber(c == 'N' ? NAN : minus ? -INFINITY : INFINITY);
-    return v ? v : jp_oom(p);
+    return jp_number_value(p, c == 'N' ? NAN : minus ? -INFINITY : INFINITY, 0, NULL, 0);
   }
   uint64_t mag = 0;
   bool overflow = false;
@@ -348,8 +402,8 @@ static cJSON *jp_container(jparser *p, int depth, bool array) {
              SRV_JSON_MAX_DEPTH);
     return jp_fail(p, what, p->i);
   }
-  cJSON *c = array ? cJSON_CreateArray() : cJSON_CreateObject();
-  if (!c) return jp_oom(p);
+  cJSON *c = jp_node(p, array ? cJSON_Array : cJSON_Object);
+  if (!c) return NULL;
   cJSON *tail = NULL;
   p->i++;
   jp_ws(p);
@@ -368,7 +422,6 @@ static cJSON *jp_container(jparser *p, int depth, bool array) {
       if (!(key = jp_string(p, &klen))) goto fail;
       jp_ws(p);
       if (jp_peek(p) != ':') {
-        cJSON_free(key);
         jp_fail(p, "Missing a colon after a name of object member.", p->i);
         goto fail;
       }
@@ -376,10 +429,7 @@ static cJSON *jp_container(jparser *p, int depth, bool array) {
       jp_ws(p);
     }
     cJSON *v = jp_value(p, depth + 1, false);
-    if (!v) {
-      cJSON_free(key);
-      goto fail;
-    }
+    if (!v) goto fail;
     v->string = key;
     jp_append(c, &tail, v);
     jp_ws(p);
@@ -398,8 +448,7 @@ static cJSON *jp_container(jparser *p, int depth, bool array) {
       goto fail;
     }
   }
-fail:
-  cJSON_Delete(c);
+fail: /* what was built goes with the document */
   return NULL;
 }
 
@@ -421,7 +470,9 @@ static cJSON *jp_value(jparser *p, int depth, bool root) {
 /* ================================ entry =================================== */
 
 td_code srv_json_parse(const char *text, size_t len, cJSON **out, td_err *err) {
-  jparser p = {.s = (const unsigned char *)text, .n = len, .err = err};
+  jdoc *d = calloc(1, sizeof *d);
+  if (!d) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory parsing the JSON body");
+  jparser p = {.s = (const unsigned char *)text, .n = len, .err = err, .doc = d};
   /* rapidjson's EncodedInputStream<UTF8> drops a byte-order mark, byte by
    * byte; offsets still count from the first byte. */
   static const unsigned char bom[3] = {0xEF, 0xBB, 0xBF};
@@ -429,9 +480,21 @@ td_code srv_json_parse(const char *text, size_t len, cJSON **out, td_err *err) {
     if (jp_peek(&p) == bom[k]) p.i++;
   jp_ws(&p);
   cJSON *root = jp_value(&p, 0, true);
-  if (!root) return p.code;
-  *out = root;
+  if (!root) {
+    doc_free_slabs(d);
+    free(d);
+    return p.code;
+  }
+  d->root = *root; /* nothing points at a root node: it may move */
+  *out = &d->root;
   return TD_OK;
+}
+
+void srv_json_free(cJSON *root) {
+  if (!root) return;
+  jdoc *d = (jdoc *)root; /* root is the document's first member */
+  doc_free_slabs(d);
+  free(d);
 }
 
 /* ============================ value accessors ============================= */

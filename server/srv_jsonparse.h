@@ -51,8 +51,12 @@
 
 /* Parses text[0..len) (need not be NUL-terminated) into a new tree. Empty or
  * all-whitespace text fails with "JSON Parse error: The document is empty.
- * at offset: <len>". */
+ * at offset: <len>". The tree's memory belongs to the document as a whole:
+ * read it with cJSON's accessors, free it with srv_json_free (never
+ * cJSON_Delete), and do not add, detach or delete nodes. */
 td_code srv_json_parse(const char *text, size_t len, cJSON **out, td_err *err);
+/* Frees a tree from srv_json_parse (NULL: nothing). */
+void srv_json_free(cJSON *root);
 
 typedef enum {
   SRV_JSON_NUM_DOUBLE, /* a decimal or exponent literal, NaN/Infinity, or an

@@ -117,13 +117,13 @@ START_TEST(test_parse_ok) {
   char *printed = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(root, "signature_name"));
   ck_assert_str_eq(printed, "\"sig\"");
   cJSON_free(printed);
-  cJSON_Delete(root);
+  srv_json_free(root);
 
   /* any root value, a byte-order mark skipped */
   ck_assert_int_eq(srv_json_parse("\xEF\xBB\xBF 7", 5, &root, &e), TD_OK);
   ck_assert_int_eq(srv_json_number(root, &i, NULL), SRV_JSON_NUM_INT64);
   ck_assert_int_eq(i, 7);
-  cJSON_Delete(root);
+  srv_json_free(root);
 }
 END_TEST
 
@@ -140,7 +140,7 @@ static void check_decimal(const char *text) {
   double want = strtod(text, NULL);
   ck_assert_msg(v->valuedouble == want || (isnan(want) && isnan(v->valuedouble)),
                 "%s: got %.17g, want %.17g", text, v->valuedouble, want);
-  cJSON_Delete(v);
+  srv_json_free(v);
 }
 
 START_TEST(test_decimals_match_strtod) {
@@ -212,7 +212,7 @@ START_TEST(test_accessors) {
   ck_assert(i == 42 && u == 42);
   v = v->next; /* 2 */
   ck_assert_int_eq(srv_json_number(v, NULL, NULL), SRV_JSON_NUM_INT64);
-  cJSON_Delete(root);
+  srv_json_free(root);
 
   /* plain cJSON trees carry no marks: integers read as doubles */
   cJSON *plain = cJSON_Parse("[2, \"ab\"]");

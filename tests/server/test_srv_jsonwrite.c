@@ -254,7 +254,7 @@ static char *quote(const char *json) {
   td_buf b;
   td_buf_init(&b);
   srv_json_append_value(&b, root);
-  cJSON_Delete(root);
+  srv_json_free(root);
   return td_buf_take(&b, NULL);
 }
 
