@@ -561,21 +561,33 @@ static bool add_piece(batch *bt, task_state *ts, int64_t off, int64_t len) {
   return true;
 }
 
-td_code bat_batcher_submit(bat_batcher *b, bat_task *t, td_err *err) {
+/* The task's rows (dimension 0, the same in every input), and whether it
+ * must run unbatched (*direct: no inputs, or one the batcher cannot merge).
+ * Inputs without a dimension 0 or with unequal ones are errors. */
+static td_code task_rows(const bat_task *t, int64_t *rows, bool *direct, td_err *err) {
   const ldr_signature *sig = t->sig;
-  bool direct = sig->n_inputs == 0;
-  int64_t rows = -1;
+  *direct = sig->n_inputs == 0;
+  *rows = -1;
   for (int i = 0; i < sig->n_inputs; i++) {
     const eng_tensor *x = &t->inputs[i];
-    if (!batchable_dtype(x->dtype) || x->shape.rank > 6) direct = true;
+    if (!batchable_dtype(x->dtype) || x->shape.rank > 6) *direct = true;
     if (x->shape.rank < 1)
       return td_err_set(err, TD_INVALID_ARGUMENT,
                         "Batching Run() input tensors must have at least one dimension");
-    if (rows >= 0 && x->shape.dim[0] != rows)
+    if (*rows >= 0 && x->shape.dim[0] != *rows)
       return td_err_set(err, TD_INVALID_ARGUMENT,
                         "Batching Run() input tensors must have equal 0th-dimension size");
-    rows = x->shape.dim[0];
+    *rows = x->shape.dim[0];
   }
+  return TD_OK;
+}
+
+td_code bat_batcher_submit(bat_batcher *b, bat_task *t, td_err *err) {
+  const ldr_signature *sig = t->sig;
+  bool direct;
+  int64_t rows;
+  td_code rc = task_rows(t, &rows, &direct, err);
+  if (rc) return rc;
   if (direct || rows == 0) return bat_queue_submit(b->queue, t, err);
 
   /* The queue's parameters: an existing queue keeps the ones it was made
@@ -613,7 +625,6 @@ td_code bat_batcher_submit(bat_batcher *b, bat_task *t, td_err *err) {
     if (!t->deadline_ns || limit < t->deadline_ns) t->deadline_ns = limit;
   }
 
-  td_code rc = TD_OK;
   uv_mutex_lock(&b->mu);
   if (b->stopping) {
     rc = td_err_set(err, TD_UNAVAILABLE, "server is shutting down");
@@ -696,16 +707,9 @@ out:
 }
 
 bool bat_batcher_try_inline(bat_batcher *b, bat_task *t) {
-  const ldr_signature *sig = t->sig;
-  int64_t rows = -1;
-  if (sig->n_inputs == 0) return false;
-  for (int i = 0; i < sig->n_inputs; i++) {
-    const eng_tensor *x = &t->inputs[i];
-    if (!batchable_dtype(x->dtype) || x->shape.rank < 1 || x->shape.rank > 6) return false;
-    if (rows >= 0 && x->shape.dim[0] != rows) return false;
-    rows = x->shape.dim[0];
-  }
-  if (rows < 1) return false;
+  bool direct;
+  int64_t rows;
+  if (task_rows(t, &rows, &direct, NULL) || direct || rows < 1) return false;
   /* Only when no batch runs or waits at all: a waiting task would be
    * overtaken, and under load requests should merge, which they do while
    * a batch runs. */

@@ -738,7 +738,6 @@ void eng_plan_prepare(eng_plan *p, int64_t batch) {
     bool known = s.rank >= 1 && eng_dtype_size(p->in_dtype[n]) > 0;
     if (known && s.dim[0] < 0) s.dim[0] = batch;
     for (int d = 0; known && d < s.rank; d++) known = s.dim[d] >= 0;
-    in[n] = (eng_tensor){0};
     if (!known || eng_tensor_alloc(&in[n], p->in_dtype[n], &s, &err)) break;
   }
   if (n == p->n_inputs) eng_plan_specialised(p, in); /* values are not read */

@@ -137,9 +137,5 @@ void eng_bcast_init(eng_bcast *it, const eng_shape *out, int n, const eng_shape 
     for (int k = 0; k < n; k++) it->st[k][0] = 0;
     r = 1;
   }
-  if (it->rank > 0 || r > 0) it->rank = r;
-  for (int d = r; d < ENG_MAX_RANK; d++) {
-    it->dim[d] = 0;
-    for (int k = 0; k < 3; k++) it->st[k][d] = 0;
-  }
+  it->rank = r; /* dims and strides past it are stale and never read */
 }

@@ -53,12 +53,12 @@ typedef struct jparser {
   jdoc *doc;
 } jparser;
 
-static void doc_free_slabs(jdoc *d) {
+static void doc_free(jdoc *d) {
   for (jslab *s = d->slabs, *next; s; s = next) {
     next = s->next;
     free(s);
   }
-  d->slabs = NULL;
+  free(d);
 }
 
 static int jp_peek(const jparser *p) { return p->i < p->n ? p->s[p->i] : 0; }
@@ -417,19 +417,19 @@ static cJSON *jp_container(jparser *p, int depth, bool array) {
       size_t klen;
       if (jp_peek(p) != '"') {
         jp_fail(p, "Missing a name for object member.", p->i);
-        goto fail;
+        return NULL; /* on failure, what was built goes with the document */
       }
-      if (!(key = jp_string(p, &klen))) goto fail;
+      if (!(key = jp_string(p, &klen))) return NULL;
       jp_ws(p);
       if (jp_peek(p) != ':') {
         jp_fail(p, "Missing a colon after a name of object member.", p->i);
-        goto fail;
+        return NULL;
       }
       p->i++;
       jp_ws(p);
     }
     cJSON *v = jp_value(p, depth + 1, false);
-    if (!v) goto fail;
+    if (!v) return NULL;
     v->string = key;
     jp_append(c, &tail, v);
     jp_ws(p);
@@ -445,11 +445,9 @@ static cJSON *jp_container(jparser *p, int depth, bool array) {
               array ? "Missing a comma or ']' after an array element."
                     : "Missing a comma or '}' after an object member.",
               p->i);
-      goto fail;
+      return NULL;
     }
   }
-fail: /* what was built goes with the document */
-  return NULL;
 }
 
 static cJSON *jp_value(jparser *p, int depth, bool root) {
@@ -481,8 +479,7 @@ td_code srv_json_parse(const char *text, size_t len, cJSON **out, td_err *err) {
   jp_ws(&p);
   cJSON *root = jp_value(&p, 0, true);
   if (!root) {
-    doc_free_slabs(d);
-    free(d);
+    doc_free(d);
     return p.code;
   }
   d->root = *root; /* nothing points at a root node: it may move */
@@ -492,9 +489,7 @@ td_code srv_json_parse(const char *text, size_t len, cJSON **out, td_err *err) {
 
 void srv_json_free(cJSON *root) {
   if (!root) return;
-  jdoc *d = (jdoc *)root; /* root is the document's first member */
-  doc_free_slabs(d);
-  free(d);
+  doc_free((jdoc *)root); /* root is the document's first member */
 }
 
 /* ============================ value accessors ============================= */
