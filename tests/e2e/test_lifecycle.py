@@ -328,7 +328,9 @@ def test_load_retries_then_end(life, tmp_path):
     s = life("--model_name=m", f"--model_base_path={base}",
              f"--file_system_poll_wait_seconds={POLL}", "--max_num_load_retries=2",
              "--load_retry_interval_micros=400000")
-    shutil.copytree(BROKEN, base / "2")
+    # Staged: a plain copy can be scanned with its data shard still empty,
+    # and that first load would fail for that reason instead of the key.
+    stage(base, 2, BROKEN)
     v = wait_for(lambda: status(s).get(2), 5)
     v = wait_for(lambda: (lambda x: x if x and x["status"]["error_code"] != "OK" else None)(
         status(s).get(2)), 5)
