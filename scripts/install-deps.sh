@@ -45,3 +45,13 @@ if [ "$want_tests" = 1 ]; then
     python3 -m pip install -q --no-deps 'tensorflow-serving-api==2.19.1'
   fi
 fi
+
+# What a further test stage needs (a Prometheus, dockerd, an S3 emulator, ...)
+# is installed by its own script in scripts/deps.d/, so each stays beside the
+# stage that uses it.
+if [ "$want_tests" = 1 ]; then
+  for f in "$(dirname "$0")"/deps.d/*.sh; do
+    [ -e "$f" ] || continue
+    bash "$f"
+  done
+fi

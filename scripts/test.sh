@@ -8,3 +8,10 @@ bash scripts/install-deps.sh --test
 bash scripts/build.sh -DTENSORD_WERROR=ON
 ctest --test-dir build --output-on-failure --timeout 300
 python3 -m pytest -q tests/e2e
+# Further stages (the image, sanitizer builds, ...), each a script of its own
+# in scripts/test.d/, run in name order; any failure fails the run.
+for f in scripts/test.d/*.sh; do
+  [ -e "$f" ] || continue
+  echo "== $f"
+  bash "$f"
+done
