@@ -191,6 +191,7 @@ def main():
     ap.add_argument("--duration", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=1,
                     help="runs per cell, back to back on the same server; the median (by req/s) is kept")
+    ap.add_argument("--plot", help="also write requests/s and p99 across clients as a PNG plot")
     a = ap.parse_args()
     zoo = json.load(open(os.path.join(ROOT, "tests", "fixtures", "zoo.json")))["models"]
     cores = os.cpu_count()
@@ -236,6 +237,10 @@ def main():
                             print(json.dumps(r), flush=True)
                     finally:
                         srv.stop()
+    if a.plot:
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        import plot
+        plot.batching(results, a.plot)
     print()
     print("| model | transport | batching | " + " | ".join(f"{c} clients: req/s, p99 ms" for c in clients) + " |")
     print("|---|---|---|" + "---|" * len(clients))

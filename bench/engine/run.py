@@ -17,7 +17,8 @@ Reported per model: batch-1 latency p50/p99 (µs), batch-32 throughput
 keeps a busy shared machine's stalls out of it, for every engine alike),
 peak RSS (MiB), and the ratios against each peer; then the MLP at batch 64
 in GFLOP/s (median) against OpenBLAS's 2048^3 sgemm (best of 5). Prints a
-Markdown table (the README's) and the raw JSON lines."""
+Markdown table (docs/benchmarks.md's) and the raw JSON lines; --plot FILE.png
+also draws latency and throughput per model and engine."""
 import argparse
 import json
 import os
@@ -159,6 +160,7 @@ def main():
     ap.add_argument("--models", default=",".join(sorted(zoo())))
     ap.add_argument("--rounds", type=int, default=1,
                     help="measure each engine this many times, interleaved; report the median")
+    ap.add_argument("--plot", help="also write the figures as a PNG plot to this path")
     ap.add_argument("--child", nargs=4)
     a = ap.parse_args()
     if a.child:
@@ -206,6 +208,10 @@ def main():
     gf = MLP_FLOP * 64 / mlp64["p50_us"] / 1e3
     print("\nMLP batch 64: %.1f GFLOP/s (%.0f µs); OpenBLAS sgemm 2048^3: %.1f GFLOP/s; "
           "ratio %.2f" % (gf, mlp64["p50_us"], gemm["gflops"], gf / gemm["gflops"]))
+    if a.plot:
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        import plot
+        plot.engine(rows, a.threads, a.plot)
     print("\nraw:")
     for x in raw:
         print(json.dumps(x))

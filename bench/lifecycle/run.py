@@ -117,6 +117,7 @@ def main():
     ap.add_argument("--swaps", type=int, default=20)
     ap.add_argument("--where", action="store_true",
                     help="also print when, after each drop-in, the slow requests were sent")
+    ap.add_argument("--plot", help="also write request latency over time, swaps marked, as a PNG")
     args = ap.parse_args()
     mlp = os.path.join(ROOT, "tests", "fixtures", "models", "zoo", "mlp", "1")
     if args.model:
@@ -254,6 +255,10 @@ def main():
           f"{args.swaps} swaps {rss_last} kB: {100.0 * (rss_last - rss_warm) / rss_warm:+.1f}% "
           f"(target within 5%); right after the first load (before the steady load) "
           f"{rss_first} kB: {100.0 * (rss_last - rss_first) / rss_first:+.1f}%")
+    if args.plot:
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        import plot
+        plot.lifecycle(rows, events, swap_t0, args.plot)
     shutil.rmtree(work)
 
 
