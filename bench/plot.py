@@ -6,16 +6,17 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-ENGINES = (("td", "tensord"), ("ort", "onnxruntime"), ("tf", "TensorFlow"))
+ENGINES = {"td": "tensord", "ort": "onnxruntime", "ov": "OpenVINO", "tf": "TensorFlow"}
 
 
-def engine(rows, threads, path):
+def engine(rows, threads, path, keys=("td", "ort", "tf")):
     """rows: [(model, {(engine_key, batch): result})] from bench/engine/run.py."""
     models = [m for m, _ in rows]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
-    width = 0.27
-    for i, (key, label) in enumerate(ENGINES):
-        xs = [j + (i - 1) * width for j in range(len(models))]
+    width = 0.8 / len(keys)
+    for i, key in enumerate(keys):
+        label = ENGINES[key]
+        xs = [j + (i - (len(keys) - 1) / 2) * width for j in range(len(models))]
         ax1.bar(xs, [r[key, 1]["p50_us"] for _, r in rows], width, label=label)
         ax2.bar(xs, [32e6 / r[key, 32]["p50_us"] for _, r in rows], width, label=label)
     for ax, title in ((ax1, "batch 1: p50 latency (µs, log, lower is better)"),

@@ -364,3 +364,8 @@ void eng_gemm_run_rows(const float *const *rows, int64_t m, int64_t nseg, int64_
                        const eng_gemm_epi *epi) {
   run(NULL, 0, rows, m, nseg, seg_stride, seg_len, b, c, ldc, epi);
 }
+
+const char *eng_gemm_isa_name(void) {
+  int v = isa();
+  return v == ISA_AVX512 ? "avx512" : v == ISA_AVX2 ? "avx2" : "generic";
+}

@@ -70,4 +70,8 @@ void eng_gemm_run_rows(const float *const *rows, int64_t m, int64_t nseg, int64_
                        int64_t seg_len, const eng_packed *b, float *c, int64_t ldc,
                        const eng_gemm_epi *epi);
 
+/* The instruction set the kernels chose on this CPU at run time: "avx512",
+ * "avx2" (with FMA), or "generic". */
+const char *eng_gemm_isa_name(void);
+
 #endif

@@ -29,6 +29,13 @@ SavedModelBuilder (tf.cond as Switch/Merge):
   tests/fixtures/models/control/loop_unsupported/1/  a loop body with an op tensord lacks
   tests/fixtures/control.json                        TF's outputs at batch 1 and 8
 
+With --large DIR it writes, for the engine benchmark only (never committed: the
+weights are random and large), models at real sizes into DIR/<model>/1/ with
+DIR/large.json in zoo.json's layout (absolute dirs, no reference outputs):
+ResNet50, MobileNetV2 (alpha 1.0) and EfficientNetB0 at 224x224, a BERT-base
+shaped encoder (keras-hub BertBackbone, 4 layers of width 768, sequence 128)
+and a wide MLP (4 x 2048). Needs keras-hub (bench/engine/requirements.txt).
+
 With --coverage it writes only the models of the long tail of real exports
 (export forms and layers beyond the zoo), each with TF's outputs:
   tests/fixtures/models/coverage/<model>/1/
@@ -734,6 +741,57 @@ def export_coverage():
         f.write("\n")
 
 
+def large_models():
+    """name -> (builder, input alias -> spec) for export_large."""
+    import keras
+    from keras import layers
+    img = {"dtype": "float32", "shape": [224, 224, 3], "gen": "float", "seed": 1}
+
+    def app(fn, **kw):
+        return lambda: fn(weights=None, input_shape=(224, 224, 3), **kw)
+
+    def bert():
+        import keras_hub
+        return keras_hub.models.BertBackbone(vocabulary_size=30522, num_layers=4, num_heads=12,
+                                             hidden_dim=768, intermediate_dim=3072,
+                                             max_sequence_length=128)
+
+    def wide_mlp():
+        return keras.Sequential([keras.Input((512,), name="x")] +
+                                [layers.Dense(2048, activation="relu") for _ in range(4)] +
+                                [layers.Dense(1)], name="wide_mlp")
+    ids = {"dtype": "int32", "shape": [128], "gen": "int", "mod": 30522, "seed": 3}
+    return {
+        "resnet50_224": (app(keras.applications.ResNet50), None),
+        "mobilenet_v2_224": (app(keras.applications.MobileNetV2), None),
+        "efficientnet_b0_224": (app(keras.applications.EfficientNetB0), None),
+        "bert_4x768": (bert, {"token_ids": ids,
+                              "segment_ids": dict(ids, mod=2, seed=5),
+                              "padding_mask": {"dtype": "int32", "shape": [128], "gen": "mask"}}),
+        "wide_mlp": (wide_mlp, {"x": {"dtype": "float32", "shape": [512], "gen": "float",
+                                      "seed": 2}}),
+    }, img
+
+
+def export_large(out_dir):
+    out_dir = os.path.abspath(out_dir)
+    models, img = large_models()
+    entries = {}
+    for name, (build, inputs) in models.items():
+        rel = os.path.join(out_dir, name, "1")
+        if not os.path.isdir(rel):
+            build().export(rel, verbose=False)
+        if inputs is None:  # one image input: its alias is the signature's
+            fn = tf.saved_model.load(rel).signatures["serving_default"]
+            (alias,) = fn.structured_input_signature[1].keys()
+            inputs = {alias: img}
+        entries[name] = {"dir": rel, "export": "model.export", "signature": "serving_default",
+                         "inputs": inputs}
+    with open(os.path.join(out_dir, "large.json"), "w") as f:
+        json.dump({"models": entries}, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
 def export_pbtxt():
     from google.protobuf import text_format
     from tensorflow.core.protobuf import saved_model_pb2
@@ -756,6 +814,10 @@ def main():
     if sys.argv[1:] == ["--control"]:
         # Only the control-flow models: python3 scripts/make_fixtures.py --control
         export_control()
+        return
+    if sys.argv[1:2] == ["--large"] and len(sys.argv) == 3:
+        # Real-size benchmark models: python3 scripts/make_fixtures.py --large DIR
+        export_large(sys.argv[2])
         return
     if sys.argv[1:] == ["--coverage"]:
         # Only the long-tail models: python3 scripts/make_fixtures.py --coverage

@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "eng_gemm.h"
 #include "eng_model.h"
 #include "eng_threads.h"
 #include "ldr_servable.h"
@@ -79,7 +80,8 @@ static int fill(const cJSON *spec, int batch, eng_tensor *t) {
 
 static int bench_sgemm(int threads) {
   const int n = 2048;
-  float *a = malloc(sizeof *a * n * n), *b = malloc(sizeof *b * n * n), *c = malloc(sizeof *c * n * n);
+  float *a = malloc(sizeof *a * n * n), *b = malloc(sizeof *b * n * n),
+        *c = malloc(sizeof *c * n * n);
   for (int i = 0; i < n * n; i++) a[i] = b[i] = (float)(i % 7) * 0.1f;
   eng_threads_set(threads);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
@@ -113,11 +115,16 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: no model %s\n", argv[1], argv[2]);
     return 1;
   }
-  /* zoo.json sits in tests/fixtures; "dir" is relative to the repo root. */
+  /* zoo.json sits in tests/fixtures; a relative "dir" is relative to the
+   * repo root (the generated large models give absolute ones). */
   char dir[1024];
   const char *slash = strrchr(argv[1], '/');
-  snprintf(dir, sizeof dir, "%.*s/../../%s", slash ? (int)(slash - argv[1]) : 1,
-           slash ? argv[1] : ".", cJSON_GetObjectItem(m, "dir")->valuestring);
+  const char *rel = cJSON_GetObjectItem(m, "dir")->valuestring;
+  if (rel[0] == '/')
+    snprintf(dir, sizeof dir, "%s", rel);
+  else
+    snprintf(dir, sizeof dir, "%.*s/../../%s", slash ? (int)(slash - argv[1]) : 1,
+             slash ? argv[1] : ".", rel);
   td_err err;
   td_err_clear(&err);
   ldr_servable *sv = NULL;
@@ -153,12 +160,14 @@ int main(int argc, char **argv) {
   for (int i = 0; i < iters; i++) sum += lat[i];
   qsort(lat, (size_t)iters, sizeof *lat, cmp_d);
   double mean = sum / iters;
-  printf("{\"engine\": \"tensord\", \"model\": \"%s\", \"batch\": %d, \"threads\": %d, "
-         "\"p50_us\": %.1f, \"p99_us\": %.1f, \"mean_us\": %.1f, \"inf_per_s\": %.1f, "
-         "\"load_ms\": %.1f, \"peak_rss_kb\": %ld, \"steps\": %d, \"consts\": %d, "
-         "\"fused\": %d, \"shape_plan_steps\": %d}\n",
-         argv[2], batch, threads, lat[iters / 2], lat[(int)(iters * 0.99)], mean,
-         batch * 1e6 / mean, load_ms, peak_rss_kb(), info.steps, info.consts, info.fused_ops, info.shape_plan_steps);
+  printf(
+      "{\"engine\": \"tensord\", \"model\": \"%s\", \"batch\": %d, \"threads\": %d, "
+      "\"p50_us\": %.1f, \"p99_us\": %.1f, \"mean_us\": %.1f, \"inf_per_s\": %.1f, "
+      "\"load_ms\": %.1f, \"peak_rss_kb\": %ld, \"steps\": %d, \"consts\": %d, "
+      "\"fused\": %d, \"shape_plan_steps\": %d, \"isa\": \"%s\"}\n",
+      argv[2], batch, threads, lat[iters / 2], lat[(int)(iters * 0.99)], mean, batch * 1e6 / mean,
+      load_ms, peak_rss_kb(), info.steps, info.consts, info.fused_ops, info.shape_plan_steps,
+      eng_gemm_isa_name());
   for (int k = 0; k < 16; k++) eng_tensor_release(&in[k]);
   free(lat);
   ldr_servable_unref(sv);

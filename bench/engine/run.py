@@ -1,21 +1,26 @@
 #!/usr/bin/env python3
-"""Engine benchmark: tensord's engine vs onnxruntime vs TensorFlow, in process,
-same thread count, on every model of the zoo (tests/fixtures/zoo.json).
+"""Engine benchmark: tensord's engine vs onnxruntime, OpenVINO and TensorFlow,
+in process, same thread count, on every model of the zoo (tests/fixtures/zoo.json)
+or of a --models-file (scripts/make_fixtures.py --large DIR writes real-size
+models and DIR/large.json).
 
-    python3 bench/engine/run.py [--threads N] [--build build] [--models mlp,cnn] [--rounds R]
+    python3 bench/engine/run.py [--threads N] [--build build] [--models mlp,cnn]
+        [--models-file F] [--peers ort,ov,tf] [--iters 1:N,32:M] [--rounds R] [--plot F.png]
 
-Needs the built build/bench/eng_bench, and a Python with tensorflow-cpu 2.19.1,
-onnxruntime and tf2onnx (pip install onnxruntime tf2onnx; a virtualenv with
---system-site-packages over the TF install is enough). Each engine runs in its
+Needs the built build/bench/eng_bench, and a Python with the pins of
+bench/engine/requirements.txt (a virtualenv with --system-site-packages over
+the test install of tensorflow-cpu 2.19.1 is enough). Each engine runs in its
 own process, so peak RSS is per engine. Models are converted to ONNX with
-tf2onnx (opset 17) into bench/engine/.onnx/ on first use.
+tf2onnx (opset 17) into bench/engine/.onnx/ on first use; OpenVINO reads the
+SavedModel itself (openvino.convert_model). The engine's ISA (chosen by CPUID
+at run time) is printed with the table.
 
 With --rounds R each (model, batch) is measured R times per engine, the
 engines interleaved, and each engine's median round (by p50) is reported.
 Reported per model: batch-1 latency p50/p99 (µs), batch-32 throughput
 (inferences/s, batch / median batch latency: the median rather than the mean
 keeps a busy shared machine's stalls out of it, for every engine alike),
-peak RSS (MiB), and the ratios against each peer; then the MLP at batch 64
+peak RSS (MiB), load time, and the ratios against the best peer; then the MLP at batch 64
 in GFLOP/s (median) against OpenBLAS's 2048^3 sgemm (best of 5). Prints a
 Markdown table (docs/benchmarks.md's) and the raw JSON lines; --plot FILE.png
 also draws latency and throughput per model and engine."""
@@ -31,12 +36,19 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 ZOO_JSON = os.path.join(ROOT, "tests", "fixtures", "zoo.json")
 ONNX_DIR = os.path.join(ROOT, "bench", "engine", ".onnx")
 ITERS = {1: 400, 32: 40, 64: 100}
+for _kv in filter(None, os.environ.get("TD_BENCH_ITERS", "").split(",")):
+    ITERS[int(_kv.split(":")[0])] = int(_kv.split(":")[1])
+PEERS = {"ort": "onnxruntime", "ov": "OpenVINO", "tf": "TensorFlow"}
 MLP_FLOP = 2 * (784 * 512 + 512 * 512 + 512 * 10)  # per inference
 
 
 def zoo():
-    with open(ZOO_JSON) as f:
+    with open(os.environ.get("TD_BENCH_MODELS", ZOO_JSON)) as f:
         return json.load(f)["models"]
+
+
+def model_dir(entry):
+    return entry["dir"] if os.path.isabs(entry["dir"]) else os.path.join(ROOT, entry["dir"])
 
 
 def zoo_input(spec, batch):
@@ -79,7 +91,7 @@ def peer_tf(model, batch, threads):
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     entry = zoo()[model]
-    fn = tf.saved_model.load(os.path.join(ROOT, entry["dir"])).signatures["serving_default"]
+    fn = tf.saved_model.load(model_dir(entry)).signatures["serving_default"]
     feeds = {a: tf.constant(zoo_input(s, batch)) for a, s in entry["inputs"].items()}
     return summarize(time_calls(lambda: fn(**feeds), batch), batch, "tensorflow", model, threads)
 
@@ -89,7 +101,7 @@ def onnx_path(model):
     if not os.path.exists(path):
         os.makedirs(ONNX_DIR, exist_ok=True)
         subprocess.run([sys.executable, "-m", "tf2onnx.convert", "--saved-model",
-                        os.path.join(ROOT, zoo()[model]["dir"]), "--output", path,
+                        model_dir(zoo()[model]), "--output", path,
                         "--opset", "17"], check=True, capture_output=True)
         fix_erfc(path)
     return path
@@ -132,6 +144,27 @@ def peer_ort(model, batch, threads):
                      model, threads)
 
 
+def peer_ov(model, batch, threads):
+    """OpenVINO reading the SavedModel itself (openvino.convert_model), f32,
+    the same thread count, the latency hint, reshaped to the static batch
+    (its strongest setting for a fixed-size run)."""
+    import openvino as ov
+    entry = zoo()[model]
+    m = ov.convert_model(model_dir(entry))
+    alias_of = {}
+    for inp in m.inputs:
+        names = inp.get_names()
+        alias = next(a for a in entry["inputs"] if a in names or a + ":0" in names)
+        alias_of[inp.get_any_name()] = alias
+    m.reshape({n: [batch] + entry["inputs"][a]["shape"] for n, a in alias_of.items()})
+    compiled = ov.Core().compile_model(m, "CPU", {"INFERENCE_NUM_THREADS": threads,
+                                                   "PERFORMANCE_HINT": "LATENCY",
+                                                   "INFERENCE_PRECISION_HINT": "f32"})
+    req = compiled.create_infer_request()
+    feeds = {n: zoo_input(entry["inputs"][a], batch) for n, a in alias_of.items()}
+    return summarize(time_calls(lambda: req.infer(feeds), batch), batch, "openvino", model, threads)
+
+
 def run_child(args, env=None):
     out = subprocess.run(args, check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -144,7 +177,8 @@ def tensord(build, model, batch, threads):
     # short they would spin through it, competing with the other engines'
     # runs for this box's cores. The env sets the count before they start.
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
-    return run_child([os.path.join(ROOT, build, "bench", "eng_bench"), ZOO_JSON, model,
+    return run_child([os.path.join(ROOT, build, "bench", "eng_bench"),
+                      os.environ.get("TD_BENCH_MODELS", ZOO_JSON), model,
                       str(batch), str(ITERS.get(batch, 100)), str(threads)], env)
 
 
@@ -153,65 +187,86 @@ def peer(kind, model, batch, threads):
                       str(batch), str(threads)])
 
 
+CHILD = {"tf": peer_tf, "ort": peer_ort, "ov": peer_ov}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--build", default="build")
-    ap.add_argument("--models", default=",".join(sorted(zoo())))
+    ap.add_argument("--models-file", help="models in zoo.json's layout (default: the zoo); "
+                    "scripts/make_fixtures.py --large DIR writes DIR/large.json")
+    ap.add_argument("--models", help="comma-separated subset (default: every model of the file)")
+    ap.add_argument("--peers", default="ort,ov,tf",
+                    help="peers to run besides tensord: ort (onnxruntime), ov (OpenVINO), tf")
+    ap.add_argument("--iters", default="",
+                    help="timed runs per batch size, e.g. 1:50,32:10 (default 1:400,32:40)")
     ap.add_argument("--rounds", type=int, default=1,
                     help="measure each engine this many times, interleaved; report the median")
     ap.add_argument("--plot", help="also write the figures as a PNG plot to this path")
     ap.add_argument("--child", nargs=4)
     a = ap.parse_args()
+    if a.models_file:
+        os.environ["TD_BENCH_MODELS"] = os.path.abspath(a.models_file)
+    for kv in filter(None, a.iters.split(",")):
+        b, n = kv.split(":")
+        ITERS[int(b)] = int(n)
+    os.environ["TD_BENCH_ITERS"] = ",".join(f"{b}:{n}" for b, n in ITERS.items())
     if a.child:
         kind, model, batch, threads = a.child
-        fn = peer_tf if kind == "tf" else peer_ort
-        print(json.dumps(fn(model, int(batch), int(threads))))
+        print(json.dumps(CHILD[kind](model, int(batch), int(threads))))
         return
-    rows, raw = [], []
-    for m in a.models.split(","):
+    peers = [k for k in a.peers.split(",") if k]
+    models = a.models.split(",") if a.models else sorted(zoo())
+    rows, raw, isa = [], [], "?"
+    for m in models:
         r = {}
         for b in (1, 32):
-            # Rounds interleave the three engines, so that a busy spell on a
-            # shared machine lands on all of them; each engine's figures come
-            # from its median round (by p50), p99 and RSS from that same run.
-            runs = {"td": [], "ort": [], "tf": []}
+            # Rounds interleave the engines, so that a busy spell on a shared
+            # machine lands on all of them; each engine's figures come from
+            # its median round (by p50), p99 and RSS from that same run.
+            runs = {k: [] for k in ["td"] + peers}
             for _ in range(a.rounds):
                 runs["td"].append(tensord(a.build, m, b, a.threads))
-                runs["ort"].append(peer("ort", m, b, a.threads))
-                runs["tf"].append(peer("tf", m, b, a.threads))
+                for k in peers:
+                    runs[k].append(peer(k, m, b, a.threads))
             for k, v in runs.items():
                 raw += v
                 r[k, b] = sorted(v, key=lambda x: x["p50_us"])[len(v) // 2]
+        isa = r["td", 1].get("isa", isa)
         rows.append((m, r))
         print("measured", m, file=sys.stderr)
-    mlp64 = tensord(a.build, "mlp", 64, a.threads)
-    gemm = run_child([os.path.join(ROOT, a.build, "bench", "eng_bench"), ZOO_JSON, "mlp", "1",
-                      "1", str(a.threads), "sgemm"])
-    raw += [mlp64, gemm]
-    mib = lambda x: x["peak_rss_kb"] / 1024
-    tp = lambda x: x["batch"] * 1e6 / x["p50_us"]
-    print("threads: %d (intra-op, all engines); latency in µs, throughput in inferences/s\n"
-          % a.threads)
-    print("| model | b1 p50 / p99: tensord | onnxruntime | TensorFlow | b1 p50 vs ORT / TF "
-          "| b32 inf/s: tensord | ORT | TF | b32 vs ORT | peak RSS MiB: tensord / ORT / TF |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    mib = lambda x: x["peak_rss_kb"] / 1024  # noqa: E731
+    tp = lambda x: x["batch"] * 1e6 / x["p50_us"]  # noqa: E731
+    print("threads: %d (intra-op, all engines); engine ISA: %s; latency in µs, throughput in "
+          "inferences/s\n" % (a.threads, isa))
+    names = ["tensord"] + [PEERS[k] for k in peers]
+    print("| model | b1 p50 / p99: " + " | ".join(names) + " | b1 vs best peer | b32 inf/s: "
+          + " | ".join(names) + " | b32 vs best peer | peak RSS MiB: " + " / ".join(names)
+          + " | load ms |")
+    print("|---|" + "---|" * (2 * len(names) + 4))
     for m, r in rows:
-        t1, o1, f1 = r["td", 1], r["ort", 1], r["tf", 1]
-        t32, o32, f32 = r["td", 32], r["ort", 32], r["tf", 32]
-        print("| %s | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f | %.2f× / %.2f× | %.0f | %.0f | %.0f "
-              "| %.2f× | %.0f / %.0f / %.0f |" % (
-                  m, t1["p50_us"], t1["p99_us"], o1["p50_us"], o1["p99_us"], f1["p50_us"],
-                  f1["p99_us"], t1["p50_us"] / o1["p50_us"], t1["p50_us"] / f1["p50_us"],
-                  tp(t32), tp(o32), tp(f32), tp(t32) / tp(o32),
-                  max(mib(t1), mib(t32)), max(mib(o1), mib(o32)), max(mib(f1), mib(f32))))
-    gf = MLP_FLOP * 64 / mlp64["p50_us"] / 1e3
-    print("\nMLP batch 64: %.1f GFLOP/s (%.0f µs); OpenBLAS sgemm 2048^3: %.1f GFLOP/s; "
-          "ratio %.2f" % (gf, mlp64["p50_us"], gemm["gflops"], gf / gemm["gflops"]))
+        keys = ["td"] + peers
+        b1 = " | ".join("%.0f / %.0f" % (r[k, 1]["p50_us"], r[k, 1]["p99_us"]) for k in keys)
+        b32 = " | ".join("%.0f" % tp(r[k, 32]) for k in keys)
+        best1 = min(r[k, 1]["p50_us"] for k in peers) if peers else float("nan")
+        best32 = max(tp(r[k, 32]) for k in peers) if peers else float("nan")
+        rss = " / ".join("%.0f" % max(mib(r[k, 1]), mib(r[k, 32])) for k in keys)
+        print("| %s | %s | %.2f× | %s | %.2f× | %s | %.0f |" % (
+            m, b1, r["td", 1]["p50_us"] / best1, b32, tp(r["td", 32]) / best32, rss,
+            r["td", 1].get("load_ms", float("nan"))))
+    if "mlp" in models and not a.models_file:
+        mlp64 = tensord(a.build, "mlp", 64, a.threads)
+        gemm = run_child([os.path.join(ROOT, a.build, "bench", "eng_bench"), ZOO_JSON, "mlp",
+                          "1", "1", str(a.threads), "sgemm"])
+        raw += [mlp64, gemm]
+        gf = MLP_FLOP * 64 / mlp64["p50_us"] / 1e3
+        print("\nMLP batch 64: %.1f GFLOP/s (%.0f µs); OpenBLAS sgemm 2048^3: %.1f GFLOP/s; "
+              "ratio %.2f" % (gf, mlp64["p50_us"], gemm["gflops"], gf / gemm["gflops"]))
     if a.plot:
         sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         import plot
-        plot.engine(rows, a.threads, a.plot)
+        plot.engine(rows, a.threads, a.plot, ["td"] + peers)
     print("\nraw:")
     for x in raw:
         print(json.dumps(x))
