@@ -11,7 +11,7 @@
 #include <string.h>
 #include <threads.h>
 
-#include "eng_chunk.h"
+#include "eng_slice.h"
 #include "eng_gemm.h"
 #include "eng_gpu.h"
 #include "eng_inline.h"

@@ -1,4 +1,4 @@
-#include "eng_chunk.h"
+#include "eng_slice.h"
 
 #include <stdlib.h>
 #include <string.h>
