@@ -23,6 +23,8 @@
 #include "eng_gemm.h"
 #include "eng_kernels.h"
 #include "eng_plan.h"
+#include "eng_run.h"
+#include "eng_window.h"
 
 static bool foldable_plan(const eng_plan *p) {
   const eng_graph *g = eng_model_graph(p->m);
@@ -107,7 +109,7 @@ static bool fold_steps(eng_plan *p, const bool *cstep, const bool *cnode, const 
   int n_in = in ? p->n_inputs : 0;
   if (nf && (eng_plan_build(p->m, n_in, (const char *const *)p->in_name, nf,
                             (const char *const *)names, 0, NULL, &sub, &err) ||
-             eng_plan_run(sub, in, vals, &err)))
+             eng_run_cpu(sub, in, vals, &err)))
     goto out; /* leave the plan unfolded: the run reports the error */
   int *cv = realloc(p->const_value, sizeof *cv * ((size_t)(p->n_consts + nf) + 1));
   if (cv) p->const_value = cv;
@@ -207,17 +209,10 @@ static bool channel_const_in(const eng_tensor *k, int64_t c, const eng_shape *s)
  * VALID padding, the Pad's only reader: Keras's ZeroPadding2D before a
  * stride-2 depthwise layer. The Pad step passes its input through and the
  * convolution applies the padding as its window's (skipping the padded
- * copy, its zero fill and one pass over the activations). Op defs of the
- * plan only, so the graph is untouched; names of their own, so another
- * executor that does not know them runs them on the CPU. */
-static td_code k_pad_view(eng_kctx *c) {
-  c->out[0] = eng_tensor_share(&c->in[0]);
-  return TD_OK;
-}
-static const eng_op_def pad_view_def = {"_PadView", 0, NULL, k_pad_view};
-static const eng_op_def dw_padded_def = {"_DepthwiseConv2dNativePadded", 0, NULL,
-                                         eng_k_depthwise_conv2d_padded};
-
+ * copy, its zero fill and one pass over the activations). Plan-internal
+ * ops of the op table (ENG_OP_PLAN_ONLY), so the graph is untouched; names
+ * of their own, so another executor that does not know them runs them on
+ * the CPU. */
 static void fold_pads(eng_plan *p) {
   const eng_graph *g = eng_model_graph(p->m);
   int *readers = calloc((size_t)p->n_values + 1, sizeof *readers);
@@ -245,8 +240,8 @@ static void fold_pads(eng_plan *p) {
         strcmp(eng_attr_str(dn, "padding", "VALID"), "VALID") ||
         strcmp(eng_attr_str(dn, "data_format", "NHWC"), "NHWC"))
       continue;
-    p->ops[s] = &pad_view_def;
-    p->ops[d] = &dw_padded_def;
+    p->ops[s] = eng_op_find("_PadView");
+    p->ops[d] = eng_op_find("_DepthwiseConv2dNativePadded");
   }
 out:
   free(readers);
@@ -272,7 +267,8 @@ static void scale_dw_filters(eng_plan *p) {
     eng_epilogue *e = p->epi[s];
     const eng_node *nd = eng_graph_node(g, p->steps[s]);
     if (!e || e->n < 1 || e->op[0].kind != EPI_MUL || !e->op[0].k.buf ||
-        (strcmp(p->ops[s]->name, "DepthwiseConv2dNative") && p->ops[s] != &dw_padded_def) ||
+        (strcmp(p->ops[s]->name, "DepthwiseConv2dNative") &&
+         strcmp(p->ops[s]->name, "_DepthwiseConv2dNativePadded")) ||
         nd->n_in != 2)
       continue;
     int wv = p->base[nd->in[1].node] + nd->in[1].index, ci = -1;
@@ -484,78 +480,6 @@ void eng_plan_compile(eng_plan *p) {
   pack_weights(p);
   recount_uses(p);
 }
-
-static void epilogue_rows(const eng_epilogue *e, float *restrict y, int64_t n, int64_t c) {
-  const float *kp[ENG_EPI_MAX];
-  bool scalar[ENG_EPI_MAX];
-  for (int i = 0; i < e->n; i++) {
-    kp[i] = e->op[i].k.buf ? eng_tensor_data(&e->op[i].k) : NULL;
-    scalar[i] = kp[i] && eng_tensor_numel(&e->op[i].k) == 1;
-  }
-  /* Row by row (one pixel's or one example's channels), all ops on a row
-   * while it is in L1. */
-  for (int64_t r = 0; r < n; r += c) {
-    float *restrict row = y + r;
-    for (int i = 0; i < e->n; i++) {
-      int kind = e->op[i].kind;
-      if (kind == EPI_RELU) {
-        for (int64_t j = 0; j < c; j++) row[j] = row[j] > 0 ? row[j] : 0;
-        continue;
-      }
-      if (kind == EPI_RELU6) {
-        for (int64_t j = 0; j < c; j++) row[j] = row[j] > 0 ? (row[j] < 6 ? row[j] : 6) : 0;
-        continue;
-      }
-      const float *restrict k = kp[i];
-      if (scalar[i]) {
-        float v = k[0];
-        if (kind == EPI_ADD) for (int64_t j = 0; j < c; j++) row[j] = row[j] + v;
-        else if (kind == EPI_SUB) for (int64_t j = 0; j < c; j++) row[j] = row[j] - v;
-        else for (int64_t j = 0; j < c; j++) row[j] = row[j] * v;
-      } else {
-        if (kind == EPI_ADD) for (int64_t j = 0; j < c; j++) row[j] = row[j] + k[j];
-        else if (kind == EPI_SUB) for (int64_t j = 0; j < c; j++) row[j] = row[j] - k[j];
-        else for (int64_t j = 0; j < c; j++) row[j] = row[j] * k[j];
-      }
-    }
-  }
-}
-
-void eng_epilogue_apply(const eng_epilogue *e, eng_tensor *t) {
-  if (!e->n) return; /* a Reshape's: it only renames the value */
-  int64_t n = eng_tensor_numel(t), c = t->shape.rank ? t->shape.dim[t->shape.rank - 1] : 1;
-  if (n > 0 && c > 0) epilogue_rows(e, eng_tensor_data(t), n, c);
-}
-
-const eng_gemm_epi *eng_kgemm_epi(eng_kctx *c, eng_gemm_epi *buf) {
-  const eng_epilogue *e = c->epi;
-  if (!e) return NULL;
-  static const int kinds[] = {[EPI_ADD] = ENG_GEMM_ADD, [EPI_SUB] = ENG_GEMM_SUB,
-                              [EPI_MUL] = ENG_GEMM_MUL, [EPI_RELU] = ENG_GEMM_RELU,
-                              [EPI_RELU6] = ENG_GEMM_RELU6};
-  /* The leading multiply is already in weights packed prescaled. */
-  int skip = c->packed && eng_gemm_prescaled(c->packed) ? 1 : 0;
-  buf->n = e->n - skip;
-  for (int i = 0; i < buf->n; i++) {
-    const eng_tensor *k = &e->op[i + skip].k;
-    buf->op[i].kind = kinds[e->op[i + skip].kind];
-    buf->op[i].k = NULL;
-    buf->op[i].s = 0;
-    if (k->buf && eng_tensor_numel(k) == 1)
-      buf->op[i].s = *(const float *)eng_tensor_data(k);
-    else if (k->buf)
-      buf->op[i].k = eng_tensor_data(k); /* one per channel: checked when fused */
-  }
-  c->epi_done = true;
-  return buf;
-}
-
-void eng_kepilogue(eng_kctx *c, float *y, int64_t rows, int64_t ch) {
-  if (!c->epi) return;
-  if (rows > 0 && ch > 0) epilogue_rows(c->epi, y, rows * ch, ch);
-  c->epi_done = true;
-}
-
 
 /* --- shape specialisation --------------------------------------------------
  *

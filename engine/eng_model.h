@@ -106,4 +106,11 @@ td_code eng_model_slot_write(eng_model *m, int64_t slot, const eng_tensor *value
 td_code eng_model_restore(eng_model *m, const char *prefix, const char *key, eng_dtype dtype,
                           eng_tensor *out, td_err *err);
 
+/* --- for the device layer (device/) -------------------------------------- */
+/* The model's device state (weights on the device), opaque here; NULL on
+ * the CPU. Setting it frees the previous one with its own free_fn, and
+ * eng_model_destroy frees the last. Set while no plan of the model runs. */
+void *eng_model_dev(const eng_model *m);
+void eng_model_set_dev(eng_model *m, void *dev, void (*free_fn)(void *));
+
 #endif

@@ -134,6 +134,9 @@ static const eng_op_def ops[] = {
     {"VariableV2", 0, NULL, eng_k_variable_v2},
     {"While", 0, eng_s_unknown, eng_k_while},
     {"ZerosLike", 0, eng_s_unary, eng_k_zeros_like},
+    /* Plan-internal (eng_compile.c's Pad folding): never a graph's op. */
+    {"_DepthwiseConv2dNativePadded", ENG_OP_PLAN_ONLY, NULL, eng_k_depthwise_conv2d_padded},
+    {"_PadView", ENG_OP_PLAN_ONLY, NULL, eng_k_identity},
 };
 
 #define N_OPS ((int)(sizeof ops / sizeof ops[0]))

@@ -48,6 +48,9 @@ enum {
    * runs with dead inputs (empty) and forwards a live one. Plans holding
    * these are not folded or fused, and run on the CPU. */
   ENG_OP_DEAD_FLOW = 1 << 2,
+  /* Put in a plan by the compiler, never read from a graph: a graph node
+   * naming it is an unsupported op. */
+  ENG_OP_PLAN_ONLY = 1 << 3,
 };
 
 typedef struct eng_op_def {

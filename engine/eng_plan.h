@@ -20,21 +20,9 @@
 #include <stdatomic.h>
 #include <threads.h>
 
+#include "eng_epilogue.h"
 #include "eng_model.h"
 #include "eng_op.h"
-
-enum { EPI_ADD, EPI_SUB, EPI_MUL, EPI_RELU, EPI_RELU6 };
-
-#define ENG_EPI_MAX 8
-
-typedef struct eng_epilogue {
-  int n;
-  struct {
-    int kind;
-    eng_tensor k; /* float constant: one value or one per channel; empty for activations */
-  } op[ENG_EPI_MAX];
-  int out_value; /* value index the result is stored as */
-} eng_epilogue;
 
 struct eng_plan {
   eng_model *m;
@@ -65,9 +53,9 @@ struct eng_plan {
   mtx_t spec_lock;
   int n_specs;
   struct eng_spec *specs;
-  /* Batch slicing (eng_chunk.h): 0 not decided yet, -1 never, else the
+  /* Batch slicing (eng_slice.h): 0 not decided yet, -1 never, else the
    * largest per-example activation in bytes. */
-  atomic_llong chunk_bytes;
+  atomic_llong slice_bytes;
 };
 
 /* The specialised plan for these inputs, built on first use (cached, at
@@ -92,44 +80,5 @@ td_code eng_plan_build(eng_model *m, int n_inputs, const char *const *inputs, in
  * steps write no state. Leaves the plan as it was when folding fails (the
  * error then surfaces when the plan runs, as it would have). */
 void eng_plan_compile(eng_plan *p);
-
-/* Applies an epilogue in place to a float tensor whose last dim is the
- * channel dim. */
-void eng_epilogue_apply(const eng_epilogue *e, eng_tensor *t);
-
-/* One run of a plan, split so that other executors (eng_gpu.c) share the
- * CPU loop's bookkeeping (eng_model.c). values[v] is value v's host tensor
- * (empty until computed, or while it lives only on a device), left[v] its
- * remaining readers, fed[v] whether a feed supplied it. eng_plan_run is
- * begin, eng_run_step_cpu for every step, finish. */
-typedef struct eng_run {
-  const eng_plan *p;
-  eng_tensor *values;
-  int *left;
-  bool *fed;
-  /* TF1 control flow (ENG_OP_DEAD_FLOW ops: Switch, Merge): dead[v] marks
-   * a value of an untaken branch, ndead[node] a node that did not run for
-   * that reason (a dead control input kills its dependents too). */
-  bool *dead;
-  bool *ndead;
-  /* When set (the run that decides batch slicing), each value's shape and
-   * dtype as produced or fed. */
-  eng_shape *shapes;
-  eng_dtype *dtypes;
-  void *scratch, *mem;
-} eng_run;
-
-/* Checks the feeds and fills the table with feeds and constants. Call
- * eng_run_finish even when it fails. */
-td_code eng_run_begin(eng_run *r, const eng_plan *p, const eng_tensor *in, td_err *err);
-/* Runs step s's CPU kernel; its inputs must be in values. Stores its
- * outputs and drops one use of each input. */
-td_code eng_run_step_cpu(eng_run *r, int s, td_err *err);
-/* Drops one use of each input of step s (releasing host values no longer
- * read), for a step run elsewhere. */
-void eng_run_drop_inputs(eng_run *r, int s);
-/* When rc is TD_OK, shares the outputs into out; releases the table.
- * Returns rc, or the error of collecting the outputs. */
-td_code eng_run_finish(eng_run *r, td_code rc, eng_tensor *out, td_err *err);
 
 #endif

@@ -9,7 +9,7 @@
  * stays within the core's share of L2 and L3. (MobileNetV2 at batch 32 on
  * the development VM: 0.5 to 2 MiB all gave about 1.35x the whole batch's
  * throughput; 4 MiB and more lost most of it.) */
-#define CHUNK_BUDGET_BYTES ((int64_t)1 << 20)
+#define SLICE_BUDGET_BYTES ((int64_t)1 << 20)
 
 static bool one_of(const char *op, const char *const *list) {
   for (; *list; list++)
@@ -93,7 +93,7 @@ static bool reshape_keeps_batch(const eng_graph *g, const eng_node *rs) {
   return true;
 }
 
-bool eng_chunk_separable(const eng_plan *p, const eng_shape *shapes, const eng_dtype *dtypes,
+bool eng_slice_separable(const eng_plan *p, const eng_shape *shapes, const eng_dtype *dtypes,
                          int64_t batch, int64_t *bytes) {
   const eng_graph *g = eng_model_graph(p->m);
   bool *dep = calloc((size_t)p->n_values + 1, sizeof *dep);
@@ -188,68 +188,8 @@ bool eng_chunk_separable(const eng_plan *p, const eng_shape *shapes, const eng_d
   return ok;
 }
 
-int64_t eng_chunk_size(int64_t bytes, int64_t batch) {
-  int64_t c = CHUNK_BUDGET_BYTES / (bytes > 0 ? bytes : 1);
-  if (c < ENG_CHUNK_MIN) c = ENG_CHUNK_MIN;
+int64_t eng_slice_size(int64_t bytes, int64_t batch) {
+  int64_t c = SLICE_BUDGET_BYTES / (bytes > 0 ? bytes : 1);
+  if (c < ENG_SLICE_MIN) c = ENG_SLICE_MIN;
   return c < batch ? c : batch;
-}
-
-/* Rows [r0, r0 + n) of a dense tensor whose dim 0 is the batch. */
-static td_code slice_rows(const eng_tensor *t, int64_t r0, int64_t n, eng_tensor *out,
-                          td_err *err) {
-  eng_shape s = t->shape;
-  int64_t rows = s.dim[0];
-  s.dim[0] = n;
-  td_code rc = eng_tensor_alloc_raw(out, t->dtype, &s, err);
-  if (rc) return rc;
-  size_t row = rows ? eng_tensor_nbytes(t) / (size_t)rows : 0;
-  if (row && n)
-    memcpy(eng_tensor_data(out), (const char *)eng_tensor_data(t) + row * (size_t)r0,
-           row * (size_t)n);
-  return TD_OK;
-}
-
-td_code eng_chunk_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, int64_t batch,
-                      int64_t chunk, td_err *err) {
-  int ni = p->n_inputs, no = p->n_outputs;
-  eng_tensor *cin = calloc((size_t)ni + 1, sizeof *cin),
-             *cout = calloc((size_t)no + 1, sizeof *cout);
-  td_code rc = cin && cout ? TD_OK : td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
-  for (int i = 0; i < no; i++) out[i] = (eng_tensor){0};
-  for (int64_t r0 = 0; r0 < batch && !rc; r0 += chunk) {
-    int64_t n = batch - r0 < chunk ? batch - r0 : chunk;
-    for (int i = 0; i < ni && !rc; i++) rc = slice_rows(&in[i], r0, n, &cin[i], err);
-    if (!rc) rc = eng_plan_run(p, cin, cout, err);
-    for (int i = 0; i < ni; i++) eng_tensor_release(&cin[i]);
-    for (int o = 0; o < no && !rc; o++) {
-      const eng_tensor *c = &cout[o];
-      if (c->shape.rank < 1 || c->shape.dim[0] != n || !eng_dtype_size(c->dtype)) {
-        rc = td_err_set(err, TD_INTERNAL, "a batch slice gave output %d of another shape", o);
-        break;
-      }
-      if (!out[o].buf) {
-        eng_shape s = c->shape;
-        s.dim[0] = batch;
-        rc = eng_tensor_alloc_raw(&out[o], c->dtype, &s, err);
-        if (rc) break;
-      } else {
-        eng_shape s = c->shape;
-        s.dim[0] = batch;
-        if (c->dtype != out[o].dtype || !eng_shape_equal(&s, &out[o].shape)) {
-          rc = td_err_set(err, TD_INTERNAL, "batch slices gave output %d different shapes", o);
-          break;
-        }
-      }
-      size_t row = eng_tensor_nbytes(c) / (size_t)n;
-      if (row && n)
-        memcpy((char *)eng_tensor_data(&out[o]) + row * (size_t)r0, eng_tensor_data(c),
-               row * (size_t)n);
-    }
-    for (int o = 0; o < no; o++) eng_tensor_release(&cout[o]);
-  }
-  if (rc)
-    for (int o = 0; o < no; o++) eng_tensor_release(&out[o]);
-  free(cin);
-  free(cout);
-  return rc;
 }

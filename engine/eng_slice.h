@@ -1,5 +1,5 @@
-/* eng_chunk (internal to engine/): running a large batch as a few smaller
- * ones, so that each op's activations stay in cache between ops.
+/* eng_slice (internal to engine/): whether a large batch may run as a few
+ * smaller ones (batch slicing), so that each op's activations stay in cache between ops.
  *
  * At batch 32 a convolutional net's layers hold megabytes per tensor; run
  * over the whole batch, every op streams its input and output through main
@@ -16,26 +16,23 @@
  * 0 alone, MatMul with the batch on its rows, reductions and softmax over
  * other axes, Reshape to [-1, ...]); every batch-dependent value must have
  * the batch as dim 0; inputs and outputs must be numeric. Anything else
- * keeps the plan whole. */
-#ifndef ENG_CHUNK_H
-#define ENG_CHUNK_H
+ * keeps the plan whole. The executor (eng_exec.c) runs the slices and
+ * stacks their outputs. Pure functions of their arguments, any thread. */
+#ifndef ENG_SLICE_H
+#define ENG_SLICE_H
 
 #include "eng_plan.h"
 
 /* Slices smaller than this are not worth a split. */
-#define ENG_CHUNK_MIN 2
+#define ENG_SLICE_MIN 2
 
 /* Decides from a run of p at batch `batch` (shapes[v], dtypes[v] recorded
  * for every value it produced or was fed; dtype INVALID for none). On
  * true, *bytes is the largest activation of one example. */
-bool eng_chunk_separable(const eng_plan *p, const eng_shape *shapes, const eng_dtype *dtypes,
+bool eng_slice_separable(const eng_plan *p, const eng_shape *shapes, const eng_dtype *dtypes,
                          int64_t batch, int64_t *bytes);
 /* Examples per slice for a batch whose largest per-example activation is
- * `bytes`: as many as fit the cache budget, at least ENG_CHUNK_MIN. */
-int64_t eng_chunk_size(int64_t bytes, int64_t batch);
-/* Runs p (through eng_plan_run) on slices of `chunk` examples of in and
- * stacks the outputs into out. */
-td_code eng_chunk_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, int64_t batch,
-                      int64_t chunk, td_err *err);
+ * `bytes`: as many as fit the cache budget, at least ENG_SLICE_MIN. */
+int64_t eng_slice_size(int64_t bytes, int64_t batch);
 
 #endif

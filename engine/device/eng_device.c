@@ -11,8 +11,9 @@
 #include <threads.h>
 #include <unistd.h>
 
+#include "eng_device_int.h"
 #include "eng_devref.h"
-#include "eng_gpu.h"
+#include "eng_plan.h"
 #include "td_log.h"
 
 #define PLUGIN_NAME "libtensord_cuda.so"
@@ -378,6 +379,9 @@ static td_code attach_plan(eng_dev_model *dm, eng_dev_thread *t, const eng_plan 
   return rc;
 }
 
+/* The model's free hook for its device state. */
+static void dev_model_free(void *dm) { eng_dev_model_free(dm); }
+
 td_code eng_device_attach(eng_model *m, int n_plans, eng_plan *const *plans, td_err *err) {
   if (!g_api) return TD_OK;
   eng_dev_thread *t = eng_dev_thread_get(err);
@@ -391,32 +395,6 @@ td_code eng_device_attach(eng_model *m, int n_plans, eng_plan *const *plans, td_
     eng_dev_model_free(dm);
     return rc;
   }
-  eng_model_set_dev(m, dm);
+  eng_model_set_dev(m, dm, dev_model_free);
   return TD_OK;
-}
-
-int eng_device_plan_report(const eng_plan *p, char *cpu_ops, size_t len) {
-  int on = 0;
-  size_t used = 0;
-  if (len) cpu_ops[0] = 0;
-  for (int s = 0; s < p->n_steps; s++) {
-    if (eng_gpu_step_supported(p, s)) {
-      on++;
-      continue;
-    }
-    const char *name = p->ops[s]->name;
-    /* List each op once. */
-    size_t nl = strlen(name);
-    bool seen = false;
-    for (const char *q = cpu_ops; q && *q && !seen;) {
-      const char *e = strchr(q, ',');
-      size_t l = e ? (size_t)(e - q) : strlen(q);
-      seen = l == nl && !strncmp(q, name, nl);
-      q = e ? e + 2 : NULL;
-    }
-    if (!seen && used + nl + 3 < len) {
-      used += (size_t)snprintf(cpu_ops + used, len - used, "%s%s", used ? ", " : "", name);
-    }
-  }
-  return on;
 }

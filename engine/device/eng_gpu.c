@@ -19,8 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_device_int.h"
 #include "eng_einsum.h"
 #include "eng_kernels.h"
+#include "eng_run.h"
+#include "eng_window.h"
 
 enum { G_OK, G_DECLINE, G_ERR };
 
@@ -585,27 +588,6 @@ static int g_einsum(gx *g, eng_dev_val *out) {
 
 /* --- windows: convolution, depthwise, pooling ----------------------------- */
 
-static bool window_1d(const char *pad, int64_t in, int64_t k, int64_t s, int64_t d,
-                      const int64_t *ep, int64_t *out, int64_t *before) {
-  if (s <= 0 || d <= 0 || k <= 0) return false;
-  int64_t eff = (k - 1) * d + 1;
-  if (!strcmp(pad, "VALID")) {
-    *out = (in - eff + s) / s;
-    *before = 0;
-  } else if (!strcmp(pad, "SAME")) {
-    *out = (in + s - 1) / s;
-    int64_t total = (*out - 1) * s + eff - in;
-    *before = total > 0 ? total / 2 : 0;
-  } else if (!strcmp(pad, "EXPLICIT") && ep) {
-    if (ep[0] < 0 || ep[1] < 0) return false;
-    *out = (in + ep[0] + ep[1] - eff + s) / s;
-    *before = ep[0];
-  } else {
-    return false;
-  }
-  return *out >= 0;
-}
-
 /* The window of a conv/pool step over input 0 (NHWC float). kh, kw: the
  * filter's, or 0 to read ksize (pooling). Declines anything unusual: the
  * CPU kernel then runs and reports errors in TensorFlow's words. */
@@ -637,8 +619,8 @@ static bool window_of(gx *g, int64_t kh, int64_t kw, eng_dev_window *w) {
                         .dh = dl[1],
                         .dw = dl[2],
                         .mult = 1};
-  return window_1d(pad, w->h, kh, w->sh, w->dh, ep + 2, &w->oh, &w->pad_t) &&
-         window_1d(pad, w->w, kw, w->sw, w->dw, ep + 4, &w->ow, &w->pad_l);
+  return eng_window_1d(pad, w->h, kh, w->sh, w->dh, ep + 2, &w->oh, &w->pad_t) == ENG_WINDOW_OK &&
+         eng_window_1d(pad, w->w, kw, w->sw, w->dw, ep + 4, &w->ow, &w->pad_l) == ENG_WINDOW_OK;
 }
 
 static int g_conv2d(gx *g, eng_dev_val *out) {
@@ -1234,20 +1216,13 @@ static td_code gpu_run(eng_dev_model *dm, const eng_plan *p, const eng_tensor *i
  * the thread's device value table and scratch belong to the outer run. */
 static _Thread_local int g_depth;
 
-static td_code cpu_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, td_err *err) {
-  eng_run r;
-  td_code rc = eng_run_begin(&r, p, in, err);
-  for (int s = 0; s < p->n_steps && !rc; s++) rc = eng_run_step_cpu(&r, s, err);
-  return eng_run_finish(&r, rc, out, err);
-}
-
 td_code eng_gpu_run(eng_dev_model *dm, const eng_plan *p, const eng_tensor *in, eng_tensor *out,
                     td_err *err) {
-  if (g_depth) return cpu_run(p, in, out, err);
+  if (g_depth) return eng_run_cpu(p, in, out, err);
   /* TF1 Switch / Merge plans carry dead values the device table does not
    * track: they run on the CPU. */
   for (int s = 0; s < p->n_steps; s++)
-    if (p->ops[s]->flags & ENG_OP_DEAD_FLOW) return cpu_run(p, in, out, err);
+    if (p->ops[s]->flags & ENG_OP_DEAD_FLOW) return eng_run_cpu(p, in, out, err);
   g_depth++;
   td_code rc = gpu_run(dm, p, in, out, err);
   g_depth--;
@@ -1279,4 +1254,30 @@ static td_code gpu_run(eng_dev_model *dm, const eng_plan *p, const eng_tensor *i
     if (to_host_v(&g, p->out_value[i]) != G_OK) rc = err ? err->code : TD_INTERNAL;
   eng_dev_thread_end(g.t);
   return eng_run_finish(&g.r, rc, out, err);
+}
+
+int eng_device_plan_report(const eng_plan *p, char *cpu_ops, size_t len) {
+  int on = 0;
+  size_t used = 0;
+  if (len) cpu_ops[0] = 0;
+  for (int s = 0; s < p->n_steps; s++) {
+    if (eng_gpu_step_supported(p, s)) {
+      on++;
+      continue;
+    }
+    const char *name = p->ops[s]->name;
+    /* List each op once. */
+    size_t nl = strlen(name);
+    bool seen = false;
+    for (const char *q = cpu_ops; q && *q && !seen;) {
+      const char *e = strchr(q, ',');
+      size_t l = e ? (size_t)(e - q) : strlen(q);
+      seen = l == nl && !strncmp(q, name, nl);
+      q = e ? e + 2 : NULL;
+    }
+    if (!seen && used + nl + 3 < len) {
+      used += (size_t)snprintf(cpu_ops + used, len - used, "%s%s", used ? ", " : "", name);
+    }
+  }
+  return on;
 }

@@ -3,6 +3,7 @@
 #ifndef ENG_KERNELS_H
 #define ENG_KERNELS_H
 
+#include "eng_epilogue.h"
 #include "eng_op.h"
 
 /* Broadcast two shapes NumPy-style (unknown dims stay unknown when they
@@ -73,14 +74,6 @@ void eng_copy_nd(int rank, const int64_t *dims, size_t es, const char *src, cons
                  char *dst, const int64_t *dstst);
 /* Row-major element strides of a concrete shape. */
 void eng_contig_strides(const eng_shape *s, int64_t *st);
-
-/* Applies the kernel's fused epilogue (if any) to `rows` rows of c floats
- * just written, and marks it done (eng_compile.c). */
-void eng_kepilogue(eng_kctx *c, float *y, int64_t rows, int64_t ch);
-/* The kernel's fused epilogue as eng_gemm applies it in registers (over n
- * output channels); NULL when there is none. Marks it done. */
-struct eng_gemm_epi;
-const struct eng_gemm_epi *eng_kgemm_epi(eng_kctx *c, struct eng_gemm_epi *buf);
 
 /* Broadcast iteration over up to three inputs: st[k][d] is input k's stride
  * along output dim d (0 where broadcast); off[k] follows the odometer.
@@ -212,12 +205,10 @@ td_code eng_k_fused_batch_norm(eng_kctx *c);
 td_code eng_k_softmax(eng_kctx *c);
 td_code eng_s_conv2d(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
 td_code eng_s_pool(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
-/* A Pad node (zeros) of an NHWC tensor by a Const amount on H and W only:
- * out = (top, bottom, left, right). */
-bool eng_pad_hw(const eng_graph *g, const eng_node *pad, int64_t out[4]);
 /* DepthwiseConv2dNative (VALID) reading, as input 0, the unpadded input of
  * the Pad node feeding it (that Pad's step passes its input through): the
- * padding is applied as the window's own. Set by eng_compile.c. */
+ * padding is applied as the window's own. The op table's plan-internal
+ * _DepthwiseConv2dNativePadded, placed by eng_compile.c. */
 td_code eng_k_depthwise_conv2d_padded(eng_kctx *c);
 
 #endif

@@ -3,11 +3,7 @@
  * multiplier 1, a plain loop otherwise), MaxPool and AvgPool (SAME averages
  * over the valid cells only),
  * FusedBatchNorm{,V2,V3} and Softmax/LogSoftmax over the last axis.
- *
- * Window geometry follows TensorFlow (kernels/ops_util, conv_ops): VALID
- * gives (in - eff + stride) / stride outputs, SAME gives ceil(in / stride)
- * with the odd padding cell at the end, EXPLICIT takes explicit_paddings;
- * eff = (k - 1) * dilation + 1. */
+ * Window geometry: eng_window.h. */
 #include <cblas.h>
 #include <immintrin.h>
 #include <math.h>
@@ -19,36 +15,30 @@
 #include "eng_kernels.h"
 #include "eng_model.h"
 #include "eng_vmath.h"
+#include "eng_window.h"
 
 typedef eng_conv_geom geom;
 
+/* The window along one dim (eng_window.h), or an error in TensorFlow's
+ * words. */
 static td_code window_1d(eng_kctx *c, const char *pad, int64_t in, int64_t k, int64_t s, int64_t d,
                          const int64_t *explicit_pad, int64_t *out, int64_t *before) {
-  if (s <= 0 || d <= 0 || k <= 0)
+  switch (eng_window_1d(pad, in, k, s, d, explicit_pad, out, before)) {
+  case ENG_WINDOW_OK:
+    return TD_OK;
+  case ENG_WINDOW_BAD_STEP:
     return eng_kfail(c, TD_INVALID_ARGUMENT, "window, stride and dilation must be positive");
-  int64_t eff = (k - 1) * d + 1;
-  if (!strcmp(pad, "VALID")) {
-    *out = (in - eff + s) / s;
-    *before = 0;
-  } else if (!strcmp(pad, "SAME")) {
-    *out = (in + s - 1) / s;
-    int64_t total = (*out - 1) * s + eff - in;
-    if (total < 0) total = 0;
-    *before = total / 2;
-  } else if (!strcmp(pad, "EXPLICIT") && explicit_pad) {
-    if (explicit_pad[0] < 0 || explicit_pad[1] < 0)
-      return eng_kfail(c, TD_INVALID_ARGUMENT, "explicit paddings must be non-negative");
-    *out = (in + explicit_pad[0] + explicit_pad[1] - eff + s) / s;
-    *before = explicit_pad[0];
-  } else {
+  case ENG_WINDOW_BAD_EXPLICIT:
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "explicit paddings must be non-negative");
+  case ENG_WINDOW_BAD_PADDING:
     return eng_kfail(c, TD_INVALID_ARGUMENT, "padding '%s' is not supported", pad);
+  case ENG_WINDOW_NEGATIVE:
+    break;
   }
-  if (*out < 0)
-    return eng_kfail(c, TD_INVALID_ARGUMENT,
-                     "Computed output size would be negative: %lld [input: %lld, window: %lld, "
-                     "stride: %lld]",
-                     (long long)*out, (long long)in, (long long)eff, (long long)s);
-  return TD_OK;
+  return eng_kfail(c, TD_INVALID_ARGUMENT,
+                   "Computed output size would be negative: %lld [input: %lld, window: %lld, "
+                   "stride: %lld]",
+                   (long long)*out, (long long)in, (long long)((k - 1) * d + 1), (long long)s);
 }
 
 /* Reads strides/dilations/padding of a conv or pool over x (NHWC). pads,
@@ -337,25 +327,6 @@ td_code eng_k_depthwise_conv2d(eng_kctx *c) { return depthwise(c, NULL); }
 /* The paddings of a Pad node whose amounts are a Const node's value:
  * (top, bottom, left, right) of an NHWC tensor, false unless only H and W
  * are padded. */
-bool eng_pad_hw(const eng_graph *g, const eng_node *pad, int64_t out[4]) {
-  if (strcmp(pad->op, "Pad") || pad->n_in != 2) return false;
-  const eng_node *k = eng_graph_node(g, pad->in[1].node);
-  const eng_attr *a = strcmp(k->op, "Const") ? NULL : eng_node_attr(k, "value");
-  if (!a || a->kind != ENG_ATTR_TENSOR) return false;
-  const eng_tensor *t = &a->tensor;
-  if (t->shape.rank != 2 || t->shape.dim[0] != 4 || t->shape.dim[1] != 2) return false;
-  int64_t v[8];
-  for (int i = 0; i < 8; i++) {
-    if (t->dtype == ENG_DT_INT32) v[i] = ((const int32_t *)eng_tensor_data(t))[i];
-    else if (t->dtype == ENG_DT_INT64) v[i] = ((const int64_t *)eng_tensor_data(t))[i];
-    else return false;
-    if (v[i] < 0) return false;
-  }
-  if (v[0] || v[1] || v[6] || v[7]) return false;
-  for (int i = 0; i < 4; i++) out[i] = v[2 + i];
-  return true;
-}
-
 td_code eng_k_depthwise_conv2d_padded(eng_kctx *c) {
   const eng_graph *g = eng_model_graph(c->model);
   int64_t pads[4];
