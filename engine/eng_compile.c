@@ -490,8 +490,8 @@ void eng_plan_compile(eng_plan *p) {
  * shapes folds them as constants. Two flags per node, from the inputs
  * forward: V (its value depends on no fed data: constants, variables, the
  * Shape of a tensor whose shape is known) and S (its shape is known: from
- * the feeds' shapes and the V inputs that ops read shapes from). An op
- * missing from the table below never has a known shape. The V steps are
+ * the feeds' shapes and the V inputs that ops read shapes from, the op
+ * table's ENG_OP_SHAPED and shape_values). The V steps are
  * then folded like constants, evaluated once on the first request of that
  * shape (their values cannot depend on its data). */
 
@@ -503,46 +503,6 @@ typedef struct eng_spec {
   eng_plan *plan;
 } eng_spec;
 
-/* Output shape is a function of the input shapes and of the values of the
- * inputs in vmask (bit i = input i; ~0u = the last input, ConcatV2's axis). */
-static const struct shape_rule {
-  const char *op;
-  unsigned vmask;
-} shape_rules[] = {
-    {"Abs", 0},          {"Add", 0},          {"AddN", 0},         {"AddV2", 0},
-    {"All", 2},          {"Any", 2},          {"AvgPool", 0},      {"BatchMatMul", 0},
-    {"BatchMatMulV2", 0}, {"BatchMatMulV3", 0}, {"BiasAdd", 0},    {"BroadcastTo", 2},
-    {"Cast", 0},         {"Ceil", 0},         {"CheckNumerics", 0}, {"ConcatV2", ~0u},
-    {"Conv2D", 0},       {"Cos", 0},          {"DepthwiseConv2dNative", 0}, {"Einsum", 0},
-    {"Elu", 0},          {"EnsureShape", 0},  {"Equal", 0},        {"Erf", 0},
-    {"Erfc", 0},         {"Exp", 0},          {"ExpandDims", 2},   {"Expm1", 0},
-    {"Fill", 1},         {"Floor", 0},        {"FusedBatchNorm", 0}, {"FusedBatchNormV2", 0},
-    {"FusedBatchNormV3", 0}, {"GatherV2", 4}, {"Greater", 0},      {"GreaterEqual", 0},
-    {"Identity", 0},     {"IdentityN", 0},    {"LeakyRelu", 0},    {"Less", 0},
-    {"LessEqual", 0},    {"Log", 0},          {"Log1p", 0},        {"LogSoftmax", 0},
-    {"LogicalAnd", 0},   {"LogicalNot", 0},   {"LogicalOr", 0},    {"MatMul", 0},
-    {"Max", 2},          {"MaxPool", 0},      {"Maximum", 0},      {"Mean", 2},
-    {"Min", 2},          {"Minimum", 0},      {"Mul", 0},          {"Neg", 0},
-    {"NotEqual", 0},     {"OnesLike", 0},     {"Pack", 0},         {"Pad", 2},
-    {"PadV2", 2},        {"Pow", 0},          {"PreventGradient", 0}, {"Prod", 2},
-    {"RealDiv", 0},      {"Reciprocal", 0},   {"Relu", 0},         {"Relu6", 0},
-    {"Reshape", 2},      {"Round", 0},        {"Rsqrt", 0},        {"Select", 0},
-    {"SelectV2", 0},     {"Selu", 0},         {"Shape", 0},        {"Sigmoid", 0},
-    {"Sign", 0},         {"Sin", 0},          {"Slice", 6},        {"Snapshot", 0},
-    {"Softmax", 0},      {"Softplus", 0},     {"Softsign", 0},     {"Sqrt", 0},
-    {"Square", 0},       {"SquaredDifference", 0}, {"Squeeze", 0}, {"StopGradient", 0},
-    {"StridedSlice", 14}, {"Sub", 0},         {"Sum", 2},          {"Tanh", 0},
-    {"Tile", 2},         {"Transpose", 2},    {"Unpack", 0},       {"ZerosLike", 0},
-    {"Split", 1},        {"SplitV", 6},       {"OneHot", 2},       {"MirrorPad", 2},
-    {"Cumsum", 0},
-};
-
-static const struct shape_rule *find_rule(const char *op) {
-  for (size_t i = 0; i < sizeof shape_rules / sizeof *shape_rules; i++)
-    if (!strcmp(shape_rules[i].op, op)) return &shape_rules[i];
-  return NULL;
-}
-
 /* Marks the steps whose values follow from the input shapes; true when
  * there is any. */
 static bool shape_consts(eng_plan *p, bool *cnode, bool *cstep) {
@@ -553,13 +513,15 @@ static bool shape_consts(eng_plan *p, bool *cnode, bool *cstep) {
   for (int s = 0; s < p->n_steps; s++) {
     const eng_node *nd = eng_graph_node(g, p->steps[s]);
     bool v = strcmp(nd->op, "Placeholder") != 0, sh = true;
-    const struct shape_rule *rule = find_rule(nd->op);
+    const eng_op_def *od = p->ops[s];
+    bool rule = od->flags & ENG_OP_SHAPED;
     for (int k = 0; k < nd->n_in; k++) {
       int in = nd->in[k].node;
       bool fed = is_fed(p, p->base[in] + nd->in[k].index);
       bool iv = !fed && cnode[in], is = fed || snode[in];
       v = v && iv;
-      bool need_value = rule && (rule->vmask == ~0u ? k == nd->n_in - 1 : (rule->vmask >> k) & 1);
+      bool need_value = rule && (od->shape_values == ENG_SHAPE_LAST ? k == nd->n_in - 1
+                                                                     : (od->shape_values >> k) & 1);
       sh = sh && (need_value ? iv : is);
     }
     for (int k = 0; k < nd->n_ctrl && v; k++) v = cnode[nd->ctrl[k]];

@@ -11,31 +11,6 @@
  * throughput; 4 MiB and more lost most of it.) */
 #define SLICE_BUDGET_BYTES ((int64_t)1 << 20)
 
-static bool one_of(const char *op, const char *const *list) {
-  for (; *list; list++)
-    if (!strcmp(op, *list)) return true;
-  return false;
-}
-
-static const char *const k_elementwise[] = {"Add",     "AddV2",   "Sub",     "Mul",
-                                            "RealDiv", "Maximum", "Minimum", "SquaredDifference",
-                                            "BiasAdd", "Pow",     NULL};
-static const char *const k_unary[] = {
-    "Relu",     "Relu6", "Sigmoid",   "Tanh",       "Exp",      "Log",      "Sqrt",
-    "Rsqrt",    "Neg",   "Abs",       "Square",     "Erf",      "Erfc",     "Softplus",
-    "Elu",      "Selu",  "LeakyRelu", "Reciprocal", "Identity", "Snapshot", "StopGradient",
-    "_PadView", "Cast",  "Floor",     "Ceil",       "Round",    "Sign",     NULL};
-static const char *const k_window[] = {"Conv2D",
-                                       "DepthwiseConv2dNative",
-                                       "_DepthwiseConv2dNativePadded",
-                                       "MaxPool",
-                                       "AvgPool",
-                                       "FusedBatchNorm",
-                                       "FusedBatchNormV2",
-                                       "FusedBatchNormV3",
-                                       NULL};
-static const char *const k_reduce[] = {"Mean", "Sum", "Max", "Min", "Prod", NULL};
-
 /* An int32 / int64 tensor's values, at most max of them. */
 static bool tensor_ints(const eng_tensor *t, int64_t *out, int max, int *n) {
   if (t->dtype != ENG_DT_INT32 && t->dtype != ENG_DT_INT64) return false;
@@ -106,7 +81,7 @@ bool eng_slice_separable(const eng_plan *p, const eng_shape *shapes, const eng_d
   for (int i = 0; i < p->n_inputs; i++) dep[p->in_value[i]] = true;
   for (int s = 0; s < p->n_steps && ok; s++) {
     const eng_node *nd = eng_graph_node(g, p->steps[s]);
-    const char *op = p->ops[s]->name;
+    eng_slice_kind kind = p->ops[s]->slice;
     bool any = false;
     for (int k = 0; k < nd->n_in; k++) any |= dep[p->base[nd->in[k].node] + nd->in[k].index];
     if (!any) continue; /* constants only: the same for every slice */
@@ -130,36 +105,38 @@ bool eng_slice_separable(const eng_plan *p, const eng_shape *shapes, const eng_d
       ok = false;
       break;
     }
-    if (one_of(op, k_unary)) {
-      ok = nd->n_in == 1 || (!strcmp(op, "_PadView"));
-    } else if (!strcmp(op, "IdentityN")) {
+    if (kind == ENG_SLICE_UNARY) {
+      ok = nd->n_in == 1;
+    } else if (kind == ENG_SLICE_VIEW) {
+      ok = true;
+    } else if (kind == ENG_SLICE_EACH) {
       ok = nd->n_in == nd->n_out;
-    } else if (one_of(op, k_elementwise)) {
+    } else if (kind == ENG_SLICE_ELEMENTWISE) {
       for (int k = 0; k < nd->n_in && ok; k++) {
         const eng_shape *is = &shapes[p->base[nd->in[k].node] + nd->in[k].index];
         ok = in_dep[k] ? is->rank == os->rank : (is->rank < os->rank || is->dim[0] == 1);
       }
-    } else if (one_of(op, k_window)) {
+    } else if (kind == ENG_SLICE_WINDOW) {
       ok = in_dep[0] && !strcmp(eng_attr_str(nd, "data_format", "NHWC"), "NHWC");
       for (int k = 1; k < nd->n_in && ok; k++) ok = !in_dep[k];
-    } else if (!strcmp(op, "Pad") || !strcmp(op, "PadV2") || !strcmp(op, "MirrorPad")) {
+    } else if (kind == ENG_SLICE_PAD) {
       int64_t pads[2 * ENG_MAX_RANK];
       int n = 0;
       ok = in_dep[0] && !in_dep[1] &&
            const_ints(p, p->base[nd->in[1].node] + nd->in[1].index, pads, 2 * ENG_MAX_RANK, &n) &&
            n >= 2 && pads[0] == 0 && pads[1] == 0 && (nd->n_in < 3 || !in_dep[2]);
-    } else if (!strcmp(op, "MatMul")) {
+    } else if (kind == ENG_SLICE_MATMUL) {
       ok = in_dep[0] && !in_dep[1] && !eng_node_attr_bool(nd, "transpose_a", false);
-    } else if (one_of(op, k_reduce)) {
+    } else if (kind == ENG_SLICE_REDUCE) {
       int64_t ax[ENG_MAX_RANK];
       int n = 0;
       int rank = shapes[p->base[nd->in[0].node] + nd->in[0].index].rank;
       ok = in_dep[0] && !in_dep[1] &&
            const_ints(p, p->base[nd->in[1].node] + nd->in[1].index, ax, ENG_MAX_RANK, &n) && n > 0;
       for (int k = 0; k < n && ok; k++) ok = ax[k] != 0 && ax[k] != -rank;
-    } else if (!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax")) {
+    } else if (kind == ENG_SLICE_SOFTMAX) {
       ok = os->rank >= 2;
-    } else if (!strcmp(op, "Reshape")) {
+    } else if (kind == ENG_SLICE_RESHAPE) {
       int64_t t[ENG_MAX_RANK];
       int n = 0;
       if (in_dep[0] && reshape_keeps_batch(g, nd)) {

@@ -10,7 +10,8 @@
  *
  * Whether a plan is separable is decided once, from one real run at a
  * batch of at least two (the value shapes and dtypes it recorded), by a
- * conservative allowlist: every op that touches batch-dependent values must
+ * conservative allowlist (each op's slice kind in the op table, eng_op.h):
+ * every op that touches batch-dependent values must
  * be one that treats dim 0 as the batch (elementwise maps with constants
  * that do not span dim 0, NHWC convolutions and pools, Pad that leaves dim
  * 0 alone, MatMul with the batch on its rows, reductions and softmax over
