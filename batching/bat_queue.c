@@ -15,7 +15,6 @@
 #include <uv.h>
 
 #include "bat_runcost.h"
-#include "eng_device.h"
 #include "eng_model.h"
 
 struct bat_queue {
@@ -145,7 +144,7 @@ bool bat_queue_try_inline(bat_queue *q, bat_task *t) {
       atomic_load_explicit(&q->queued, memory_order_relaxed) > 0)
     return false;
   if (!t->run && !t->sig->plan) return false; /* the workers word the error */
-  if (eng_device_active()) return false;      /* see bat_queue.h */
+  if (t->sig->plan && !eng_plan_on_host(t->sig->plan)) return false; /* see bat_queue.h */
   if (!bat_runcost_is_short(q->cost, t->sig, task_size(t))) return false;
   /* Take an idle worker's place, or leave the run to the queue. */
   int n = atomic_load_explicit(&q->running, memory_order_relaxed);

@@ -24,9 +24,10 @@
  *     to run within it (bat_runcost). A signature not yet measured runs on
  *     the workers first, which measure every run;
  *   - the queue is not stopping;
- *   - plans run on the CPU: on a GPU (eng_device_active) each thread that
- *     runs plans keeps its own stream and a scratch arena in device memory,
- *     which the engine workers bound and transport threads must not grow.
+ *   - the plan runs on the host (eng_plan_on_host): a thread that runs
+ *     plans on a device keeps its own stream and a scratch arena in device
+ *     memory, which the engine workers bound and transport threads must
+ *     not grow.
  * The bound keeps a transport thread (which also drives network I/O for
  * other connections) from being held for long. Otherwise the task is
  * submitted as usual. The dynamic batcher never runs inline (srv_api does

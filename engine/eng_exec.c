@@ -144,3 +144,5 @@ td_code eng_plan_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, t
   if (chunk < batch) return run_slices(p, in, out, batch, chunk, err);
   return run_once(p, in, out, bytes == 0 ? batch : 0, err);
 }
+
+bool eng_plan_on_host(const eng_plan *p) { return !eng_model_dev(p->m); }

@@ -70,6 +70,10 @@ eng_shape eng_plan_input_shape(const eng_plan *p, int i);
  * everything computed from shapes alone is folded; later requests of that
  * shape run it. */
 td_code eng_plan_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, td_err *err);
+/* True when runs of p stay on the host (its model is not on a device);
+ * a run on a device uses the calling thread's device stream and arena.
+ * Thread-safe once the model is loaded. */
+bool eng_plan_on_host(const eng_plan *p);
 /* Builds, ahead of any request, the plan specialised to every input having
  * its declared shape with `batch` for an unknown first dimension (a no-op
  * when another dimension is unknown, or the plan does not specialise), so
