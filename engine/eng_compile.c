@@ -21,7 +21,6 @@
 #include <string.h>
 
 #include "eng_gemm.h"
-#include "eng_kernels.h"
 #include "eng_plan.h"
 #include "eng_run.h"
 #include "eng_window.h"

@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eng_kernels.h"
 
 /* Per-slice budget for the largest activation: a slice's working set then
  * stays within the core's share of L2 and L3. (MobileNetV2 at batch 32 on

@@ -1,5 +1,5 @@
-/* Argument helpers for kernels: reading index inputs, list attributes and
- * axes with bounds checked, and errors that name the node and its op. */
+/* Argument helpers for kernels: reading index inputs and axes with bounds
+ * checked, and errors that name the node and its op. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -71,24 +71,6 @@ td_code eng_kwant(eng_kctx *c, int i, eng_dtype dt) {
     return eng_kfail(c, TD_UNIMPLEMENTED, "input %d is %s; only %s is supported", i,
                      eng_dtype_name(c->in[i].dtype), eng_dtype_name(dt));
   return TD_OK;
-}
-
-int eng_attr_ints(const eng_node *n, const char *name, int64_t *out, int max) {
-  const eng_attr *a = eng_node_attr(n, name);
-  if (!a || a->kind != ENG_ATTR_LIST || a->list_kind != ENG_ATTR_I) return 0;
-  int k = a->n < max ? a->n : max;
-  for (int i = 0; i < k; i++) out[i] = a->li[i];
-  return a->n;
-}
-
-const char *eng_attr_str(const eng_node *n, const char *name, const char *dflt) {
-  const eng_attr *a = eng_node_attr(n, name);
-  return a && a->kind == ENG_ATTR_S ? a->s.data : dflt;
-}
-
-float eng_attr_float(const eng_node *n, const char *name, float dflt) {
-  const eng_attr *a = eng_node_attr(n, name);
-  return a && a->kind == ENG_ATTR_F ? a->f : dflt;
 }
 
 td_code eng_kaxis(eng_kctx *c, int64_t axis, int rank, int *out) {

@@ -1,5 +1,9 @@
-/* eng_kernels: the CPU kernels and shape functions behind the op table.
- * Internal to engine/: only eng_op.c and the kernel files include it. */
+/* eng_kernels: the CPU kernels and shape functions behind the op table,
+ * and the helpers they share (argument reading, outputs, broadcasting).
+ * Internal to engine/: the kernel files and the op table (eng_op.c)
+ * include it, and the GPU lowering (device/eng_gpu.c), which reuses the
+ * broadcasting rules and runs CPU kernels on stand-in tensors. Kernels run
+ * on any thread; each call works only on its own eng_kctx. */
 #ifndef ENG_KERNELS_H
 #define ENG_KERNELS_H
 
@@ -60,11 +64,6 @@ td_code eng_kout(eng_kctx *c, int i, eng_dtype dt, const eng_shape *s);
 td_code eng_kout_raw(eng_kctx *c, int i, eng_dtype dt, const eng_shape *s);
 /* Requires input i to have dtype dt (or any float/int class, see below). */
 td_code eng_kwant(eng_kctx *c, int i, eng_dtype dt);
-/* A node's list(int) attr, into out[max]; *n gets the count (0 if absent). */
-int eng_attr_ints(const eng_node *n, const char *name, int64_t *out, int max);
-/* A node's string attr (NUL-terminated), or dflt. */
-const char *eng_attr_str(const eng_node *n, const char *name, const char *dflt);
-float eng_attr_float(const eng_node *n, const char *name, float dflt);
 /* Normalises axis against rank (negative counts from the end). */
 td_code eng_kaxis(eng_kctx *c, int64_t axis, int rank, int *out);
 
