@@ -706,7 +706,7 @@ out:
   return rc;
 }
 
-bool bat_batcher_try_inline(bat_batcher *b, bat_task *t) {
+bool bat_batcher_try_run_here(bat_batcher *b, bat_task *t) {
   bool direct;
   int64_t rows;
   if (task_rows(t, &rows, &direct, NULL) || direct || rows < 1) return false;
@@ -725,7 +725,7 @@ bool bat_batcher_try_inline(bat_batcher *b, bat_task *t) {
   ok = qp.p.batch_timeout_micros == 0 && rows <= qp.exec_size &&
        padded_size(&qp, rows) == rows;
   /* Runs only if the run is known to be short and an engine worker idle. */
-  if (ok) ok = bat_queue_try_inline(b->queue, t);
+  if (ok) ok = bat_queue_try_run_here(b->queue, t);
   uv_mutex_lock(&b->mu);
   b->in_flight--;
   if (ok) {

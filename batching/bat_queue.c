@@ -1,11 +1,11 @@
-/* Every run a worker or an inline caller makes is timed into the run-cost
+/* Every run a worker or a caller running here makes is timed into the run-cost
  * table (a clock read before and after: tens of nanoseconds), keyed by the
  * signature. `queued` and `stopping` are written under the mutex but read
- * without it by bat_queue_try_inline: a stale read only sends a task the
- * usual way, or runs inline one that a worker would have picked up at once.
- * `running` counts runs in progress (workers and inline); an inline run
+ * without it by bat_queue_try_run_here: a stale read only sends a task the
+ * usual way, or runs here one that a worker would have picked up at once.
+ * `running` counts runs in progress (workers and callers); a run here
  * claims a slot only while it is below the worker count, so at most
- * n_workers runs compute at once, as without inline runs (a worker that
+ * n_workers runs compute at once, as without runs here (a worker that
  * picks a task up meanwhile may briefly make it one more). */
 #include "bat_queue.h"
 
@@ -24,7 +24,7 @@ struct bat_queue {
   atomic_int queued;
   int max_queued;
   atomic_bool stopping;
-  atomic_int running; /* runs in progress, on workers and inline */
+  atomic_int running; /* runs in progress, on workers and on callers' threads */
   int n_workers;
   uv_thread_t *threads;
   bat_runcost *cost;
@@ -93,7 +93,7 @@ td_code bat_queue_create(int n_workers, int max_queued, bat_queue **out, td_err 
   bat_queue *q = calloc(1, sizeof *q);
   if (!q) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
   q->threads = calloc((size_t)n_workers, sizeof *q->threads);
-  if (!q->threads || bat_runcost_create(BAT_INLINE_LIMIT_NS, &q->cost, NULL)) {
+  if (!q->threads || bat_runcost_create(BAT_RUN_HERE_LIMIT_NS, &q->cost, NULL)) {
     free(q->threads);
     free(q);
     return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
@@ -139,7 +139,7 @@ td_code bat_queue_submit(bat_queue *q, bat_task *t, td_err *err) {
   return rc;
 }
 
-bool bat_queue_try_inline(bat_queue *q, bat_task *t) {
+bool bat_queue_try_run_here(bat_queue *q, bat_task *t) {
   if (atomic_load_explicit(&q->stopping, memory_order_relaxed) ||
       atomic_load_explicit(&q->queued, memory_order_relaxed) > 0)
     return false;
@@ -157,7 +157,7 @@ bool bat_queue_try_inline(bat_queue *q, bat_task *t) {
   return true;
 }
 
-void bat_queue_set_inline_limit(bat_queue *q, uint64_t limit_ns) {
+void bat_queue_set_run_here_limit(bat_queue *q, uint64_t limit_ns) {
   bat_runcost_set_limit(q->cost, limit_ns);
 }
 

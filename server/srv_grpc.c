@@ -195,7 +195,7 @@ void srv_gcall_run(srv_gcall *g, void (*done)(srv_call *call)) {
   g->call.done = done;
   g->call.user = g;
   g->call.deadline_ns = g->deadline_ns;
-  if (srv_call_try_inline(&g->call)) {
+  if (srv_call_try_run_here(&g->call)) {
     done(&g->call); /* answers on this polling thread */
     return;
   }

@@ -18,13 +18,13 @@
  * Polling threads decode requests, resolve models and queue engine work
  * (bat_queue); engine workers run the model and encode and send the
  * response. With batching off, a run whose plan is known to be short (a
- * measured average under bat_queue's inline limit, 100 us) while an
+ * measured average under bat_queue's run-here limit, 100 us) while an
  * engine worker is idle runs on the polling thread itself, which then
  * answers: TF Serving runs every request on the handling thread, and for a
  * tiny model the hand-off to a worker and back costs more than the run. A
  * config reload, which blocks until models load, runs on a thread of its
  * own. The client's deadline travels with the engine task: a task whose
- * deadline has passed when a worker picks it up (or before an inline run)
+ * deadline has passed when a worker picks it up (or before a run here)
  * is dropped and the call answers DEADLINE_EXCEEDED.
  *
  * Listening: 0.0.0.0:port (port 0: none) and, with socket_path, also

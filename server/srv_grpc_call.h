@@ -5,7 +5,7 @@
  * The machine accepts a call, reads its one request message and hands the
  * serialized bytes to the method's handler on a polling (completion-queue)
  * thread. The handler decodes them, and then either answers at once (also
- * after a model run taken inline) or queues engine work whose done()
+ * after a model run taken on this thread) or queues engine work whose done()
  * callback answers from an engine worker.
  * gRPC types stay in srv_grpc.c: handlers see protobuf-c messages, td_err
  * and srv_call only.
@@ -21,7 +21,7 @@
  *     reference and the tensors a response was packed from; a no-op on the
  *     zeroed srv_call of a handler that made no engine call).
  *   - Never block on a polling thread: it also drives gRPC's network I/O.
- *     Model runs go through srv_call_try_inline (which takes only runs
+ *     Model runs go through srv_call_try_run_here (which takes only runs
  *     known to be short, and answers on this thread) or srv_call_submit.
  *     Blocking work (a config reload) gets its own thread. */
 #ifndef SRV_GRPC_CALL_H
@@ -61,7 +61,7 @@ void srv_gcall_reply(srv_gcall *c, const ProtobufCMessage *msg);
 void srv_gcall_fail(srv_gcall *c, const td_err *e);
 /* Runs the model call the handler prepared in c->call, with the client's
  * deadline, answering through `done` (which must answer c): on this polling
- * thread when srv_call_try_inline takes it, else from an engine worker. A
+ * thread when srv_call_try_run_here takes it, else from an engine worker. A
  * call that cannot be queued is answered with the error here. */
 void srv_gcall_run(srv_gcall *c, void (*done)(srv_call *call));
 void srv_gcall_failf(srv_gcall *c, td_code code, const char *fmt, ...)

@@ -6,7 +6,7 @@
  * TensorProto into the engine tensor of its signature slot, checks the
  * output filter and queues the run. The engine worker that finishes it
  * encodes the kept outputs (srv_tensorproto) and answers; a run that
- * srv_call_try_inline takes (short plan, a worker idle) runs, is encoded and
+ * srv_call_try_run_here takes (short plan, a worker idle) runs, is encoded and
  * answered on the polling thread itself. The output tensors stay alive
  * until the call is freed, so encoding points into them instead of
  * copying. */

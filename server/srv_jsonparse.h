@@ -25,13 +25,14 @@
  * Trees built any other way (cJSON_Parse, cJSON_Create*) lack them: the
  * accessors then see every number as a double and measure strings by strlen.
  *
- * Ownership. *out belongs to the caller; free it with cJSON_Delete (which also
- * frees the digits kept for big integers). Accessors return views into the
- * node they are given.
+ * Ownership. *out belongs to the caller: the tree's nodes and strings come
+ * from slabs owned by the document as a whole, so free it with
+ * srv_json_free (never cJSON_Delete, which would free nodes one by one).
+ * Accessors return views into the node they are given.
  *
  * Threads. No global state: every function may be called from any thread,
- * concurrently, on distinct arguments (memory comes from cJSON's allocation
- * hooks). Decimals are read with strtod, so the "C" LC_NUMERIC locale is
+ * concurrently, on distinct arguments (memory comes from malloc, not from
+ * cJSON's allocation hooks). Decimals are read with strtod, so the "C" LC_NUMERIC locale is
  * assumed (the process never calls setlocale).
  *
  * Failure. srv_json_parse returns INVALID_ARGUMENT with rapidjson's message

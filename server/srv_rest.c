@@ -1,12 +1,12 @@
 /* Each connection carries a rest_req through MHD's access-handler calls:
  * the first call (headers) routes and sizes the body, middle calls append
  * (or inflate) the body, and the last call either answers at once (status,
- * metadata, errors, and model runs taken inline) or starts a model run and
+ * metadata, errors, and model runs taken on this thread) or starts a model run and
  * suspends. When the run ends (or its deadline passes) the connection is
  * resumed, MHD calls the handler once more, and the reply is encoded on the
  * MHD thread.
  *
- * Inline runs: before queueing, a run is offered to srv_call_try_inline,
+ * Runs here: before queueing, a run is offered to srv_call_try_run_here,
  * which runs it on this MHD thread when the plan is known to be short and
  * an engine worker is idle (bat_queue.h), and, with batching on, nothing
  * is there to merge it with (bat_batcher.h). Such a request never suspends or
@@ -404,7 +404,7 @@ static td_code decode_inputs(rest_run *r, const srv_json_request *jr, td_err *er
 }
 
 /* Starts a run; TD_OK when it is queued and the connection suspended, or,
- * with *ran set, when it has already run inline. */
+ * with *ran set, when it has already run here. */
 static td_code start_run(rest_req *q, td_err *err, bool *ran) {
   srv_rest *s = q->srv;
   srv_json_request jr;
@@ -438,7 +438,7 @@ static td_code start_run(rest_req *q, td_err *err, bool *ran) {
   r->deadline = s->opt.timeout_ms > 0 ? uv_hrtime() + (uint64_t)s->opt.timeout_ms * 1000000u
                                       : UINT64_MAX;
   q->run = r;
-  if (srv_call_try_inline(&r->call)) {
+  if (srv_call_try_run_here(&r->call)) {
     *ran = true; /* on_completed frees the run with the connection */
     return TD_OK;
   }
@@ -517,8 +517,8 @@ static enum MHD_Result finish_run(rest_req *q) {
   return answer_run(q);
 }
 
-/* A run taken inline: the same deadline as a queued one. */
-static enum MHD_Result finish_inline(rest_req *q) {
+/* A run taken here: the same deadline as a queued one. */
+static enum MHD_Result finish_run_here(rest_req *q) {
   if (uv_hrtime() > q->run->deadline) return send_timeout(q);
   return answer_run(q);
 }
@@ -616,7 +616,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     case SRV_ROUTE_REGRESS: {
       bool ran = false;
       if (start_run(q, &err, &ran)) return send_error(q, &err);
-      return ran ? finish_inline(q) : MHD_YES;
+      return ran ? finish_run_here(q) : MHD_YES;
     }
     default:
       td_err_set(&err, TD_INVALID_ARGUMENT, "Malformed request: %s %s", method, url);

@@ -1,6 +1,6 @@
 /* srv_rest: TF Serving's REST API over libmicrohttpd.
  *
- * Serves, as TF Serving does (reference/tfserving.md §1):
+ * Serves, as TF Serving does (its documented REST API):
  *   GET  /v1/models/{name}[/versions/{N}|/labels/{L}]            status
  *   GET  /v1/models/{name}[/versions/{N}|/labels/{L}]/metadata   metadata
  *   POST /v1/models/{name}[/versions/{N}|/labels/{L}]:predict|:classify|:regress
@@ -37,7 +37,10 @@
  * Request path: the MHD thread reads the body, decodes JSON into tensors at
  * the edge, acquires the model version, submits a bat_task and suspends the
  * connection. An engine worker runs the task and resumes the connection;
- * the MHD thread then encodes the reply. MHD threads never run a model.
+ * the MHD thread then encodes the reply. A short run may instead run on the
+ * MHD thread itself, when srv_call_try_run_here takes it (a worker idle,
+ * the signature's runs measured short: bat_queue.h); the reply is then
+ * encoded in the same handler call, without suspending.
  *
  * Threads: start/stop from the main thread. The registry and queue must
  * outlive the server; stop the server before destroying the queue (runs
