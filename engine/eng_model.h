@@ -51,8 +51,9 @@ typedef struct eng_feed {
   eng_tensor tensor;
 } eng_feed;
 
-/* One-shot run (load-time work: restore, init ops). outs[i] receives a new
- * reference for fetch[i]; the caller releases them. */
+/* One-shot run (load-time work: restore, init ops), on the CPU loop of the
+ * calling thread. outs[i] receives a new reference for fetch[i]; the
+ * caller releases them. */
 td_code eng_model_run(eng_model *m, int n_feeds, const eng_feed *feeds, int n_fetch,
                       const char *const *fetch, eng_tensor *outs, int n_targets,
                       const char *const *targets, td_err *err);
@@ -68,7 +69,9 @@ eng_shape eng_plan_input_shape(const eng_plan *p, int i);
  * A serving plan specialises itself to the input shapes it sees: the first
  * request of a new shape builds (and caches, a few per plan) a plan in which
  * everything computed from shapes alone is folded; later requests of that
- * shape run it. */
+ * shape run it. A large batch of a serving plan on the CPU may run as
+ * slices of the batch (eng_slice.h); a plan of a model on a device runs
+ * there (eng_device_attach). The executor: eng_exec.c. */
 td_code eng_plan_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, td_err *err);
 /* True when runs of p stay on the host (its model is not on a device);
  * a run on a device uses the calling thread's device stream and arena.

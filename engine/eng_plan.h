@@ -1,6 +1,14 @@
 /* eng_plan (internal to engine/): the layout of a compiled plan, shared by
- * the scheduler and run loop (eng_model.c) and the load-time optimiser
- * (eng_compile.c).
+ * the plan builder (eng_model.c), the load-time compiler (eng_compile.c),
+ * the run loop (eng_run.c), the executor (eng_exec.c), batch slicing
+ * (eng_slice.c) and the GPU executor (device/eng_gpu.c).
+ *
+ * The engine's own rooms: engine/ holds the model and plan builder, the
+ * compiler, the run loop and the executor; engine/kernels/ the CPU kernels
+ * behind the op table; engine/device/ device selection and the GPU
+ * executor. A plan is built (eng_model.c), compiled (eng_compile.c), and
+ * run through eng_plan_run (eng_exec.c), which picks slices, the
+ * shape-specialised plan, and the device or the CPU loop.
  *
  * Values: every output of every graph node has a value index (base[node] +
  * output). A run fills a value table; uses[v] is how many reads the
@@ -11,9 +19,11 @@
  * (consts: value index and tensor; the run loop starts with them in the
  * table and their producing steps are gone), and some steps carry an
  * epilogue: elementwise per-channel ops (bias, batch-norm scale and shift,
- * ReLU) applied in place to the step's output 0, which is then stored as
- * the value of the last fused node instead of the step's own. MatMul and
- * Conv2D steps with a constant weight also get it packed for eng_gemm. */
+ * ReLU; eng_epilogue.h) applied in place to the step's output 0, which is
+ * then stored as the value of the last fused node instead of the step's
+ * own. MatMul and Conv2D steps with a constant weight also get it packed
+ * for eng_gemm, and a Pad feeding a VALID depthwise convolution becomes
+ * the op table's plan-internal _PadView / _DepthwiseConv2dNativePadded. */
 #ifndef ENG_PLAN_H
 #define ENG_PLAN_H
 
@@ -58,11 +68,12 @@ struct eng_plan {
   atomic_llong slice_bytes;
 };
 
-/* The specialised plan for these inputs, built on first use (cached, at
- * most a few per plan); NULL to run the general plan. Thread-safe. */
+/* eng_compile.c. The specialised plan for these inputs, built on first use
+ * (cached, at most a few per plan); NULL to run the general plan.
+ * Thread-safe. eng_plan_free_specs frees the cache (eng_plan_destroy). */
 const eng_plan *eng_plan_specialised(eng_plan *p, const eng_tensor *in);
 void eng_plan_free_specs(eng_plan *p);
-/* Weight w (k x n; n x k when trans_b) packed for eng_gemm with a
+/* eng_model.c. Weight w (k x n; n x k when trans_b) packed for eng_gemm with a
  * per-channel scale folded in (nscale 0: none), once per model: the plans
  * of a model (the general one and its shape-specialised ones) share it and
  * must not free it. NULL when eng_gemm cannot pack it. Thread-safe. */

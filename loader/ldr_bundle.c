@@ -10,8 +10,10 @@
  * increasing, as every SSTable writer produces them: that keeps the work
  * linear in the file size and makes the binary search valid.
  *
- * Layout details (SSTable, entry protos, string tensors) are in
- * shared/reference/savedmodel.md section 2. */
+ * The layout is TensorFlow's: the SSTable of tensorflow/core/lib/io
+ * (table_format), BundleHeaderProto / BundleEntryProto of
+ * tensor_bundle.proto, and string tensors as varint lengths, a crc32c and
+ * the bytes. */
 #include "ldr_bundle.h"
 
 #include <errno.h>

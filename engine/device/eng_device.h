@@ -1,4 +1,8 @@
-/* eng_device: where serving plans run, CPU or an accelerator.
+/* eng_device: where serving plans run, CPU or an accelerator. The public
+ * face of engine/device/: selection, the memory budget and per-thread
+ * device state (eng_device.c, eng_device_int.h), the GPU executor
+ * (eng_gpu.h), the reference device (eng_devref.h) and the plug-in ABI
+ * (eng_devapi.h, cuda/).
  *
  * main selects the device once, before any model loads:
  *   - ENG_DEVICE_CPU: the CPU engine only.
@@ -70,7 +74,8 @@ td_code eng_device_attach(eng_model *m, int n_plans, eng_plan *const *plans, td_
 
 /* For `tensord inspect`: how many of the plan's steps the device would
  * run, and the ops it would leave to the CPU, comma-separated, in cpu_ops
- * (empty when none). */
+ * (empty when none). Answered from the GPU executor's lowering table
+ * (eng_gpu.c). */
 int eng_device_plan_report(const eng_plan *p, char *cpu_ops, size_t len);
 
 #endif

@@ -2,7 +2,7 @@
  * (adj_x/adj_y, broadcasting batch dims) and two-operand Einsum.
  *
  * A single-row product goes to sgemv: OpenBLAS's sgemm is several times
- * slower there (perf.md §6.1), and batch-1 dense layers are that case.
+ * slower there, and batch-1 dense layers are that case.
  * Einsum is lowered to one batched product: each label is a batch label (in
  * both operands and the output), a contracted label (in both, not in the
  * output) or a free label of one operand; the operands are permuted to

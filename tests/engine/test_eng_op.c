@@ -64,7 +64,7 @@ START_TEST(find_unknown) {
 END_TEST
 
 START_TEST(ops_the_loader_needs) {
-  /* savedmodel.md §3.4: the restore path and the half_plus_two graphs. */
+  /* The restore path and the half_plus_two graphs. */
   const char *need[] = {"Const",
                         "Placeholder",
                         "PlaceholderWithDefault",

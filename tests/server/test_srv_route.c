@@ -1,6 +1,6 @@
 /* srv_route: TF Serving's REST URL grammar (http_rest_api_util.cc), every
  * well-formed shape, the malformed examples of http_rest_api_handler_test.cc
- * (reference/tfserving.md §1.2) and their exact messages. */
+ * and their exact messages. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
