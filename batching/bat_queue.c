@@ -16,6 +16,7 @@
 
 #include "bat_runcost.h"
 #include "eng_model.h"
+#include "td_clock.h"
 
 struct bat_queue {
   uv_mutex_t mu;
@@ -46,7 +47,7 @@ static uint64_t task_size(const bat_task *t) {
 /* Runs t and sets t->code / t->err; done() is the caller's. */
 static void run_task(bat_queue *q, bat_task *t) {
   td_err_clear(&t->err);
-  if (t->deadline_ns && uv_hrtime() >= t->deadline_ns) {
+  if (t->deadline_ns && td_now_ns() >= t->deadline_ns) {
     t->code = td_err_set(&t->err, TD_DEADLINE_EXCEEDED,
                          "Deadline exceeded before the request could run");
     return;
@@ -56,13 +57,13 @@ static void run_task(bat_queue *q, bat_task *t) {
                          t->sig->key, t->sig->plan_error ? t->sig->plan_error : "no plan");
     return;
   }
-  uint64_t t0 = uv_hrtime();
+  uint64_t t0 = td_now_ns();
   if (t->run)
     t->code = t->run(t);
   else
     t->code = eng_plan_run(t->sig->plan, t->inputs, t->outputs, &t->err);
   /* Failed runs (bad input caught in the engine) say nothing of the cost. */
-  if (!t->code) bat_runcost_record(q->cost, t->sig, task_size(t), uv_hrtime() - t0);
+  if (!t->code) bat_runcost_record(q->cost, t->sig, task_size(t), td_now_ns() - t0);
 }
 
 static void worker(void *arg) {

@@ -66,7 +66,7 @@ struct bat_task {
   /* Optional: the worker calls run(t) instead of running sig's plan on
    * inputs/outputs (the batcher runs a merged batch this way). */
   td_code (*run)(bat_task *t);
-  /* Optional: uv_hrtime() value (CLOCK_MONOTONIC ns) after which the task
+  /* Optional: td_now_ns() value (CLOCK_MONOTONIC ns, as uv_hrtime) after which the task
    * is abandoned instead of run; 0 = no deadline. */
   uint64_t deadline_ns;
   /* Optional: the model's name, for per-model batching parameters. */

@@ -90,10 +90,6 @@ void ldr_scan_free(ldr_version_dir *v, int n) {
   free(v);
 }
 
-static td_code errno_code(int e) {
-  return e == ENOENT ? TD_NOT_FOUND : e == EACCES || e == EPERM ? TD_PERMISSION_DENIED : TD_UNAVAILABLE;
-}
-
 /* Reads and parses saved_model.pb (or .pbtxt); sets *has_saver when a
  * MetaGraph has a saver_def (so the graph has variables to restore). */
 static td_code check_saved_model(const char *dir, bool *has_saver, td_err *err) {
@@ -117,7 +113,7 @@ td_code ldr_scan_check_complete(const char *version_dir, td_err *err) {
   if (stat(index, &st)) {
     int e = errno;
     if (!has_saver && e == ENOENT) return TD_OK; /* a graph without variables */
-    return td_err_set(err, errno_code(e), "%s: %s", index, strerror(e));
+    return td_err_set(err, td_code_from_errno(e), "%s: %s", index, strerror(e));
   }
   ldr_bundle *b = NULL;
   rc = ldr_bundle_open(prefix, &b, err);

@@ -31,6 +31,7 @@
 
 #include "cfg_pbtxt.h"
 #include "srv_grpc_call.h"
+#include "td_clock.h"
 #include "td_log.h"
 #include "tensorflow_serving/config/ssl_config.pb-c.h"
 
@@ -245,13 +246,13 @@ void srv_gcall_free(srv_gcall *g, ProtobufCMessage *m) {
   if (m) protobuf_c_message_free_unpacked(m, &((call_ctx *)g)->pb_alloc);
 }
 
-/* Converts the call's deadline to uv_hrtime()'s clock; 0 when infinite. */
+/* Converts the call's deadline to td_now_ns()'s clock; 0 when infinite. */
 static uint64_t call_deadline(gpr_timespec d) {
   if (gpr_time_cmp(d, gpr_inf_future(d.clock_type)) == 0) return 0;
   gpr_timespec now = gpr_now(d.clock_type);
   int64_t left_ns = (int64_t)(d.tv_sec - now.tv_sec) * 1000000000 + (d.tv_nsec - now.tv_nsec);
   if (left_ns > (int64_t)1000000 * 1000000000) return 0; /* > 11 days: none */
-  uint64_t t = uv_hrtime();
+  uint64_t t = td_now_ns();
   return left_ns > 0 ? t + (uint64_t)left_ns : t ? t : 1;
 }
 

@@ -45,7 +45,7 @@ typedef struct srv_gcall srv_gcall;
 struct srv_gcall {
   srv_api *api;
   const srv_grpc_config *cfg;
-  uint64_t deadline_ns; /* the client's deadline on uv_hrtime()'s clock; 0 = none */
+  uint64_t deadline_ns; /* the client's deadline on td_now_ns()'s clock; 0 = none */
   srv_call call;        /* zeroed; for the handler's engine call */
   void *state;          /* the handler's own */
   void (*cleanup)(srv_gcall *c);

@@ -42,6 +42,7 @@
 #include "srv_jsonmeta.h"
 #include "srv_route.h"
 #include "td_buf.h"
+#include "td_clock.h"
 #include "td_log.h"
 
 #define PRESIZE_MAX ((size_t)4 << 20) /* trust Content-Length this far */
@@ -62,7 +63,7 @@ struct rest_run {
   run_state state; /* under srv->mu once submitted */
   bool submitted;
   bool linked;
-  uint64_t deadline; /* uv_hrtime() ns; UINT64_MAX: none */
+  uint64_t deadline; /* td_now_ns() ns; UINT64_MAX: none */
   rest_run *prev, *next;
   srv_route_kind kind;
   srv_json_format fmt; /* predict */
@@ -146,7 +147,7 @@ static void watch(void *arg) {
   if (tick > 100000000u) tick = 100000000u;
   uv_mutex_lock(&s->mu);
   while (!s->stopping) {
-    uint64_t now = uv_hrtime();
+    uint64_t now = td_now_ns();
     while (s->head && s->head->deadline <= now) {
       rest_run *r = s->head;
       unlink_run(s, r);
@@ -435,7 +436,7 @@ static td_code start_run(rest_req *q, td_err *err, bool *ran) {
   }
   r->call.done = run_done;
   r->call.user = r;
-  r->deadline = s->opt.timeout_ms > 0 ? uv_hrtime() + (uint64_t)s->opt.timeout_ms * 1000000u
+  r->deadline = s->opt.timeout_ms > 0 ? td_now_ns() + (uint64_t)s->opt.timeout_ms * 1000000u
                                       : UINT64_MAX;
   q->run = r;
   if (srv_call_try_run_here(&r->call)) {
@@ -519,7 +520,7 @@ static enum MHD_Result finish_run(rest_req *q) {
 
 /* A run taken here: the same deadline as a queued one. */
 static enum MHD_Result finish_run_here(rest_req *q) {
-  if (uv_hrtime() > q->run->deadline) return send_timeout(q);
+  if (td_now_ns() > q->run->deadline) return send_timeout(q);
   return answer_run(q);
 }
 
