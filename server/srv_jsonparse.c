@@ -526,3 +526,73 @@ const char *srv_json_type_name(const cJSON *v) {
     default: return "Number";
   }
 }
+
+/* ================================ base64 ================================== */
+
+static const signed char unb64[256] = {
+    ['A'] = 1,  ['B'] = 2,  ['C'] = 3,  ['D'] = 4,  ['E'] = 5,  ['F'] = 6,  ['G'] = 7,
+    ['H'] = 8,  ['I'] = 9,  ['J'] = 10, ['K'] = 11, ['L'] = 12, ['M'] = 13, ['N'] = 14,
+    ['O'] = 15, ['P'] = 16, ['Q'] = 17, ['R'] = 18, ['S'] = 19, ['T'] = 20, ['U'] = 21,
+    ['V'] = 22, ['W'] = 23, ['X'] = 24, ['Y'] = 25, ['Z'] = 26, ['a'] = 27, ['b'] = 28,
+    ['c'] = 29, ['d'] = 30, ['e'] = 31, ['f'] = 32, ['g'] = 33, ['h'] = 34, ['i'] = 35,
+    ['j'] = 36, ['k'] = 37, ['l'] = 38, ['m'] = 39, ['n'] = 40, ['o'] = 41, ['p'] = 42,
+    ['q'] = 43, ['r'] = 44, ['s'] = 45, ['t'] = 46, ['u'] = 47, ['v'] = 48, ['w'] = 49,
+    ['x'] = 50, ['y'] = 51, ['z'] = 52, ['0'] = 53, ['1'] = 54, ['2'] = 55, ['3'] = 56,
+    ['4'] = 57, ['5'] = 58, ['6'] = 59, ['7'] = 60, ['8'] = 61, ['9'] = 62, ['+'] = 63,
+    ['/'] = 64,
+}; /* value + 1; 0 = not in the alphabet */
+
+static bool b64_space(unsigned char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+bool srv_json_b64_decode(const char *src, size_t n, char *dst, size_t *out_len) {
+  const unsigned char *s = (const unsigned char *)src;
+  size_t i = 0, o = 0;
+  unsigned acc = 0;
+  int state = 0;
+  for (; i < n; i++) {
+    unsigned char c = s[i];
+    if (unb64[c]) {
+      acc = (acc << 6) | (unsigned)(unb64[c] - 1);
+      if (++state == 4) {
+        if (dst) {
+          dst[o] = (char)(acc >> 16);
+          dst[o + 1] = (char)(acc >> 8);
+          dst[o + 2] = (char)acc;
+        }
+        o += 3;
+        state = 0;
+        acc = 0;
+      }
+    } else if (c == '=' || c == '.') {
+      break;
+    } else if (!b64_space(c)) {
+      return false;
+    }
+  }
+  int expected_pad = 0;
+  if (state == 1) return false;
+  if (state == 2) {
+    if (dst) dst[o] = (char)(acc >> 4);
+    o += 1;
+    expected_pad = 2;
+  } else if (state == 3) {
+    if (dst) {
+      dst[o] = (char)(acc >> 10);
+      dst[o + 1] = (char)(acc >> 2);
+    }
+    o += 2;
+    expected_pad = 1;
+  }
+  int pad = 0;
+  for (; i < n; i++) {
+    if (s[i] == '=' || s[i] == '.')
+      pad++;
+    else if (!b64_space(s[i]))
+      return false;
+  }
+  if (pad != 0 && pad != expected_pad) return false;
+  if (out_len) *out_len = o;
+  return true;
+}

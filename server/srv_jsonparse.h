@@ -35,7 +35,8 @@
  * cJSON's allocation hooks). Decimals are read with strtod, so the "C" LC_NUMERIC locale is
  * assumed (the process never calls setlocale).
  *
- * Failure. srv_json_parse returns INVALID_ARGUMENT with rapidjson's message
+ * Failure. srv_json_b64_decode returns false for malformed base64.
+ * srv_json_parse returns INVALID_ARGUMENT with rapidjson's message
  * for malformed text, RESOURCE_EXHAUSTED when memory runs out; it fills the
  * optional td_err, never aborts, and leaves *out untouched on failure. */
 #ifndef SRV_JSONPARSE_H
@@ -82,5 +83,12 @@ const char *srv_json_type_name(const cJSON *v);
 /* True for {"b64": "<string>"}: an object with exactly one member, "b64",
  * holding a string (TF's IsValBase64Object). */
 bool srv_json_is_b64_object(const cJSON *v);
+
+/* Base64 as absl::Base64Unescape reads it: standard alphabet, whitespace
+ * skipped, padding ('=' or '.') optional but exact when present. With dst ==
+ * NULL only validates and measures; otherwise dst needs room for the decoded
+ * bytes (at most 3 * (n / 4) + 2; a NULL pass gives the exact count). Sets
+ * *out_len (optional) and returns false for malformed input. */
+bool srv_json_b64_decode(const char *src, size_t n, char *dst, size_t *out_len);
 
 #endif

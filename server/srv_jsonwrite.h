@@ -8,8 +8,8 @@
  *     ": " after keys, one element per line, or "[1, 2]" in single-line-array
  *     mode (kFormatSingleLineArray);
  *   - number text (TF's WriteDecimal) and string escaping (rapidjson's);
- *   - base64 both ways, for {"b64": "..."} values (absl's reader, padded
- *     standard writer);
+ *   - base64 for {"b64": "..."} values (the padded standard writer; the
+ *     reader is the parser's, srv_jsonparse.h);
  *   - srv_json_append_value, which quotes a parsed value in error messages as
  *     TF's JsonValueToString does.
  * NaN and infinities are written as the bare tokens NaN, Infinity, -Infinity
@@ -24,8 +24,7 @@
  * concurrently, on distinct arguments. Number formatting assumes the "C"
  * LC_NUMERIC locale (the process never calls setlocale).
  *
- * Failure. Nothing here fails on its own account except srv_json_b64_decode,
- * which returns false for malformed input; a writer misused past
+ * Failure. Nothing here fails on its own account; a writer misused past
  * SRV_JSON_WRITER_DEPTH stops output instead of aborting. */
 #ifndef SRV_JSONWRITE_H
 #define SRV_JSONWRITE_H
@@ -61,12 +60,6 @@ void srv_json_append_string(td_buf *out, const char *s, size_t len);
  * (srv_jsonparse.h); other trees' numbers print as decimals. */
 void srv_json_append_value(td_buf *out, const cJSON *v);
 
-/* Base64 as absl::Base64Unescape reads it: standard alphabet, whitespace
- * skipped, padding ('=' or '.') optional but exact when present. With dst ==
- * NULL only validates and measures; otherwise dst needs room for the decoded
- * bytes (at most 3 * (n / 4) + 2; a NULL pass gives the exact count). Sets
- * *out_len (optional) and returns false for malformed input. */
-bool srv_json_b64_decode(const char *src, size_t n, char *dst, size_t *out_len);
 /* Appends the padded standard base64 text of data[0..n) (no quotes). */
 void srv_json_b64_encode(td_buf *out, const void *data, size_t n);
 
