@@ -12,7 +12,7 @@
 #include "eng_op.h"
 #include "ldr_proto.h"
 #include "ldr_servable.h"
-#include "ldr_smfile.h"
+#include "ldr_savedmodel.h"
 #include "tensorflow/core/protobuf/saved_model.pb-c.h"
 
 

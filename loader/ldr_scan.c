@@ -9,7 +9,7 @@
 
 #include "ldr_bundle.h"
 #include "td_log.h"
-#include "ldr_smfile.h"
+#include "ldr_savedmodel.h"
 
 
 bool ldr_scan_parse_version(const char *name, int64_t *version) {

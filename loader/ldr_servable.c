@@ -16,7 +16,7 @@
 #include "ldr_proto.h"
 #include "td_file.h"
 #include "td_log.h"
-#include "ldr_smfile.h"
+#include "ldr_savedmodel.h"
 #include "tensorflow/core/protobuf/saved_model.pb-c.h"
 
 #define DEFAULT_SIGNATURE "serving_default"

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ldr_smfile.h"
+#include "ldr_savedmodel.h"
 #include "td_testcheck.h"
 #include "td_testfs.h"
 

@@ -1,4 +1,4 @@
-#include "ldr_smfile.h"
+#include "ldr_savedmodel.h"
 
 #include <errno.h>
 #include <stdio.h>
