@@ -20,7 +20,7 @@ static int regular_file(const char *path, size_t *size) {
   return 1;
 }
 
-td_code ldr_smfile_read(const char *dir, Tensorflow__SavedModel **out, size_t *bytes, bool *text,
+td_code ldr_savedmodel_read(const char *dir, Tensorflow__SavedModel **out, size_t *bytes, bool *text,
                         td_err *err) {
   char pb[4096], txt[4096];
   snprintf(pb, sizeof pb, "%s/saved_model.pb", dir);
@@ -67,7 +67,7 @@ td_code ldr_smfile_read(const char *dir, Tensorflow__SavedModel **out, size_t *b
   }
   if (bytes) *bytes = size;
   if (!(*out)->n_meta_graphs) {
-    ldr_smfile_free(*out);
+    ldr_savedmodel_free(*out);
     *out = NULL;
     return td_err_set(err, TD_INVALID_ARGUMENT, "%s/saved_model.pb%s: the SavedModel holds no MetaGraph",
                       dir, text && *text ? "txt" : "");
@@ -75,6 +75,6 @@ td_code ldr_smfile_read(const char *dir, Tensorflow__SavedModel **out, size_t *b
   return TD_OK;
 }
 
-void ldr_smfile_free(Tensorflow__SavedModel *sm) {
+void ldr_savedmodel_free(Tensorflow__SavedModel *sm) {
   if (sm) protobuf_c_message_free_unpacked(&sm->base, NULL);
 }

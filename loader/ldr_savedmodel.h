@@ -1,4 +1,4 @@
-/* ldr_smfile: reads a version directory's SavedModel file, binary
+/* ldr_savedmodel: reads a version directory's SavedModel file, binary
  * (saved_model.pb) or text (saved_model.pbtxt), into the protobuf-c
  * message. The binary file wins when both exist, as in TensorFlow.
  *
@@ -8,8 +8,8 @@
  * a file that does not parse (truncated, still being written, or corrupt),
  * with the parser's line and column for text; INVALID_ARGUMENT for a
  * SavedModel with no MetaGraph, or a file over 2 GiB. Thread-safe. */
-#ifndef LDR_SMFILE_H
-#define LDR_SMFILE_H
+#ifndef LDR_SAVEDMODEL_H
+#define LDR_SAVEDMODEL_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -18,10 +18,10 @@
 #include "tensorflow/core/protobuf/saved_model.pb-c.h"
 
 /* *out: free with tensorflow__saved_model__free_unpacked (binary) or
- * protobuf_c_message_free_unpacked (either): use ldr_smfile_free. *bytes
+ * protobuf_c_message_free_unpacked (either): use ldr_savedmodel_free. *bytes
  * (optional) gets the file's size, *text (optional) whether it was text. */
-td_code ldr_smfile_read(const char *dir, Tensorflow__SavedModel **out, size_t *bytes, bool *text,
+td_code ldr_savedmodel_read(const char *dir, Tensorflow__SavedModel **out, size_t *bytes, bool *text,
                         td_err *err);
-void ldr_smfile_free(Tensorflow__SavedModel *sm);
+void ldr_savedmodel_free(Tensorflow__SavedModel *sm);
 
 #endif

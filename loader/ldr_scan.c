@@ -94,11 +94,11 @@ void ldr_scan_free(ldr_version_dir *v, int n) {
  * MetaGraph has a saver_def (so the graph has variables to restore). */
 static td_code check_saved_model(const char *dir, bool *has_saver, td_err *err) {
   Tensorflow__SavedModel *sm = NULL;
-  td_code rc = ldr_smfile_read(dir, &sm, NULL, NULL, err);
+  td_code rc = ldr_savedmodel_read(dir, &sm, NULL, NULL, err);
   if (rc) return rc;
   *has_saver = false;
   for (size_t i = 0; i < sm->n_meta_graphs; i++) *has_saver |= sm->meta_graphs[i]->saver_def != NULL;
-  ldr_smfile_free(sm);
+  ldr_savedmodel_free(sm);
   return TD_OK;
 }
 

@@ -1,4 +1,4 @@
-/* ldr_smfile: binary and text SavedModel files. The text fixture is
+/* ldr_savedmodel: binary and text SavedModel files. The text fixture is
  * TensorFlow's own rendering of the binary one (make_fixtures.py --pbtxt),
  * so both must give the same MetaGraph. */
 #include <check.h>
@@ -26,9 +26,9 @@ START_TEST(text_equals_binary) {
   Tensorflow__SavedModel *bin = NULL, *txt = NULL;
   size_t nb = 0, nt = 0;
   bool is_text = true;
-  ck_ok(ldr_smfile_read(TF1, &bin, &nb, &is_text, &err), err);
+  ck_ok(ldr_savedmodel_read(TF1, &bin, &nb, &is_text, &err), err);
   ck_assert(!is_text);
-  ck_ok(ldr_smfile_read(dir, &txt, &nt, &is_text, &err), err);
+  ck_ok(ldr_savedmodel_read(dir, &txt, &nt, &is_text, &err), err);
   ck_assert(is_text);
   ck_assert_uint_gt(nt, nb);
   /* The same message, up to the order of map entries (text format sorts
@@ -50,14 +50,14 @@ START_TEST(text_equals_binary) {
       found |= !strcmp(mb->signature_def[i]->key, mt->signature_def[j]->key);
     ck_assert_msg(found, "signature %s missing from the text form", mb->signature_def[i]->key);
   }
-  ldr_smfile_free(bin);
-  ldr_smfile_free(txt);
+  ldr_savedmodel_free(bin);
+  ldr_savedmodel_free(txt);
   /* With both files present the binary one wins. */
   path_in(p, sizeof p, dir, "saved_model.pb");
   td_testfs_copy_file(TF1 "/saved_model.pb", p);
-  ck_ok(ldr_smfile_read(dir, &bin, NULL, &is_text, &err), err);
+  ck_ok(ldr_savedmodel_read(dir, &bin, NULL, &is_text, &err), err);
   ck_assert(!is_text);
-  ldr_smfile_free(bin);
+  ldr_savedmodel_free(bin);
   td_testfs_remove_tree(dir);
 }
 END_TEST
@@ -67,7 +67,7 @@ START_TEST(missing_truncated_empty) {
   td_testfs_mkdtemp("smfile", dir, sizeof dir);
   td_err err;
   Tensorflow__SavedModel *sm = NULL;
-  ck_err(ldr_smfile_read(dir, &sm, NULL, NULL, &err), err, TD_NOT_FOUND, "saved_model.pbtxt");
+  ck_err(ldr_savedmodel_read(dir, &sm, NULL, NULL, &err), err, TD_NOT_FOUND, "saved_model.pbtxt");
   ck_assert_ptr_null(sm);
   /* Half a text file: DATA_LOSS with the parser's position. */
   FILE *in = fopen(TF1_TXT, "rb");
@@ -79,25 +79,25 @@ START_TEST(missing_truncated_empty) {
   FILE *out = fopen(p, "wb");
   fwrite(buf, 1, n / 2, out);
   fclose(out);
-  ck_err(ldr_smfile_read(dir, &sm, NULL, NULL, &err), err, TD_DATA_LOSS, "line ");
+  ck_err(ldr_savedmodel_read(dir, &sm, NULL, NULL, &err), err, TD_DATA_LOSS, "line ");
   ck_assert_ptr_null(sm);
   /* Well-formed text with no MetaGraph. */
   out = fopen(p, "wb");
   fputs("saved_model_schema_version: 1\n", out);
   fclose(out);
-  ck_err(ldr_smfile_read(dir, &sm, NULL, NULL, &err), err, TD_INVALID_ARGUMENT, "no MetaGraph");
+  ck_err(ldr_savedmodel_read(dir, &sm, NULL, NULL, &err), err, TD_INVALID_ARGUMENT, "no MetaGraph");
   /* A binary file cut short. */
   path_in(p, sizeof p, dir, "saved_model.pb");
   out = fopen(p, "wb");
   fputs("\x0a\x80\x80", out);
   fclose(out);
-  ck_err(ldr_smfile_read(dir, &sm, NULL, NULL, &err), err, TD_DATA_LOSS, "saved_model.pb");
+  ck_err(ldr_savedmodel_read(dir, &sm, NULL, NULL, &err), err, TD_DATA_LOSS, "saved_model.pb");
   td_testfs_remove_tree(dir);
 }
 END_TEST
 
 int main(void) {
-  Suite *s = suite_create("ldr_smfile");
+  Suite *s = suite_create("ldr_savedmodel");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, text_equals_binary);
   tcase_add_test(tc, missing_truncated_empty);
