@@ -9,8 +9,8 @@
 td_code td_file_read(const char *path, size_t max_bytes, uint8_t **data, size_t *len, td_err *err) {
   FILE *f = fopen(path, "rb");
   if (!f)
-    return td_err_set(err, errno == EACCES ? TD_PERMISSION_DENIED : TD_NOT_FOUND,
-                      "%s: cannot open (%s)", path, strerror(errno));
+    return td_err_set(err, td_code_from_errno(errno), "%s: cannot open (%s)", path,
+                      strerror(errno));
   struct stat st;
   if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode) || st.st_size < 0 ||
       (size_t)st.st_size > max_bytes) {

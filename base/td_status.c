@@ -1,5 +1,6 @@
 #include "td_status.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -64,4 +65,38 @@ int td_code_http(td_code code) {
 #undef TD_STATUS
   }
   return 500;
+}
+
+td_code td_code_from_errno(int e) {
+  switch (e) {
+    case ENOENT:
+    case ENOTDIR:
+    case ENXIO:
+    case ENODEV:
+    case ELOOP:
+      return TD_NOT_FOUND;
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return TD_PERMISSION_DENIED;
+    case EEXIST:
+      return TD_ALREADY_EXISTS;
+    case EMFILE:
+    case ENFILE:
+    case ENOMEM:
+    case ENOSPC:
+    case EDQUOT:
+    case EFBIG:
+      return TD_RESOURCE_EXHAUSTED;
+    case EAGAIN:
+    case EBUSY:
+    case EINTR:
+      return TD_UNAVAILABLE;
+    case EINVAL:
+    case ENAMETOOLONG:
+    case EISDIR:
+      return TD_INVALID_ARGUMENT;
+    default:
+      return TD_UNKNOWN;
+  }
 }

@@ -46,5 +46,11 @@ void td_err_clear(td_err *err);
 const char *td_code_name(td_code code);
 /* HTTP status for REST responses; 500 for values outside the table. */
 int td_code_http(td_code code);
+/* The code for a failed system call's errno, the one translation the
+ * project uses (as libuv's uv_translate_sys_error): missing paths are
+ * NOT_FOUND, refused access PERMISSION_DENIED, exhausted descriptors,
+ * memory or space RESOURCE_EXHAUSTED, a retryable interruption
+ * UNAVAILABLE, a bad name INVALID_ARGUMENT, anything else UNKNOWN. */
+td_code td_code_from_errno(int e);
 
 #endif

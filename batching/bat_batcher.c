@@ -19,6 +19,7 @@
 #include <uv.h>
 
 #include "eng_model.h"
+#include "td_clock.h"
 
 /* The parameters one signature queue runs with: the global ones, or its
  * model's own. Batches carry a copy, since their queue may be freed while
@@ -80,12 +81,6 @@ struct bat_batcher {
                           signal only); 0 while it is awake */
   uv_thread_t thread;
 };
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* --- shapes and copies --------------------------------------------------- */
 
@@ -317,7 +312,7 @@ static int64_t padded_size(const qparams *qp, int64_t rows) {
 /* Moves pieces whose task deadline has passed behind the live ones and
  * fails their tasks with DEADLINE_EXCEEDED; they are not run. */
 static void drop_expired(batch *bt) {
-  uint64_t now = uv_hrtime();
+  uint64_t now = td_now_ns();
   bt->n_live = bt->n;
   for (int k = 0; k < bt->n_live;) {
     task_state *ts = bt->pieces[k].ts;
@@ -406,7 +401,7 @@ static batch *finish_batch(batch *bt, td_code code, const td_err *err, bool take
     uv_cond_signal(&b->cv); /* the scheduler drains the rest */
   } else if (take_next) {
     uint64_t wake;
-    next = take_ready(b, now_ns(), &wake);
+    next = take_ready(b, td_now_ns(), &wake);
     if (!next) wake_scheduler(b, wake);
   }
   uv_mutex_unlock(&b->mu);
@@ -493,7 +488,7 @@ static void dispatch_ready(bat_batcher *b) {
   for (;;) {
     uint64_t wake;
     uv_mutex_lock(&b->mu);
-    batch *ready = b->stopping ? NULL : take_ready(b, now_ns(), &wake);
+    batch *ready = b->stopping ? NULL : take_ready(b, td_now_ns(), &wake);
     if (!ready && !b->stopping) wake_scheduler(b, wake);
     uv_mutex_unlock(&b->mu);
     if (!ready) return;
@@ -505,7 +500,7 @@ static void scheduler(void *arg) {
   bat_batcher *b = arg;
   uv_mutex_lock(&b->mu);
   for (;;) {
-    uint64_t now = now_ns(), wake;
+    uint64_t now = td_now_ns(), wake;
     batch *ready = take_ready(b, now, &wake);
     if (ready) {
       uv_mutex_unlock(&b->mu);
@@ -543,7 +538,7 @@ static batch *new_batch(bat_batcher *b, const sigq *q) {
   bt->owner = b;
   bt->sig = q->sig;
   bt->qp = q->qp;
-  bt->opened_ns = now_ns();
+  bt->opened_ns = td_now_ns();
   return bt;
 }
 
@@ -618,10 +613,10 @@ td_code bat_batcher_submit(bat_batcher *b, bat_task *t, td_err *err) {
   if (!ts) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
   ts->t = t;
   ts->rows = rows;
-  ts->submitted_ns = now_ns();
+  ts->submitted_ns = td_now_ns();
   for (int o = 0; o < sig->n_outputs; o++) t->outputs[o] = (eng_tensor){0};
   if (qp.queue_timeout_ns) {
-    uint64_t limit = uv_hrtime() + qp.queue_timeout_ns;
+    uint64_t limit = td_now_ns() + qp.queue_timeout_ns;
     if (!t->deadline_ns || limit < t->deadline_ns) t->deadline_ns = limit;
   }
 
@@ -706,7 +701,7 @@ out:
   return rc;
 }
 
-bool bat_batcher_try_inline(bat_batcher *b, bat_task *t) {
+bool bat_batcher_try_run_here(bat_batcher *b, bat_task *t) {
   bool direct;
   int64_t rows;
   if (task_rows(t, &rows, &direct, NULL) || direct || rows < 1) return false;
@@ -725,7 +720,7 @@ bool bat_batcher_try_inline(bat_batcher *b, bat_task *t) {
   ok = qp.p.batch_timeout_micros == 0 && rows <= qp.exec_size &&
        padded_size(&qp, rows) == rows;
   /* Runs only if the run is known to be short and an engine worker idle. */
-  if (ok) ok = bat_queue_try_inline(b->queue, t);
+  if (ok) ok = bat_queue_try_run_here(b->queue, t);
   uv_mutex_lock(&b->mu);
   b->in_flight--;
   if (ok) {

@@ -60,7 +60,7 @@ typedef bool (*bat_model_params_fn)(void *ctx, const char *model, cfg_batching *
 td_code bat_batcher_create(const cfg_batching *params, bat_queue *queue, bat_model_params_fn lookup,
                            void *lookup_ctx, bat_batcher **out, td_err *err);
 td_code bat_batcher_submit(bat_batcher *b, bat_task *t, td_err *err);
-/* A batch of one run on the calling thread, as bat_queue_try_inline runs a
+/* A batch of one run on the calling thread, as bat_queue_try_run_here runs a
  * task (t->code, t->err and the outputs set, done() NOT called; false: it
  * did nothing and t should be submitted), when the batcher is idle: no
  * batch runs or waits (under load requests merge instead), the model's
@@ -68,7 +68,7 @@ td_code bat_batcher_submit(bat_batcher *b, bat_task *t, td_err *err);
  * the queue's own conditions hold (the signature's runs, batched ones
  * included, are known to be short, and an engine worker is idle). It counts
  * as a running batch meanwhile, so tasks arriving then queue and merge. */
-bool bat_batcher_try_inline(bat_batcher *b, bat_task *t);
+bool bat_batcher_try_run_here(bat_batcher *b, bat_task *t);
 void bat_batcher_get_stats(bat_batcher *b, bat_batcher_stats *out);
 void bat_batcher_destroy(bat_batcher *b);
 

@@ -1,11 +1,11 @@
-/* Every run a worker or an inline caller makes is timed into the run-cost
+/* Every run a worker or a caller running here makes is timed into the run-cost
  * table (a clock read before and after: tens of nanoseconds), keyed by the
  * signature. `queued` and `stopping` are written under the mutex but read
- * without it by bat_queue_try_inline: a stale read only sends a task the
- * usual way, or runs inline one that a worker would have picked up at once.
- * `running` counts runs in progress (workers and inline); an inline run
+ * without it by bat_queue_try_run_here: a stale read only sends a task the
+ * usual way, or runs here one that a worker would have picked up at once.
+ * `running` counts runs in progress (workers and callers); a run here
  * claims a slot only while it is below the worker count, so at most
- * n_workers runs compute at once, as without inline runs (a worker that
+ * n_workers runs compute at once, as without runs here (a worker that
  * picks a task up meanwhile may briefly make it one more). */
 #include "bat_queue.h"
 
@@ -15,8 +15,8 @@
 #include <uv.h>
 
 #include "bat_runcost.h"
-#include "eng_device.h"
 #include "eng_model.h"
+#include "td_clock.h"
 
 struct bat_queue {
   uv_mutex_t mu;
@@ -25,7 +25,7 @@ struct bat_queue {
   atomic_int queued;
   int max_queued;
   atomic_bool stopping;
-  atomic_int running; /* runs in progress, on workers and inline */
+  atomic_int running; /* runs in progress, on workers and on callers' threads */
   int n_workers;
   uv_thread_t *threads;
   bat_runcost *cost;
@@ -47,7 +47,7 @@ static uint64_t task_size(const bat_task *t) {
 /* Runs t and sets t->code / t->err; done() is the caller's. */
 static void run_task(bat_queue *q, bat_task *t) {
   td_err_clear(&t->err);
-  if (t->deadline_ns && uv_hrtime() >= t->deadline_ns) {
+  if (t->deadline_ns && td_now_ns() >= t->deadline_ns) {
     t->code = td_err_set(&t->err, TD_DEADLINE_EXCEEDED,
                          "Deadline exceeded before the request could run");
     return;
@@ -57,13 +57,13 @@ static void run_task(bat_queue *q, bat_task *t) {
                          t->sig->key, t->sig->plan_error ? t->sig->plan_error : "no plan");
     return;
   }
-  uint64_t t0 = uv_hrtime();
+  uint64_t t0 = td_now_ns();
   if (t->run)
     t->code = t->run(t);
   else
     t->code = eng_plan_run(t->sig->plan, t->inputs, t->outputs, &t->err);
   /* Failed runs (bad input caught in the engine) say nothing of the cost. */
-  if (!t->code) bat_runcost_record(q->cost, t->sig, task_size(t), uv_hrtime() - t0);
+  if (!t->code) bat_runcost_record(q->cost, t->sig, task_size(t), td_now_ns() - t0);
 }
 
 static void worker(void *arg) {
@@ -94,7 +94,7 @@ td_code bat_queue_create(int n_workers, int max_queued, bat_queue **out, td_err 
   bat_queue *q = calloc(1, sizeof *q);
   if (!q) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
   q->threads = calloc((size_t)n_workers, sizeof *q->threads);
-  if (!q->threads || bat_runcost_create(BAT_INLINE_LIMIT_NS, &q->cost, NULL)) {
+  if (!q->threads || bat_runcost_create(BAT_RUN_HERE_LIMIT_NS, &q->cost, NULL)) {
     free(q->threads);
     free(q);
     return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
@@ -140,12 +140,12 @@ td_code bat_queue_submit(bat_queue *q, bat_task *t, td_err *err) {
   return rc;
 }
 
-bool bat_queue_try_inline(bat_queue *q, bat_task *t) {
+bool bat_queue_try_run_here(bat_queue *q, bat_task *t) {
   if (atomic_load_explicit(&q->stopping, memory_order_relaxed) ||
       atomic_load_explicit(&q->queued, memory_order_relaxed) > 0)
     return false;
   if (!t->run && !t->sig->plan) return false; /* the workers word the error */
-  if (eng_device_active()) return false;      /* see bat_queue.h */
+  if (t->sig->plan && !eng_plan_on_host(t->sig->plan)) return false; /* see bat_queue.h */
   if (!bat_runcost_is_short(q->cost, t->sig, task_size(t))) return false;
   /* Take an idle worker's place, or leave the run to the queue. */
   int n = atomic_load_explicit(&q->running, memory_order_relaxed);
@@ -158,7 +158,7 @@ bool bat_queue_try_inline(bat_queue *q, bat_task *t) {
   return true;
 }
 
-void bat_queue_set_inline_limit(bat_queue *q, uint64_t limit_ns) {
+void bat_queue_set_run_here_limit(bat_queue *q, uint64_t limit_ns) {
   bat_runcost_set_limit(q->cost, limit_ns);
 }
 

@@ -21,8 +21,9 @@
 #include <string.h>
 
 #include "eng_gemm.h"
-#include "eng_kernels.h"
 #include "eng_plan.h"
+#include "eng_run.h"
+#include "eng_window.h"
 
 static bool foldable_plan(const eng_plan *p) {
   const eng_graph *g = eng_model_graph(p->m);
@@ -107,7 +108,7 @@ static bool fold_steps(eng_plan *p, const bool *cstep, const bool *cnode, const 
   int n_in = in ? p->n_inputs : 0;
   if (nf && (eng_plan_build(p->m, n_in, (const char *const *)p->in_name, nf,
                             (const char *const *)names, 0, NULL, &sub, &err) ||
-             eng_plan_run(sub, in, vals, &err)))
+             eng_run_cpu(sub, in, vals, &err)))
     goto out; /* leave the plan unfolded: the run reports the error */
   int *cv = realloc(p->const_value, sizeof *cv * ((size_t)(p->n_consts + nf) + 1));
   if (cv) p->const_value = cv;
@@ -207,17 +208,10 @@ static bool channel_const_in(const eng_tensor *k, int64_t c, const eng_shape *s)
  * VALID padding, the Pad's only reader: Keras's ZeroPadding2D before a
  * stride-2 depthwise layer. The Pad step passes its input through and the
  * convolution applies the padding as its window's (skipping the padded
- * copy, its zero fill and one pass over the activations). Op defs of the
- * plan only, so the graph is untouched; names of their own, so another
- * executor that does not know them runs them on the CPU. */
-static td_code k_pad_view(eng_kctx *c) {
-  c->out[0] = eng_tensor_share(&c->in[0]);
-  return TD_OK;
-}
-static const eng_op_def pad_view_def = {"_PadView", 0, NULL, k_pad_view};
-static const eng_op_def dw_padded_def = {"_DepthwiseConv2dNativePadded", 0, NULL,
-                                         eng_k_depthwise_conv2d_padded};
-
+ * copy, its zero fill and one pass over the activations). Plan-internal
+ * ops of the op table (ENG_OP_PLAN_ONLY), so the graph is untouched; names
+ * of their own, so another executor that does not know them runs them on
+ * the CPU. */
 static void fold_pads(eng_plan *p) {
   const eng_graph *g = eng_model_graph(p->m);
   int *readers = calloc((size_t)p->n_values + 1, sizeof *readers);
@@ -245,8 +239,8 @@ static void fold_pads(eng_plan *p) {
         strcmp(eng_attr_str(dn, "padding", "VALID"), "VALID") ||
         strcmp(eng_attr_str(dn, "data_format", "NHWC"), "NHWC"))
       continue;
-    p->ops[s] = &pad_view_def;
-    p->ops[d] = &dw_padded_def;
+    p->ops[s] = eng_op_find("_PadView");
+    p->ops[d] = eng_op_find("_DepthwiseConv2dNativePadded");
   }
 out:
   free(readers);
@@ -272,7 +266,8 @@ static void scale_dw_filters(eng_plan *p) {
     eng_epilogue *e = p->epi[s];
     const eng_node *nd = eng_graph_node(g, p->steps[s]);
     if (!e || e->n < 1 || e->op[0].kind != EPI_MUL || !e->op[0].k.buf ||
-        (strcmp(p->ops[s]->name, "DepthwiseConv2dNative") && p->ops[s] != &dw_padded_def) ||
+        (strcmp(p->ops[s]->name, "DepthwiseConv2dNative") &&
+         strcmp(p->ops[s]->name, "_DepthwiseConv2dNativePadded")) ||
         nd->n_in != 2)
       continue;
     int wv = p->base[nd->in[1].node] + nd->in[1].index, ci = -1;
@@ -485,78 +480,6 @@ void eng_plan_compile(eng_plan *p) {
   recount_uses(p);
 }
 
-static void epilogue_rows(const eng_epilogue *e, float *restrict y, int64_t n, int64_t c) {
-  const float *kp[ENG_EPI_MAX];
-  bool scalar[ENG_EPI_MAX];
-  for (int i = 0; i < e->n; i++) {
-    kp[i] = e->op[i].k.buf ? eng_tensor_data(&e->op[i].k) : NULL;
-    scalar[i] = kp[i] && eng_tensor_numel(&e->op[i].k) == 1;
-  }
-  /* Row by row (one pixel's or one example's channels), all ops on a row
-   * while it is in L1. */
-  for (int64_t r = 0; r < n; r += c) {
-    float *restrict row = y + r;
-    for (int i = 0; i < e->n; i++) {
-      int kind = e->op[i].kind;
-      if (kind == EPI_RELU) {
-        for (int64_t j = 0; j < c; j++) row[j] = row[j] > 0 ? row[j] : 0;
-        continue;
-      }
-      if (kind == EPI_RELU6) {
-        for (int64_t j = 0; j < c; j++) row[j] = row[j] > 0 ? (row[j] < 6 ? row[j] : 6) : 0;
-        continue;
-      }
-      const float *restrict k = kp[i];
-      if (scalar[i]) {
-        float v = k[0];
-        if (kind == EPI_ADD) for (int64_t j = 0; j < c; j++) row[j] = row[j] + v;
-        else if (kind == EPI_SUB) for (int64_t j = 0; j < c; j++) row[j] = row[j] - v;
-        else for (int64_t j = 0; j < c; j++) row[j] = row[j] * v;
-      } else {
-        if (kind == EPI_ADD) for (int64_t j = 0; j < c; j++) row[j] = row[j] + k[j];
-        else if (kind == EPI_SUB) for (int64_t j = 0; j < c; j++) row[j] = row[j] - k[j];
-        else for (int64_t j = 0; j < c; j++) row[j] = row[j] * k[j];
-      }
-    }
-  }
-}
-
-void eng_epilogue_apply(const eng_epilogue *e, eng_tensor *t) {
-  if (!e->n) return; /* a Reshape's: it only renames the value */
-  int64_t n = eng_tensor_numel(t), c = t->shape.rank ? t->shape.dim[t->shape.rank - 1] : 1;
-  if (n > 0 && c > 0) epilogue_rows(e, eng_tensor_data(t), n, c);
-}
-
-const eng_gemm_epi *eng_kgemm_epi(eng_kctx *c, eng_gemm_epi *buf) {
-  const eng_epilogue *e = c->epi;
-  if (!e) return NULL;
-  static const int kinds[] = {[EPI_ADD] = ENG_GEMM_ADD, [EPI_SUB] = ENG_GEMM_SUB,
-                              [EPI_MUL] = ENG_GEMM_MUL, [EPI_RELU] = ENG_GEMM_RELU,
-                              [EPI_RELU6] = ENG_GEMM_RELU6};
-  /* The leading multiply is already in weights packed prescaled. */
-  int skip = c->packed && eng_gemm_prescaled(c->packed) ? 1 : 0;
-  buf->n = e->n - skip;
-  for (int i = 0; i < buf->n; i++) {
-    const eng_tensor *k = &e->op[i + skip].k;
-    buf->op[i].kind = kinds[e->op[i + skip].kind];
-    buf->op[i].k = NULL;
-    buf->op[i].s = 0;
-    if (k->buf && eng_tensor_numel(k) == 1)
-      buf->op[i].s = *(const float *)eng_tensor_data(k);
-    else if (k->buf)
-      buf->op[i].k = eng_tensor_data(k); /* one per channel: checked when fused */
-  }
-  c->epi_done = true;
-  return buf;
-}
-
-void eng_kepilogue(eng_kctx *c, float *y, int64_t rows, int64_t ch) {
-  if (!c->epi) return;
-  if (rows > 0 && ch > 0) epilogue_rows(c->epi, y, rows * ch, ch);
-  c->epi_done = true;
-}
-
-
 /* --- shape specialisation --------------------------------------------------
  *
  * Dynamic-shape Keras graphs compute shapes at run time (Shape ->
@@ -566,8 +489,8 @@ void eng_kepilogue(eng_kctx *c, float *y, int64_t rows, int64_t ch) {
  * shapes folds them as constants. Two flags per node, from the inputs
  * forward: V (its value depends on no fed data: constants, variables, the
  * Shape of a tensor whose shape is known) and S (its shape is known: from
- * the feeds' shapes and the V inputs that ops read shapes from). An op
- * missing from the table below never has a known shape. The V steps are
+ * the feeds' shapes and the V inputs that ops read shapes from, the op
+ * table's ENG_OP_SHAPED and shape_values). The V steps are
  * then folded like constants, evaluated once on the first request of that
  * shape (their values cannot depend on its data). */
 
@@ -579,46 +502,6 @@ typedef struct eng_spec {
   eng_plan *plan;
 } eng_spec;
 
-/* Output shape is a function of the input shapes and of the values of the
- * inputs in vmask (bit i = input i; ~0u = the last input, ConcatV2's axis). */
-static const struct shape_rule {
-  const char *op;
-  unsigned vmask;
-} shape_rules[] = {
-    {"Abs", 0},          {"Add", 0},          {"AddN", 0},         {"AddV2", 0},
-    {"All", 2},          {"Any", 2},          {"AvgPool", 0},      {"BatchMatMul", 0},
-    {"BatchMatMulV2", 0}, {"BatchMatMulV3", 0}, {"BiasAdd", 0},    {"BroadcastTo", 2},
-    {"Cast", 0},         {"Ceil", 0},         {"CheckNumerics", 0}, {"ConcatV2", ~0u},
-    {"Conv2D", 0},       {"Cos", 0},          {"DepthwiseConv2dNative", 0}, {"Einsum", 0},
-    {"Elu", 0},          {"EnsureShape", 0},  {"Equal", 0},        {"Erf", 0},
-    {"Erfc", 0},         {"Exp", 0},          {"ExpandDims", 2},   {"Expm1", 0},
-    {"Fill", 1},         {"Floor", 0},        {"FusedBatchNorm", 0}, {"FusedBatchNormV2", 0},
-    {"FusedBatchNormV3", 0}, {"GatherV2", 4}, {"Greater", 0},      {"GreaterEqual", 0},
-    {"Identity", 0},     {"IdentityN", 0},    {"LeakyRelu", 0},    {"Less", 0},
-    {"LessEqual", 0},    {"Log", 0},          {"Log1p", 0},        {"LogSoftmax", 0},
-    {"LogicalAnd", 0},   {"LogicalNot", 0},   {"LogicalOr", 0},    {"MatMul", 0},
-    {"Max", 2},          {"MaxPool", 0},      {"Maximum", 0},      {"Mean", 2},
-    {"Min", 2},          {"Minimum", 0},      {"Mul", 0},          {"Neg", 0},
-    {"NotEqual", 0},     {"OnesLike", 0},     {"Pack", 0},         {"Pad", 2},
-    {"PadV2", 2},        {"Pow", 0},          {"PreventGradient", 0}, {"Prod", 2},
-    {"RealDiv", 0},      {"Reciprocal", 0},   {"Relu", 0},         {"Relu6", 0},
-    {"Reshape", 2},      {"Round", 0},        {"Rsqrt", 0},        {"Select", 0},
-    {"SelectV2", 0},     {"Selu", 0},         {"Shape", 0},        {"Sigmoid", 0},
-    {"Sign", 0},         {"Sin", 0},          {"Slice", 6},        {"Snapshot", 0},
-    {"Softmax", 0},      {"Softplus", 0},     {"Softsign", 0},     {"Sqrt", 0},
-    {"Square", 0},       {"SquaredDifference", 0}, {"Squeeze", 0}, {"StopGradient", 0},
-    {"StridedSlice", 14}, {"Sub", 0},         {"Sum", 2},          {"Tanh", 0},
-    {"Tile", 2},         {"Transpose", 2},    {"Unpack", 0},       {"ZerosLike", 0},
-    {"Split", 1},        {"SplitV", 6},       {"OneHot", 2},       {"MirrorPad", 2},
-    {"Cumsum", 0},
-};
-
-static const struct shape_rule *find_rule(const char *op) {
-  for (size_t i = 0; i < sizeof shape_rules / sizeof *shape_rules; i++)
-    if (!strcmp(shape_rules[i].op, op)) return &shape_rules[i];
-  return NULL;
-}
-
 /* Marks the steps whose values follow from the input shapes; true when
  * there is any. */
 static bool shape_consts(eng_plan *p, bool *cnode, bool *cstep) {
@@ -629,13 +512,15 @@ static bool shape_consts(eng_plan *p, bool *cnode, bool *cstep) {
   for (int s = 0; s < p->n_steps; s++) {
     const eng_node *nd = eng_graph_node(g, p->steps[s]);
     bool v = strcmp(nd->op, "Placeholder") != 0, sh = true;
-    const struct shape_rule *rule = find_rule(nd->op);
+    const eng_op_def *od = p->ops[s];
+    bool rule = od->flags & ENG_OP_SHAPED;
     for (int k = 0; k < nd->n_in; k++) {
       int in = nd->in[k].node;
       bool fed = is_fed(p, p->base[in] + nd->in[k].index);
       bool iv = !fed && cnode[in], is = fed || snode[in];
       v = v && iv;
-      bool need_value = rule && (rule->vmask == ~0u ? k == nd->n_in - 1 : (rule->vmask >> k) & 1);
+      bool need_value = rule && (od->shape_values == ENG_SHAPE_LAST ? k == nd->n_in - 1
+                                                                     : (od->shape_values >> k) & 1);
       sh = sh && (need_value ? iv : is);
     }
     for (int k = 0; k < nd->n_ctrl && v; k++) v = cnode[nd->ctrl[k]];

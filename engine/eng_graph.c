@@ -264,6 +264,24 @@ const char *eng_node_attr_func(const eng_node *n, const char *name) {
   return a && a->kind == ENG_ATTR_FUNC ? a->func : NULL;
 }
 
+int eng_attr_ints(const eng_node *n, const char *name, int64_t *out, int max) {
+  const eng_attr *a = eng_node_attr(n, name);
+  if (!a || a->kind != ENG_ATTR_LIST || a->list_kind != ENG_ATTR_I) return 0;
+  int k = a->n < max ? a->n : max;
+  for (int i = 0; i < k; i++) out[i] = a->li[i];
+  return a->n;
+}
+
+const char *eng_attr_str(const eng_node *n, const char *name, const char *dflt) {
+  const eng_attr *a = eng_node_attr(n, name);
+  return a && a->kind == ENG_ATTR_S ? a->s.data : dflt;
+}
+
+float eng_attr_float(const eng_node *n, const char *name, float dflt) {
+  const eng_attr *a = eng_node_attr(n, name);
+  return a && a->kind == ENG_ATTR_F ? a->f : dflt;
+}
+
 /* --- library ------------------------------------------------------------ */
 struct eng_library {
   int n, cap;

@@ -119,6 +119,11 @@ int64_t eng_node_attr_int(const eng_node *n, const char *name, int64_t dflt);
 bool eng_node_attr_bool(const eng_node *n, const char *name, bool dflt);
 eng_dtype eng_node_attr_type(const eng_node *n, const char *name, eng_dtype dflt);
 const char *eng_node_attr_func(const eng_node *n, const char *name);
+/* A node's list(int) attr, into out[max]; returns the count (0 if absent). */
+int eng_attr_ints(const eng_node *n, const char *name, int64_t *out, int max);
+/* A node's string attr (NUL-terminated), or dflt. */
+const char *eng_attr_str(const eng_node *n, const char *name, const char *dflt);
+float eng_attr_float(const eng_node *n, const char *name, float dflt);
 
 void eng_attr_free(eng_attr *a);
 

@@ -51,8 +51,9 @@ typedef struct eng_feed {
   eng_tensor tensor;
 } eng_feed;
 
-/* One-shot run (load-time work: restore, init ops). outs[i] receives a new
- * reference for fetch[i]; the caller releases them. */
+/* One-shot run (load-time work: restore, init ops), on the CPU loop of the
+ * calling thread. outs[i] receives a new reference for fetch[i]; the
+ * caller releases them. */
 td_code eng_model_run(eng_model *m, int n_feeds, const eng_feed *feeds, int n_fetch,
                       const char *const *fetch, eng_tensor *outs, int n_targets,
                       const char *const *targets, td_err *err);
@@ -68,8 +69,14 @@ eng_shape eng_plan_input_shape(const eng_plan *p, int i);
  * A serving plan specialises itself to the input shapes it sees: the first
  * request of a new shape builds (and caches, a few per plan) a plan in which
  * everything computed from shapes alone is folded; later requests of that
- * shape run it. */
+ * shape run it. A large batch of a serving plan on the CPU may run as
+ * slices of the batch (eng_slice.h); a plan of a model on a device runs
+ * there (eng_device_attach). The executor: eng_exec.c. */
 td_code eng_plan_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, td_err *err);
+/* True when runs of p stay on the host (its model is not on a device);
+ * a run on a device uses the calling thread's device stream and arena.
+ * Thread-safe once the model is loaded. */
+bool eng_plan_on_host(const eng_plan *p);
 /* Builds, ahead of any request, the plan specialised to every input having
  * its declared shape with `batch` for an unknown first dimension (a no-op
  * when another dimension is unknown, or the plan does not specialise), so
@@ -105,5 +112,12 @@ bool eng_model_slot_initialized(eng_model *m, int64_t slot);
 td_code eng_model_slot_write(eng_model *m, int64_t slot, const eng_tensor *value, td_err *err);
 td_code eng_model_restore(eng_model *m, const char *prefix, const char *key, eng_dtype dtype,
                           eng_tensor *out, td_err *err);
+
+/* --- for the device layer (device/) -------------------------------------- */
+/* The model's device state (weights on the device), opaque here; NULL on
+ * the CPU. Setting it frees the previous one with its own free_fn, and
+ * eng_model_destroy frees the last. Set while no plan of the model runs. */
+void *eng_model_dev(const eng_model *m);
+void eng_model_set_dev(eng_model *m, void *dev, void (*free_fn)(void *));
 
 #endif

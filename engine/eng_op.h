@@ -1,5 +1,8 @@
-/* eng_op: the op table. One entry per TensorFlow op the engine runs: its
- * name, flags, static shape inference, and its CPU kernel.
+/* eng_op: the op table. One entry per TensorFlow op the engine runs (and
+ * the few ops the compiler puts in plans): its name, flags, static shape
+ * inference, its CPU kernel, and the properties the load-time passes ask
+ * about it (how it treats a sliced batch, what its output shapes follow
+ * from). A device's lowering table is the device's own (device/eng_gpu.c).
  *
  * Kernels receive an eng_kctx: the node (attributes), the model (variable
  * slots, file access for RestoreV2), the input tensors and an output array
@@ -48,13 +51,42 @@ enum {
    * runs with dead inputs (empty) and forwards a live one. Plans holding
    * these are not folded or fused, and run on the CPU. */
   ENG_OP_DEAD_FLOW = 1 << 2,
+  /* Put in a plan by the compiler, never read from a graph: a graph node
+   * naming it is an unsupported op. */
+  ENG_OP_PLAN_ONLY = 1 << 3,
+  /* Shape specialisation (eng_compile.c): the output shapes follow from
+   * the input shapes and the values of the inputs in shape_values. An op
+   * without it never has a shape known before it runs. */
+  ENG_OP_SHAPED = 1 << 4,
 };
+
+/* How an op treats dim 0 when a batch runs as slices (eng_slice.h). An op
+ * of kind NO that reads a batch-dependent value keeps the plan whole. */
+typedef enum {
+  ENG_SLICE_NO,
+  ENG_SLICE_UNARY,       /* one input, elementwise */
+  ENG_SLICE_VIEW,        /* passes input 0 through (a folded Pad) */
+  ENG_SLICE_EACH,        /* input i to output i (IdentityN) */
+  ENG_SLICE_ELEMENTWISE, /* broadcasting; constants must not span dim 0 */
+  ENG_SLICE_WINDOW,      /* NHWC convolution, pool or batch norm over input 0 */
+  ENG_SLICE_PAD,         /* Pad with a constant amount that leaves dim 0 alone */
+  ENG_SLICE_MATMUL,      /* the batch on the rows of input 0 */
+  ENG_SLICE_REDUCE,      /* over constant axes other than 0 */
+  ENG_SLICE_SOFTMAX,     /* over the last axis of rank >= 2 */
+  ENG_SLICE_RESHAPE,     /* to [-1, ...], or Keras's Reshape(x, [Shape(x)[0], ...]) */
+} eng_slice_kind;
+
+/* shape_values: bit i = the value of input i; ENG_SHAPE_LAST = the last
+ * input's (ConcatV2's axis). */
+#define ENG_SHAPE_LAST (~0u)
 
 typedef struct eng_op_def {
   const char *name;
   unsigned flags;
   eng_infer_fn infer; /* NULL: output shapes known only at run time */
   eng_kernel_fn cpu;
+  eng_slice_kind slice;
+  unsigned shape_values; /* with ENG_OP_SHAPED: the inputs whose values the output shapes read */
 } eng_op_def;
 
 const eng_op_def *eng_op_find(const char *name);

@@ -1,6 +1,14 @@
 /* eng_plan (internal to engine/): the layout of a compiled plan, shared by
- * the scheduler and run loop (eng_model.c) and the load-time optimiser
- * (eng_compile.c).
+ * the plan builder (eng_model.c), the load-time compiler (eng_compile.c),
+ * the run loop (eng_run.c), the executor (eng_exec.c), batch slicing
+ * (eng_slice.c) and the GPU executor (device/eng_gpu.c).
+ *
+ * The engine's own rooms: engine/ holds the model and plan builder, the
+ * compiler, the run loop and the executor; engine/kernels/ the CPU kernels
+ * behind the op table; engine/device/ device selection and the GPU
+ * executor. A plan is built (eng_model.c), compiled (eng_compile.c), and
+ * run through eng_plan_run (eng_exec.c), which picks slices, the
+ * shape-specialised plan, and the device or the CPU loop.
  *
  * Values: every output of every graph node has a value index (base[node] +
  * output). A run fills a value table; uses[v] is how many reads the
@@ -11,30 +19,20 @@
  * (consts: value index and tensor; the run loop starts with them in the
  * table and their producing steps are gone), and some steps carry an
  * epilogue: elementwise per-channel ops (bias, batch-norm scale and shift,
- * ReLU) applied in place to the step's output 0, which is then stored as
- * the value of the last fused node instead of the step's own. MatMul and
- * Conv2D steps with a constant weight also get it packed for eng_gemm. */
+ * ReLU; eng_epilogue.h) applied in place to the step's output 0, which is
+ * then stored as the value of the last fused node instead of the step's
+ * own. MatMul and Conv2D steps with a constant weight also get it packed
+ * for eng_gemm, and a Pad feeding a VALID depthwise convolution becomes
+ * the op table's plan-internal _PadView / _DepthwiseConv2dNativePadded. */
 #ifndef ENG_PLAN_H
 #define ENG_PLAN_H
 
 #include <stdatomic.h>
 #include <threads.h>
 
+#include "eng_epilogue.h"
 #include "eng_model.h"
 #include "eng_op.h"
-
-enum { EPI_ADD, EPI_SUB, EPI_MUL, EPI_RELU, EPI_RELU6 };
-
-#define ENG_EPI_MAX 8
-
-typedef struct eng_epilogue {
-  int n;
-  struct {
-    int kind;
-    eng_tensor k; /* float constant: one value or one per channel; empty for activations */
-  } op[ENG_EPI_MAX];
-  int out_value; /* value index the result is stored as */
-} eng_epilogue;
 
 struct eng_plan {
   eng_model *m;
@@ -65,16 +63,17 @@ struct eng_plan {
   mtx_t spec_lock;
   int n_specs;
   struct eng_spec *specs;
-  /* Batch slicing (eng_chunk.h): 0 not decided yet, -1 never, else the
+  /* Batch slicing (eng_slice.h): 0 not decided yet, -1 never, else the
    * largest per-example activation in bytes. */
-  atomic_llong chunk_bytes;
+  atomic_llong slice_bytes;
 };
 
-/* The specialised plan for these inputs, built on first use (cached, at
- * most a few per plan); NULL to run the general plan. Thread-safe. */
+/* eng_compile.c. The specialised plan for these inputs, built on first use
+ * (cached, at most a few per plan); NULL to run the general plan.
+ * Thread-safe. eng_plan_free_specs frees the cache (eng_plan_destroy). */
 const eng_plan *eng_plan_specialised(eng_plan *p, const eng_tensor *in);
 void eng_plan_free_specs(eng_plan *p);
-/* Weight w (k x n; n x k when trans_b) packed for eng_gemm with a
+/* eng_model.c. Weight w (k x n; n x k when trans_b) packed for eng_gemm with a
  * per-channel scale folded in (nscale 0: none), once per model: the plans
  * of a model (the general one and its shape-specialised ones) share it and
  * must not free it. NULL when eng_gemm cannot pack it. Thread-safe. */
@@ -92,44 +91,5 @@ td_code eng_plan_build(eng_model *m, int n_inputs, const char *const *inputs, in
  * steps write no state. Leaves the plan as it was when folding fails (the
  * error then surfaces when the plan runs, as it would have). */
 void eng_plan_compile(eng_plan *p);
-
-/* Applies an epilogue in place to a float tensor whose last dim is the
- * channel dim. */
-void eng_epilogue_apply(const eng_epilogue *e, eng_tensor *t);
-
-/* One run of a plan, split so that other executors (eng_gpu.c) share the
- * CPU loop's bookkeeping (eng_model.c). values[v] is value v's host tensor
- * (empty until computed, or while it lives only on a device), left[v] its
- * remaining readers, fed[v] whether a feed supplied it. eng_plan_run is
- * begin, eng_run_step_cpu for every step, finish. */
-typedef struct eng_run {
-  const eng_plan *p;
-  eng_tensor *values;
-  int *left;
-  bool *fed;
-  /* TF1 control flow (ENG_OP_DEAD_FLOW ops: Switch, Merge): dead[v] marks
-   * a value of an untaken branch, ndead[node] a node that did not run for
-   * that reason (a dead control input kills its dependents too). */
-  bool *dead;
-  bool *ndead;
-  /* When set (the run that decides batch slicing), each value's shape and
-   * dtype as produced or fed. */
-  eng_shape *shapes;
-  eng_dtype *dtypes;
-  void *scratch, *mem;
-} eng_run;
-
-/* Checks the feeds and fills the table with feeds and constants. Call
- * eng_run_finish even when it fails. */
-td_code eng_run_begin(eng_run *r, const eng_plan *p, const eng_tensor *in, td_err *err);
-/* Runs step s's CPU kernel; its inputs must be in values. Stores its
- * outputs and drops one use of each input. */
-td_code eng_run_step_cpu(eng_run *r, int s, td_err *err);
-/* Drops one use of each input of step s (releasing host values no longer
- * read), for a step run elsewhere. */
-void eng_run_drop_inputs(eng_run *r, int s);
-/* When rc is TD_OK, shares the outputs into out; releases the table.
- * Returns rc, or the error of collecting the outputs. */
-td_code eng_run_finish(eng_run *r, td_code rc, eng_tensor *out, td_err *err);
 
 #endif

@@ -10,8 +10,10 @@
  * increasing, as every SSTable writer produces them: that keeps the work
  * linear in the file size and makes the binary search valid.
  *
- * Layout details (SSTable, entry protos, string tensors) are in
- * shared/reference/savedmodel.md section 2. */
+ * The layout is TensorFlow's: the SSTable of tensorflow/core/lib/io
+ * (table_format), BundleHeaderProto / BundleEntryProto of
+ * tensor_bundle.proto, and string tensors as varint lengths, a crc32c and
+ * the bytes. */
 #include "ldr_bundle.h"
 
 #include <errno.h>
@@ -123,23 +125,6 @@ static const char *show_key(char *buf, size_t cap, const char *key, size_t len) 
 }
 #define KEY_BUF (KEY_SHOW_MAX + 8)
 
-static td_code errno_code(int e) {
-  switch (e) {
-    case ENOENT:
-    case ENOTDIR:
-      return TD_NOT_FOUND;
-    case EACCES:
-    case EPERM:
-      return TD_PERMISSION_DENIED;
-    case EMFILE:
-    case ENFILE:
-    case ENOMEM:
-      return TD_RESOURCE_EXHAUSTED;
-    default:
-      return TD_UNKNOWN;
-  }
-}
-
 /* Reads exactly n bytes at off; a short file is DATA_LOSS. */
 static td_code pread_full(int fd, const char *path, void *buf, size_t n, uint64_t off,
                           td_err *err) {
@@ -149,7 +134,7 @@ static td_code pread_full(int fd, const char *path, void *buf, size_t n, uint64_
     ssize_t r = pread(fd, p, chunk, (off_t)off);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0)
-      return td_err_set(err, errno_code(errno), "%s: read failed: %s", path, strerror(errno));
+      return td_err_set(err, td_code_from_errno(errno), "%s: read failed: %s", path, strerror(errno));
     if (r == 0)
       return td_err_set(err, TD_DATA_LOSS, "%s: truncated: unexpected end of file at offset %llu",
                         path, (unsigned long long)off);
@@ -162,12 +147,12 @@ static td_code pread_full(int fd, const char *path, void *buf, size_t n, uint64_
 
 static td_code read_whole_file(const char *path, uint8_t **out, size_t *len, td_err *err) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return td_err_set(err, errno_code(errno), "%s: %s", path, strerror(errno));
+  if (fd < 0) return td_err_set(err, td_code_from_errno(errno), "%s: %s", path, strerror(errno));
   struct stat st;
   td_code rc = TD_OK;
   uint8_t *buf = NULL;
   if (fstat(fd, &st) != 0) {
-    rc = td_err_set(err, errno_code(errno), "%s: %s", path, strerror(errno));
+    rc = td_err_set(err, td_code_from_errno(errno), "%s: %s", path, strerror(errno));
   } else if (!S_ISREG(st.st_mode)) {
     rc = td_err_set(err, TD_FAILED_PRECONDITION, "%s: not a regular file", path);
   } else if ((uint64_t)st.st_size > SIZE_MAX - 1) {
@@ -594,7 +579,7 @@ static td_code open_shards(ldr_bundle *b, td_err *err) {
       if (e == ENOENT)
         return td_err_set(err, TD_NOT_FOUND, "%s: checkpoint data file not found",
                           b->data_paths[i]);
-      return td_err_set(err, errno_code(e), "%s: %s", b->data_paths[i], strerror(e));
+      return td_err_set(err, td_code_from_errno(e), "%s: %s", b->data_paths[i], strerror(e));
     }
   }
   return TD_OK;
@@ -785,7 +770,7 @@ td_code ldr_bundle_read(const ldr_bundle *b, const char *key, eng_dtype want, en
   const char *path = b->data_paths[e->shard];
   struct stat st;
   if (fstat(b->fds[e->shard], &st) != 0)
-    return td_err_set(err, errno_code(errno), "%s: %s", path, strerror(errno));
+    return td_err_set(err, td_code_from_errno(errno), "%s: %s", path, strerror(errno));
   uint64_t fsize = st.st_size > 0 ? (uint64_t)st.st_size : 0;
   if (e->offset > fsize || e->size > fsize - e->offset)
     return td_err_set(err, TD_DATA_LOSS,

@@ -12,7 +12,7 @@
 #include "eng_op.h"
 #include "ldr_proto.h"
 #include "ldr_servable.h"
-#include "ldr_smfile.h"
+#include "ldr_savedmodel.h"
 #include "tensorflow/core/protobuf/saved_model.pb-c.h"
 
 
@@ -141,7 +141,7 @@ td_code ldr_inspect_print(const char *dir, const char *tags, FILE *out, td_err *
   Tensorflow__SavedModel *sm = NULL;
   size_t len = 0;
   bool text = false;
-  td_code rc = ldr_smfile_read(dir, &sm, &len, &text, err);
+  td_code rc = ldr_savedmodel_read(dir, &sm, &len, &text, err);
   if (rc) return rc;
   fprintf(out, "SavedModel %s (%s, %zu bytes, %zu MetaGraph%s)\n\n", dir,
           text ? "saved_model.pbtxt" : "saved_model.pb", len, sm->n_meta_graphs,
@@ -150,7 +150,7 @@ td_code ldr_inspect_print(const char *dir, const char *tags, FILE *out, td_err *
     if (m) fprintf(out, "\n");
     print_meta_graph(out, sm->meta_graphs[m]);
   }
-  ldr_smfile_free(sm);
+  ldr_savedmodel_free(sm);
 
   fprintf(out, "\nLoading with tags '%s': ", tags);
   ldr_servable *sv = NULL;

@@ -90,7 +90,7 @@ static void finish_load(ldr_manager *m, const job *j, ldr_servable *sv, td_code 
   x->last_err = *lerr;
   if (x->attempts <= m->opt.max_num_load_retries && !m->closing) {
     int64_t us = m->opt.load_retry_interval_micros > 0 ? m->opt.load_retry_interval_micros : 0;
-    x->retry_at_ns = now_ns() + (uint64_t)us * 1000u;
+    x->retry_at_ns = td_now_ns() + (uint64_t)us * 1000u;
     x->st = V_RETRY;
     ldr_mgr_set_reg(m, mm, x, LDR_STATE_LOADING, lerr);
     td_log_error("Loading servable: {name: %s version: %lld} failed: %s. Retrying (%d of %d) in "
@@ -245,7 +245,7 @@ static void manager_main(void *arg) {
     uint64_t wait_ns = 0;
     if (draining) wait_ns = 2000000; /* in-flight requests end within ms */
     if (next) {
-      uint64_t now = now_ns(), d = next > now ? next - now : 0;
+      uint64_t now = td_now_ns(), d = next > now ? next - now : 0;
       if (!wait_ns || d < wait_ns) wait_ns = d;
     }
     if (!wait_ns && (draining || next)) continue;
@@ -388,7 +388,7 @@ uint64_t ldr_manager_request_scan(ldr_manager *m) {
 }
 
 td_code ldr_manager_wait(ldr_manager *m, uint64_t ticket, int64_t timeout_ms, td_err *err) {
-  uint64_t deadline = timeout_ms >= 0 ? now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
+  uint64_t deadline = timeout_ms >= 0 ? td_now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
   td_code rc = TD_OK;
   uv_mutex_lock(&m->mu);
   while (m->settled_gen < ticket && !m->stopping) {
@@ -396,7 +396,7 @@ td_code ldr_manager_wait(ldr_manager *m, uint64_t ticket, int64_t timeout_ms, td
       uv_cond_wait(&m->settled, &m->mu);
       continue;
     }
-    uint64_t now = now_ns();
+    uint64_t now = td_now_ns();
     if (now >= deadline) break;
     uv_cond_timedwait(&m->settled, &m->mu, deadline - now);
   }
@@ -428,7 +428,7 @@ int ldr_manager_base_paths(ldr_manager *m, char ***paths) {
 
 bool ldr_manager_shutdown(ldr_manager *m, double grace_seconds) {
   ldr_registry_close(m->reg);
-  uint64_t deadline = now_ns() + (uint64_t)(grace_seconds > 0 ? grace_seconds * 1e9 : 0);
+  uint64_t deadline = td_now_ns() + (uint64_t)(grace_seconds > 0 ? grace_seconds * 1e9 : 0);
   uv_mutex_lock(&m->mu);
   m->closing = true;
   while (m->jobs) {
@@ -450,7 +450,7 @@ bool ldr_manager_shutdown(ldr_manager *m, double grace_seconds) {
       clean = true;
       break;
     }
-    uint64_t now = now_ns();
+    uint64_t now = td_now_ns();
     if (now >= deadline) break;
     uv_mutex_unlock(&m->mu);
     uv_sleep(2);

@@ -205,7 +205,7 @@ static void retire(ldr_manager *m, mmodel *mm, mver *x) {
 
 /* Returns the earliest retry deadline among the model's versions (0: none). */
 uint64_t ldr_mgr_reconcile(ldr_manager *m, mmodel *mm, freelist *fl, bool *draining) {
-  uint64_t now = now_ns(), next = 0;
+  uint64_t now = td_now_ns(), next = 0;
   int n_aspired = 0, aspired_ready = 0;
   for (int i = 0; i < mm->n; i++) {
     bool a = ldr_mgr_is_aspired(mm, &mm->v[i]);

@@ -23,6 +23,7 @@
 #include <uv.h>
 
 #include "ldr_manager.h"
+#include "td_clock.h"
 
 #define LOAD_NICE 10 /* load threads, where SCHED_IDLE is refused: below request threads */
 
@@ -119,12 +120,6 @@ typedef struct scan_model {
   int n;
   scan_dir *dirs;
 } scan_model;
-
-static inline uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static inline mmodel *find_model(ldr_manager *m, const char *name) {
   for (int i = 0; i < m->n_models; i++)

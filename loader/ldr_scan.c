@@ -9,7 +9,7 @@
 
 #include "ldr_bundle.h"
 #include "td_log.h"
-#include "ldr_smfile.h"
+#include "ldr_savedmodel.h"
 
 
 bool ldr_scan_parse_version(const char *name, int64_t *version) {
@@ -90,19 +90,15 @@ void ldr_scan_free(ldr_version_dir *v, int n) {
   free(v);
 }
 
-static td_code errno_code(int e) {
-  return e == ENOENT ? TD_NOT_FOUND : e == EACCES || e == EPERM ? TD_PERMISSION_DENIED : TD_UNAVAILABLE;
-}
-
 /* Reads and parses saved_model.pb (or .pbtxt); sets *has_saver when a
  * MetaGraph has a saver_def (so the graph has variables to restore). */
 static td_code check_saved_model(const char *dir, bool *has_saver, td_err *err) {
   Tensorflow__SavedModel *sm = NULL;
-  td_code rc = ldr_smfile_read(dir, &sm, NULL, NULL, err);
+  td_code rc = ldr_savedmodel_read(dir, &sm, NULL, NULL, err);
   if (rc) return rc;
   *has_saver = false;
   for (size_t i = 0; i < sm->n_meta_graphs; i++) *has_saver |= sm->meta_graphs[i]->saver_def != NULL;
-  ldr_smfile_free(sm);
+  ldr_savedmodel_free(sm);
   return TD_OK;
 }
 
@@ -117,7 +113,7 @@ td_code ldr_scan_check_complete(const char *version_dir, td_err *err) {
   if (stat(index, &st)) {
     int e = errno;
     if (!has_saver && e == ENOENT) return TD_OK; /* a graph without variables */
-    return td_err_set(err, errno_code(e), "%s: %s", index, strerror(e));
+    return td_err_set(err, td_code_from_errno(e), "%s: %s", index, strerror(e));
   }
   ldr_bundle *b = NULL;
   rc = ldr_bundle_open(prefix, &b, err);

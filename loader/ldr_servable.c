@@ -17,7 +17,7 @@
 #include "ldr_proto.h"
 #include "td_file.h"
 #include "td_log.h"
-#include "ldr_smfile.h"
+#include "ldr_savedmodel.h"
 #include "tensorflow/core/protobuf/saved_model.pb-c.h"
 
 #define DEFAULT_SIGNATURE "serving_default"
@@ -45,7 +45,7 @@ static bool file_exists(const char *path) {
 }
 
 static td_code read_saved_model(const char *dir, Tensorflow__SavedModel **out, td_err *err) {
-  return ldr_smfile_read(dir, out, NULL, NULL, err);
+  return ldr_savedmodel_read(dir, out, NULL, NULL, err);
 }
 
 /* The MetaGraph whose tag set equals the requested set. */
@@ -472,7 +472,7 @@ td_code ldr_servable_load(const char *dir, int64_t version, const char *tags, ld
 done:
   if (sv->model) eng_model_detach_io(sv->model);
   ldr_bundle_close(bundle);
-  ldr_smfile_free(sm);
+  ldr_savedmodel_free(sm);
   free(vars);
   free(prefix);
   free(index);

@@ -13,6 +13,7 @@
 #include "eng_model.h"
 #include "ldr_crc32c.h"
 #include "ldr_proto.h"
+#include "td_clock.h"
 #include "td_log.h"
 #include "td_file.h"
 #include "tensord/raw_input.pb-c.h"
@@ -182,11 +183,7 @@ static td_code run_other(const ldr_servable *sv, const uint8_t *body, size_t n, 
   return rc;
 }
 
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
+static double now_us(void) { return (double)td_now_ns() / 1e3; }
 
 td_code ldr_warmup_run(const ldr_servable *sv, const char *version_dir, int iterations,
                        int *n_records, td_err *err) {

@@ -174,7 +174,7 @@ static void on_poll(uv_timer_t *t) {
 
 static td_code read_text(const char *path, char **text, size_t *len, td_err *err) {
   FILE *f = fopen(path, "rb");
-  if (!f) return td_err_set(err, TD_NOT_FOUND, "%s: cannot open (%s)", path, strerror(errno));
+  if (!f) return td_err_set(err, td_code_from_errno(errno), "%s: cannot open (%s)", path, strerror(errno));
   struct stat st;
   if (fstat(fileno(f), &st) || st.st_size < 0 || (size_t)st.st_size > MAX_CONFIG_BYTES) {
     fclose(f);

@@ -228,7 +228,7 @@ int main(int argc, char **argv) {
     td_log_error("%s", err.msg);
     goto out;
   }
-  bat_queue_set_inline_limit(queue, (uint64_t)opt.inline_run_max_micros * 1000u);
+  bat_queue_set_run_here_limit(queue, (uint64_t)opt.inline_run_max_micros * 1000u);
   if (opt.enable_batching) {
     if (bat_batcher_create(&batching, queue, model_batching, manager, &batcher, &err)) {
       td_log_error("%s", err.msg);

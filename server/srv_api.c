@@ -76,13 +76,13 @@ static void set_task(srv_call *c) {
   td_err_clear(&t->err);
 }
 
-bool srv_call_try_inline(srv_call *c) {
+bool srv_call_try_run_here(srv_call *c) {
   if (!c->api->queue) return false;
   set_task(c);
   /* With batching on, the batcher decides: only a request with nothing to
-   * merge with runs inline. */
-  if (c->api->batcher) return bat_batcher_try_inline(c->api->batcher, &c->task);
-  return bat_queue_try_inline(c->api->queue, &c->task);
+   * merge with runs here. */
+  if (c->api->batcher) return bat_batcher_try_run_here(c->api->batcher, &c->task);
+  return bat_queue_try_run_here(c->api->queue, &c->task);
 }
 
 td_code srv_call_submit(srv_call *c, td_err *err) {

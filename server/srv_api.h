@@ -6,11 +6,11 @@
  *                    "serving_default") to a servable reference and a
  *                    signature, with TF Serving's error codes and messages;
  *   (fill c->inputs[i] for c->sig->inputs[i], in signature order)
- *   srv_call_try_inline  optionally first: run the call on this thread when
+ *   srv_call_try_run_here  optionally first: run the call on this thread when
  *                    that is cheaper than a hand-off (a worker idle, the
  *                    signature's runs known to be short; see bat_queue.h;
  *                    with batching on, also nothing to merge with: see
- *                    bat_batcher_try_inline). True: the result is in
+ *                    bat_batcher_try_run_here). True: the result is in
  *                    c->task.code / c->task.err and c->outputs, and done()
  *                    is not called. False: submit it;
  *   srv_call_submit  queue the call for an engine worker (through the
@@ -87,7 +87,7 @@ struct srv_call {
 
 /* On failure the call holds nothing, but srv_call_end is still safe. */
 td_code srv_call_begin(srv_call *c, srv_api *api, const srv_model_spec *spec, td_err *err);
-bool srv_call_try_inline(srv_call *c);
+bool srv_call_try_run_here(srv_call *c);
 td_code srv_call_submit(srv_call *c, td_err *err);
 void srv_call_end(srv_call *c);
 

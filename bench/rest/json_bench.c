@@ -1,5 +1,5 @@
 /* JSON codec throughput for a 32 x 784 float batch (the MNIST-sized
- * :predict of perf.md §9.2 W3), calling srv_json directly: parse + decode
+ * :predict), calling srv_json directly: parse + decode
  * into a tensor, and encode a tensor of the same shape. Prints one line per
  * case with bytes per request, microseconds per request and MB/s.
  *

@@ -565,20 +565,20 @@ START_TEST(test_idle_batcher_runs_a_lone_request_inline) {
   ck_assert_int_eq(bat_queue_create(1, 64, &q, NULL), TD_OK);
   /* "Short" is judged by measured times: generous here, so a slow build
    * (sanitizers, a loaded machine) still counts this model's runs short. */
-  bat_queue_set_inline_limit(q, 1000000000u);
+  bat_queue_set_run_here_limit(q, 1000000000u);
   cfg_batching p = params(8, 0, 1);
   bat_batcher *b;
   ck_assert_int_eq(bat_batcher_create(&p, q, NULL, NULL, &b, NULL), TD_OK);
   req r[6];
   /* Not measured yet: it goes the usual way, and the batch is measured. */
   req_init(&r[0], &f, 0, 1, 3, 3.0f, 0.5f);
-  ck_assert(!bat_batcher_try_inline(b, &r[0].t));
+  ck_assert(!bat_batcher_try_run_here(b, &r[0].t));
   ck_assert_int_eq(bat_batcher_submit(b, &r[0].t, NULL), TD_OK);
   wait_done(1);
   req_check(&r[0]);
   /* Now a lone request runs inline. */
   req_init(&r[1], &f, 1, 1, 3, 3.0f, 0.5f);
-  ck_assert(bat_batcher_try_inline(b, &r[1].t));
+  ck_assert(bat_batcher_try_run_here(b, &r[1].t));
   req_check(&r[1]);
   ck_assert_int_eq(atomic_load(&r[1].done), 0); /* the caller has the answer */
   bat_batcher_stats st;
@@ -589,10 +589,10 @@ START_TEST(test_idle_batcher_runs_a_lone_request_inline) {
   gate g;
   gate_hold(&g, q, &f);
   req_init(&r[2], &f, 2, 1, 3, 3.0f, 0.5f);
-  ck_assert(!bat_batcher_try_inline(b, &r[2].t));
+  ck_assert(!bat_batcher_try_run_here(b, &r[2].t));
   ck_assert_int_eq(bat_batcher_submit(b, &r[2].t, NULL), TD_OK); /* waits behind the gate */
   req_init(&r[3], &f, 3, 1, 3, 3.0f, 0.5f);
-  ck_assert(!bat_batcher_try_inline(b, &r[3].t));
+  ck_assert(!bat_batcher_try_run_here(b, &r[3].t));
   ck_assert_int_eq(bat_batcher_submit(b, &r[3].t, NULL), TD_OK);
   gate_release(&g);
   wait_done(3);
@@ -604,7 +604,7 @@ START_TEST(test_idle_batcher_runs_a_lone_request_inline) {
   p = params(8, 1000, 1);
   ck_assert_int_eq(bat_batcher_create(&p, q, NULL, NULL, &b, NULL), TD_OK);
   req_init(&r[4], &f, 4, 1, 3, 3.0f, 0.5f);
-  ck_assert(!bat_batcher_try_inline(b, &r[4].t));
+  ck_assert(!bat_batcher_try_run_here(b, &r[4].t));
   bat_batcher_destroy(b);
   p = params(8, 0, 1);
   p.n_allowed_batch_sizes = 2;
@@ -612,7 +612,7 @@ START_TEST(test_idle_batcher_runs_a_lone_request_inline) {
   p.allowed_batch_sizes[1] = 8;
   ck_assert_int_eq(bat_batcher_create(&p, q, NULL, NULL, &b, NULL), TD_OK);
   req_init(&r[5], &f, 5, 1, 3, 3.0f, 0.5f);
-  ck_assert(!bat_batcher_try_inline(b, &r[5].t));
+  ck_assert(!bat_batcher_try_run_here(b, &r[5].t));
   bat_batcher_destroy(b);
   for (int i = 0; i < 6; i++) req_free(&r[i]);
   bat_queue_destroy(q);

@@ -105,18 +105,18 @@ START_TEST(test_inline_only_once_measured_short) {
   ck_assert_int_eq(bat_queue_create(1, 16, &q, NULL), TD_OK);
   probe p;
   probe_init(&p, 0, NULL);
-  ck_assert(!bat_queue_try_inline(q, &p.t)); /* never measured: the workers first */
+  ck_assert(!bat_queue_try_run_here(q, &p.t)); /* never measured: the workers first */
   ck_assert_int_eq(atomic_load(&p.ran), 0);
   run_on_worker(q, &p);
   probe_init(&p, 0, NULL);
-  ck_assert(bat_queue_try_inline(q, &p.t));
+  ck_assert(bat_queue_try_run_here(q, &p.t));
   ck_assert_int_eq(atomic_load(&p.ran), 1);
   ck_assert_int_eq(atomic_load(&p.done), 0); /* the caller has the result; no done() */
   ck_assert_int_eq(p.t.code, TD_OK);
   /* Limit 0: never inline. */
-  bat_queue_set_inline_limit(q, 0);
+  bat_queue_set_run_here_limit(q, 0);
   probe_init(&p, 0, NULL);
-  ck_assert(!bat_queue_try_inline(q, &p.t));
+  ck_assert(!bat_queue_try_run_here(q, &p.t));
   bat_queue_destroy(q);
 }
 END_TEST
@@ -141,17 +141,17 @@ START_TEST(test_inline_never_overtakes_queued_work) {
   /* One of two workers is busy and nothing waits: a short run may go
    * inline, in the idle worker's place. */
   probe_init(&p, 0, NULL);
-  ck_assert(bat_queue_try_inline(q, &p.t));
+  ck_assert(bat_queue_try_run_here(q, &p.t));
   /* Both workers busy: no more runs at once, it goes to the queue. */
   ck_assert_int_eq(bat_queue_submit(q, &hold2.t, NULL), TD_OK);
   while (!atomic_load(&hold2.ran)) uv_sleep(1);
   probe_init(&p, 0, NULL);
-  ck_assert(!bat_queue_try_inline(q, &p.t));
+  ck_assert(!bat_queue_try_run_here(q, &p.t));
   ck_assert_int_eq(atomic_load(&p.ran), 0);
   /* Something waits: it goes to the queue behind it. */
   ck_assert_int_eq(bat_queue_submit(q, &waiting.t, NULL), TD_OK);
   probe_init(&p, 0, NULL);
-  ck_assert(!bat_queue_try_inline(q, &p.t));
+  ck_assert(!bat_queue_try_run_here(q, &p.t));
   ck_assert_int_eq(atomic_load(&p.ran), 0);
   uv_sem_post(&gate);
   uv_sem_post(&gate);
@@ -179,7 +179,7 @@ START_TEST(test_slow_signature_stays_on_workers) {
   run_on_worker(q, &p);
   probe_init(&p, 0, NULL);
   p.t.run = slow_run;
-  ck_assert(!bat_queue_try_inline(q, &p.t));
+  ck_assert(!bat_queue_try_run_here(q, &p.t));
   ck_assert_int_eq(atomic_load(&p.ran), 0);
   bat_queue_destroy(q);
 }
@@ -192,7 +192,7 @@ START_TEST(test_inline_honours_deadline) {
   probe_init(&p, 0, NULL);
   run_on_worker(q, &p);
   probe_init(&p, 1, NULL); /* long past */
-  ck_assert(bat_queue_try_inline(q, &p.t));
+  ck_assert(bat_queue_try_run_here(q, &p.t));
   ck_assert_int_eq(atomic_load(&p.ran), 0);
   ck_assert_int_eq(p.t.code, TD_DEADLINE_EXCEEDED);
   bat_queue_destroy(q);
@@ -217,9 +217,9 @@ START_TEST(test_inline_not_larger_than_seen) {
   probe_init(&p, 0, NULL);
   p.t.sig = &sized;
   p.t.inputs = &big;
-  ck_assert(!bat_queue_try_inline(q, &p.t)); /* 4096 floats never seen to run */
+  ck_assert(!bat_queue_try_run_here(q, &p.t)); /* 4096 floats never seen to run */
   p.t.inputs = &small;
-  ck_assert(bat_queue_try_inline(q, &p.t));
+  ck_assert(bat_queue_try_run_here(q, &p.t));
   bat_queue_destroy(q);
   eng_tensor_release(&small);
   eng_tensor_release(&big);

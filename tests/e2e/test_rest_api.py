@@ -1,5 +1,5 @@
 """REST conformance suite (issue 4): every URL form, request shape and
-documented error of TF Serving's REST API (reference/tfserving.md §1),
+documented error of TF Serving's REST API,
 status/metadata JSON against protobuf's own JSON printer (the golden
 signature_def JSON in reference.json comes from make_fixtures.py), number
 formatting, limits, CORS, gzip, timeouts, and tensord's list/health/ready

@@ -64,7 +64,7 @@ START_TEST(find_unknown) {
 END_TEST
 
 START_TEST(ops_the_loader_needs) {
-  /* savedmodel.md §3.4: the restore path and the half_plus_two graphs. */
+  /* The restore path and the half_plus_two graphs. */
   const char *need[] = {"Const",
                         "Placeholder",
                         "PlaceholderWithDefault",
@@ -110,7 +110,9 @@ static const char *bookkeeping[] = {
     /* control flow and TensorLists: test_eng_control.c, tests/e2e/test_control.py */
     "If", "StatelessIf", "StatelessWhile", "While", "TensorListFromTensor", "TensorListGetItem",
     "TensorListLength", "TensorListReserve", "TensorListSetItem", "TensorListStack", "Switch",
-    "Merge"};
+    "Merge",
+    /* plan-internal ops of Pad folding: test_eng_compile.c */
+    "_DepthwiseConv2dNativePadded", "_PadView"};
 
 static void run_case(int k) {
   const kcase *kc = &td_opcases[k];

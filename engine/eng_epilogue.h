@@ -1,0 +1,42 @@
+/* eng_epilogue (internal to engine/): elementwise per-channel ops fused
+ * after a Conv2D, DepthwiseConv2dNative or MatMul step (bias, batch-norm
+ * scale and shift, ReLU / ReLU6), applied in place to the step's output.
+ *
+ * The compiler (eng_compile.c) builds an epilogue at load and hangs it on
+ * the step (eng_plan.h); at run time a kernel that can apply it while its
+ * output is hot does so (eng_kepilogue row by row, or eng_kgemm_epi inside
+ * the GEMM's register tiles) and marks it done, else the run loop applies
+ * it afterwards (eng_epilogue_apply). The arithmetic is the separate
+ * kernels', element for element. An epilogue is read-only once built: any
+ * number of runs may apply it at once. */
+#ifndef ENG_EPILOGUE_H
+#define ENG_EPILOGUE_H
+
+#include "eng_op.h"
+
+enum { EPI_ADD, EPI_SUB, EPI_MUL, EPI_RELU, EPI_RELU6 };
+
+#define ENG_EPI_MAX 8
+
+typedef struct eng_epilogue {
+  int n;
+  struct {
+    int kind;
+    eng_tensor k; /* float constant: one value or one per channel; empty for activations */
+  } op[ENG_EPI_MAX];
+  int out_value; /* value index the result is stored as */
+} eng_epilogue;
+
+/* Applies an epilogue in place to a float tensor whose last dim is the
+ * channel dim. */
+void eng_epilogue_apply(const eng_epilogue *e, eng_tensor *t);
+
+/* For kernels. Applies the kernel's fused epilogue (if any) to `rows` rows
+ * of ch floats just written, and marks it done. */
+void eng_kepilogue(eng_kctx *c, float *y, int64_t rows, int64_t ch);
+/* The kernel's fused epilogue as eng_gemm applies it in registers (over n
+ * output channels); NULL when there is none. Marks it done. */
+struct eng_gemm_epi;
+const struct eng_gemm_epi *eng_kgemm_epi(eng_kctx *c, struct eng_gemm_epi *buf);
+
+#endif

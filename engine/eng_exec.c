@@ -1,0 +1,148 @@
+/* The executor: where and how one run of a plan goes (eng_plan_run).
+ *
+ * A serving plan on the CPU whose batch is large may run as slices of the
+ * batch (eng_slice.h), once one full run at that plan has shown that no op
+ * mixes examples; each run, whole or slice, takes the plan specialised to
+ * its input shapes (eng_compile.c) when there is one, then runs on the
+ * model's device (device/eng_gpu.h) or the CPU loop (eng_run.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "eng_gpu.h"
+#include "eng_plan.h"
+#include "eng_run.h"
+#include "eng_slice.h"
+
+/* The common dim 0 of numeric inputs of rank >= 1, or 0. */
+static int64_t batch_of(const eng_plan *p, const eng_tensor *in) {
+  int64_t b = -1;
+  for (int i = 0; i < p->n_inputs; i++) {
+    if (in[i].shape.rank < 1 || !eng_dtype_size(in[i].dtype)) /* numeric only */
+      return 0;
+    if (b >= 0 && in[i].shape.dim[0] != b) return 0;
+    b = in[i].shape.dim[0];
+  }
+  return b > 0 ? b : 0;
+}
+
+/* One run of p, whole or a slice: its shape-specialised plan when there is
+ * one, on the model's device or the CPU. decide > 0 (CPU only): the run
+ * also records every value's shape and dtype and decides from them whether
+ * p may run as slices of that batch. */
+static td_code run_once(const eng_plan *p, const eng_tensor *in, eng_tensor *out, int64_t decide,
+                        td_err *err) {
+  const eng_plan *rp = p;
+  if (p->can_specialise) {
+    const eng_plan *sp = eng_plan_specialised((eng_plan *)p, in);
+    if (sp) rp = sp;
+  }
+  eng_dev_model *dev = eng_model_dev(rp->m);
+  if (dev) return eng_gpu_run(dev, rp, in, out, err);
+  if (!decide) return eng_run_cpu(rp, in, out, err);
+  eng_run r;
+  td_code rc = eng_run_begin(&r, rp, in, err);
+  if (!rc) {
+    r.shapes = calloc((size_t)rp->n_values + 1, sizeof *r.shapes);
+    r.dtypes = calloc((size_t)rp->n_values + 1, sizeof *r.dtypes);
+    for (int i = 0; r.shapes && r.dtypes && i < rp->n_inputs; i++) {
+      r.shapes[rp->in_value[i]] = in[i].shape;
+      r.dtypes[rp->in_value[i]] = in[i].dtype;
+    }
+    for (int i = 0; r.shapes && r.dtypes && i < rp->n_consts; i++) {
+      r.shapes[rp->const_value[i]] = rp->const_tensor[i].shape;
+      r.dtypes[rp->const_value[i]] = rp->const_tensor[i].dtype;
+    }
+    if (!r.shapes || !r.dtypes) {
+      free(r.shapes);
+      free(r.dtypes);
+      r.shapes = NULL;
+      r.dtypes = NULL;
+    }
+  }
+  for (int s = 0; s < rp->n_steps && !rc; s++) rc = eng_run_step_cpu(&r, s, err);
+  if (r.shapes) {
+    int64_t bytes = 0;
+    if (!rc) {
+      bool ok = eng_slice_separable(rp, r.shapes, r.dtypes, decide, &bytes);
+      atomic_store(&((eng_plan *)p)->slice_bytes, ok ? (long long)bytes : -1LL);
+    }
+    free(r.shapes);
+    free(r.dtypes);
+    r.shapes = NULL;
+    r.dtypes = NULL;
+  }
+  return eng_run_finish(&r, rc, out, err);
+}
+
+/* Rows [r0, r0 + n) of a dense tensor whose dim 0 is the batch. */
+static td_code slice_rows(const eng_tensor *t, int64_t r0, int64_t n, eng_tensor *out,
+                          td_err *err) {
+  eng_shape s = t->shape;
+  int64_t rows = s.dim[0];
+  s.dim[0] = n;
+  td_code rc = eng_tensor_alloc_raw(out, t->dtype, &s, err);
+  if (rc) return rc;
+  size_t row = rows ? eng_tensor_nbytes(t) / (size_t)rows : 0;
+  if (row && n)
+    memcpy(eng_tensor_data(out), (const char *)eng_tensor_data(t) + row * (size_t)r0,
+           row * (size_t)n);
+  return TD_OK;
+}
+
+/* Runs p on slices of `chunk` examples of in (each slice once through
+ * run_once) and stacks the outputs into out. */
+static td_code run_slices(const eng_plan *p, const eng_tensor *in, eng_tensor *out, int64_t batch,
+                          int64_t chunk, td_err *err) {
+  int ni = p->n_inputs, no = p->n_outputs;
+  eng_tensor *cin = calloc((size_t)ni + 1, sizeof *cin),
+             *cout = calloc((size_t)no + 1, sizeof *cout);
+  td_code rc = cin && cout ? TD_OK : td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  for (int i = 0; i < no; i++) out[i] = (eng_tensor){0};
+  for (int64_t r0 = 0; r0 < batch && !rc; r0 += chunk) {
+    int64_t n = batch - r0 < chunk ? batch - r0 : chunk;
+    for (int i = 0; i < ni && !rc; i++) rc = slice_rows(&in[i], r0, n, &cin[i], err);
+    if (!rc) rc = run_once(p, cin, cout, 0, err);
+    for (int i = 0; i < ni; i++) eng_tensor_release(&cin[i]);
+    for (int o = 0; o < no && !rc; o++) {
+      const eng_tensor *c = &cout[o];
+      if (c->shape.rank < 1 || c->shape.dim[0] != n || !eng_dtype_size(c->dtype)) {
+        rc = td_err_set(err, TD_INTERNAL, "a batch slice gave output %d of another shape", o);
+        break;
+      }
+      if (!out[o].buf) {
+        eng_shape s = c->shape;
+        s.dim[0] = batch;
+        rc = eng_tensor_alloc_raw(&out[o], c->dtype, &s, err);
+        if (rc) break;
+      } else {
+        eng_shape s = c->shape;
+        s.dim[0] = batch;
+        if (c->dtype != out[o].dtype || !eng_shape_equal(&s, &out[o].shape)) {
+          rc = td_err_set(err, TD_INTERNAL, "batch slices gave output %d different shapes", o);
+          break;
+        }
+      }
+      size_t row = eng_tensor_nbytes(c) / (size_t)n;
+      if (row && n)
+        memcpy((char *)eng_tensor_data(&out[o]) + row * (size_t)r0, eng_tensor_data(c),
+               row * (size_t)n);
+    }
+    for (int o = 0; o < no; o++) eng_tensor_release(&cout[o]);
+  }
+  if (rc)
+    for (int o = 0; o < no; o++) eng_tensor_release(&out[o]);
+  free(cin);
+  free(cout);
+  return rc;
+}
+
+td_code eng_plan_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, td_err *err) {
+  int64_t batch = p->can_specialise && !eng_model_dev(p->m) ? batch_of(p, in) : 0;
+  if (batch < 2 * ENG_SLICE_MIN) return run_once(p, in, out, 0, err);
+  long long bytes = atomic_load(&((eng_plan *)p)->slice_bytes);
+  int64_t chunk = bytes > 0 ? eng_slice_size(bytes, batch) : batch;
+  if (chunk < batch) return run_slices(p, in, out, batch, chunk, err);
+  return run_once(p, in, out, bytes == 0 ? batch : 0, err);
+}
+
+bool eng_plan_on_host(const eng_plan *p) { return !eng_model_dev(p->m); }

@@ -1,0 +1,213 @@
+/* eng_kernels: the CPU kernels and shape functions behind the op table,
+ * and the helpers they share (argument reading, outputs, broadcasting).
+ * Internal to engine/: the kernel files and the op table (eng_op.c)
+ * include it, and the GPU lowering (device/eng_gpu.c), which reuses the
+ * broadcasting rules and runs CPU kernels on stand-in tensors. Kernels run
+ * on any thread; each call works only on its own eng_kctx. */
+#ifndef ENG_KERNELS_H
+#define ENG_KERNELS_H
+
+#include "eng_epilogue.h"
+#include "eng_op.h"
+
+/* Broadcast two shapes NumPy-style (unknown dims stay unknown when they
+ * cannot be decided). INVALID_ARGUMENT when incompatible. */
+td_code eng_broadcast_shape(const eng_shape *a, const eng_shape *b, eng_shape *out, td_err *err);
+
+/* eng_kernels_state.c: sources, identities, variables, checkpoints. */
+td_code eng_k_const(eng_kctx *c);
+td_code eng_k_placeholder(eng_kctx *c);
+td_code eng_k_identity(eng_kctx *c);
+td_code eng_k_identity_n(eng_kctx *c);
+td_code eng_k_noop(eng_kctx *c);
+td_code eng_k_var_handle(eng_kctx *c);
+td_code eng_k_variable_v2(eng_kctx *c);
+td_code eng_k_read_variable(eng_kctx *c);
+td_code eng_k_assign_variable(eng_kctx *c);
+td_code eng_k_assign(eng_kctx *c);
+td_code eng_k_var_is_initialized(eng_kctx *c);
+td_code eng_k_restore_v2(eng_kctx *c);
+
+td_code eng_s_const(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+td_code eng_s_placeholder(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+td_code eng_s_identity(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+td_code eng_s_scalar(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+
+/* eng_kernels_binary.c: elementwise binary arithmetic with broadcasting. */
+td_code eng_k_add(eng_kctx *c);
+td_code eng_k_sub(eng_kctx *c);
+td_code eng_k_mul(eng_kctx *c);
+td_code eng_k_real_div(eng_kctx *c);
+td_code eng_k_maximum(eng_kctx *c);
+td_code eng_k_minimum(eng_kctx *c);
+td_code eng_s_binary(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+
+/* eng_kernels_parse.c: serialized tf.Example -> dense tensors (dense
+ * features with known shapes only; sparse/ragged/variable-length fail
+ * UNIMPLEMENTED). Output shapes are known only at run time. */
+td_code eng_k_parse_example(eng_kctx *c);
+td_code eng_k_parse_example_v2(eng_kctx *c);
+
+/* --- helpers shared by the kernel files (eng_kargs.c) -------------------- */
+/* Fails with `code` and "node 'N' (Op): <message>". */
+td_code eng_kfail(eng_kctx *c, td_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Reads int32/int64 input i (any shape) into out[max]; *n gets the count.
+ * INVALID_ARGUMENT naming the input when it is not an integer tensor or holds
+ * more than max values. */
+td_code eng_karg_ints(eng_kctx *c, int i, int64_t *out, int max, int *n);
+/* Reads a scalar (or one-element) int32/int64 input. */
+td_code eng_karg_int(eng_kctx *c, int i, int64_t *out);
+/* Allocates output i, zero-filled; errors carry the node. */
+td_code eng_kout(eng_kctx *c, int i, eng_dtype dt, const eng_shape *s);
+/* The same, uninitialised: for kernels that write every element. */
+td_code eng_kout_raw(eng_kctx *c, int i, eng_dtype dt, const eng_shape *s);
+/* Requires input i to have dtype dt (or any float/int class, see below). */
+td_code eng_kwant(eng_kctx *c, int i, eng_dtype dt);
+/* Normalises axis against rank (negative counts from the end). */
+td_code eng_kaxis(eng_kctx *c, int64_t axis, int rank, int *out);
+
+/* n-dimensional copy of dims[] elements of size es, with element strides on
+ * both sides (negative source strides allowed); eng_kernels_array.c. */
+void eng_copy_nd(int rank, const int64_t *dims, size_t es, const char *src, const int64_t *sst,
+                 char *dst, const int64_t *dstst);
+/* Row-major element strides of a concrete shape. */
+void eng_contig_strides(const eng_shape *s, int64_t *st);
+
+/* Broadcast iteration over up to three inputs: st[k][d] is input k's stride
+ * along output dim d (0 where broadcast); off[k] follows the odometer.
+ * Adjacent dims every input walks alike are merged at init (the offsets
+ * and their order are those of the output's row-major walk), so `dim` and
+ * `rank` describe the merged walk, not the output shape. Rows: the
+ * innermost merged dim (length eng_bcast_row_len) is one run in which each
+ * input's stride is st[k][rank - 1] (1 or 0); eng_bcast_next_row moves to
+ * the next run's start. */
+typedef struct eng_bcast {
+  int rank, n;
+  int64_t dim[ENG_MAX_RANK], idx[ENG_MAX_RANK];
+  int64_t st[3][ENG_MAX_RANK];
+  int64_t off[3];
+} eng_bcast;
+void eng_bcast_init(eng_bcast *it, const eng_shape *out, int n, const eng_shape *const *in);
+/* Advances the odometer from dim `inner` outwards. */
+static inline void eng_bcast_step(eng_bcast *it, int inner) {
+  for (int d = inner; d >= 0; d--) {
+    if (++it->idx[d] < it->dim[d]) {
+      for (int k = 0; k < it->n; k++) it->off[k] += it->st[k][d];
+      return;
+    }
+    for (int k = 0; k < it->n; k++) it->off[k] -= it->st[k][d] * (it->idx[d] - 1);
+    it->idx[d] = 0;
+  }
+}
+static inline void eng_bcast_next(eng_bcast *it) { eng_bcast_step(it, it->rank - 1); }
+static inline int64_t eng_bcast_row_len(const eng_bcast *it) {
+  return it->rank > 0 ? it->dim[it->rank - 1] : 1;
+}
+static inline int64_t eng_bcast_row_stride(const eng_bcast *it, int k) {
+  return it->rank > 0 ? it->st[k][it->rank - 1] : 0;
+}
+static inline void eng_bcast_next_row(eng_bcast *it) { eng_bcast_step(it, it->rank - 2); }
+
+/* eng_kernels_unary.c: elementwise math, activations, Cast, *Like. */
+td_code eng_k_unary(eng_kctx *c);
+td_code eng_k_leaky_relu(eng_kctx *c);
+td_code eng_k_cast(eng_kctx *c);
+td_code eng_k_zeros_like(eng_kctx *c);
+td_code eng_k_ones_like(eng_kctx *c);
+td_code eng_k_logical_not(eng_kctx *c);
+td_code eng_s_unary(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+
+/* eng_kernels_compare.c: comparisons, logic, Select, Pow, SquaredDifference,
+ * AddN, BiasAdd. */
+td_code eng_k_compare(eng_kctx *c);
+td_code eng_k_logical(eng_kctx *c);
+td_code eng_k_select_v2(eng_kctx *c);
+td_code eng_k_select(eng_kctx *c);
+td_code eng_k_pow(eng_kctx *c);
+td_code eng_k_squared_difference(eng_kctx *c);
+td_code eng_k_add_n(eng_kctx *c);
+td_code eng_k_bias_add(eng_kctx *c);
+td_code eng_s_select(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+td_code eng_s_add_n(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+
+/* eng_kernels_shape.c: ops that only restate a shape. */
+td_code eng_k_reshape(eng_kctx *c);
+td_code eng_k_shape(eng_kctx *c);
+td_code eng_k_squeeze(eng_kctx *c);
+td_code eng_k_expand_dims(eng_kctx *c);
+td_code eng_k_fill(eng_kctx *c);
+td_code eng_k_range(eng_kctx *c);
+td_code eng_k_broadcast_to(eng_kctx *c);
+td_code eng_s_shape(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+td_code eng_s_squeeze(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+td_code eng_s_unknown(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+
+/* eng_kernels_array.c: ops that move elements. */
+td_code eng_k_strided_slice(eng_kctx *c);
+/* StridedSlice's geometry, from input 0's shape and the begin / end /
+ * strides inputs (1-3) with the node's masks: the result shape, and the
+ * source walk (offset, sizes and element strides over input 0's rank) that
+ * produces it densely. TensorFlow's errors, naming the node. */
+typedef struct eng_slice {
+  int rank;
+  int64_t offset;
+  int64_t size[ENG_MAX_RANK];
+  int64_t src_stride[ENG_MAX_RANK];
+  eng_shape out;
+} eng_slice;
+td_code eng_strided_slice_plan(eng_kctx *c, eng_slice *sl);
+td_code eng_k_slice(eng_kctx *c);
+td_code eng_k_pack(eng_kctx *c);
+td_code eng_k_unpack(eng_kctx *c);
+td_code eng_k_concat_v2(eng_kctx *c);
+td_code eng_k_gather_v2(eng_kctx *c);
+td_code eng_k_transpose(eng_kctx *c);
+td_code eng_k_pad(eng_kctx *c);
+td_code eng_k_tile(eng_kctx *c);
+td_code eng_k_split(eng_kctx *c);
+td_code eng_k_split_v(eng_kctx *c);
+td_code eng_k_one_hot(eng_kctx *c);
+td_code eng_k_mirror_pad(eng_kctx *c);
+td_code eng_s_pack(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+td_code eng_s_unpack(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+
+/* eng_kernels_reduce.c: Sum, Mean, Max, Min, Prod, All, Any. */
+td_code eng_k_reduce(eng_kctx *c);
+td_code eng_k_cumsum(eng_kctx *c);
+
+/* eng_kernels_matmul.c: MatMul, BatchMatMul, Einsum (OpenBLAS). */
+td_code eng_k_matmul(eng_kctx *c);
+td_code eng_k_batch_matmul(eng_kctx *c);
+td_code eng_k_einsum(eng_kctx *c);
+td_code eng_s_matmul(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+td_code eng_s_batch_matmul(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+
+/* eng_kernels_control.c: While / If over subgraph plans, TensorLists. */
+td_code eng_k_while(eng_kctx *c);
+td_code eng_k_if(eng_kctx *c);
+td_code eng_k_tensor_list_reserve(eng_kctx *c);
+td_code eng_k_tensor_list_from_tensor(eng_kctx *c);
+td_code eng_k_tensor_list_get_item(eng_kctx *c);
+td_code eng_k_tensor_list_set_item(eng_kctx *c);
+td_code eng_k_tensor_list_stack(eng_kctx *c);
+td_code eng_k_tensor_list_length(eng_kctx *c);
+td_code eng_k_switch(eng_kctx *c);
+td_code eng_k_merge(eng_kctx *c);
+
+/* eng_kernels_nn.c: convolutions, pools, batch norm, softmax. */
+td_code eng_k_conv2d(eng_kctx *c);
+td_code eng_k_depthwise_conv2d(eng_kctx *c);
+td_code eng_k_max_pool(eng_kctx *c);
+td_code eng_k_avg_pool(eng_kctx *c);
+td_code eng_k_fused_batch_norm(eng_kctx *c);
+td_code eng_k_softmax(eng_kctx *c);
+td_code eng_s_conv2d(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+td_code eng_s_pool(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
+/* DepthwiseConv2dNative (VALID) reading, as input 0, the unpadded input of
+ * the Pad node feeding it (that Pad's step passes its input through): the
+ * padding is applied as the window's own. The op table's plan-internal
+ * _DepthwiseConv2dNativePadded, placed by eng_compile.c. */
+td_code eng_k_depthwise_conv2d_padded(eng_kctx *c);
+
+#endif

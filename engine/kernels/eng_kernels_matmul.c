@@ -1,0 +1,377 @@
+/* Matrix products on OpenBLAS: MatMul (transpose_a/b), BatchMatMulV2/V3
+ * (adj_x/adj_y, broadcasting batch dims) and two-operand Einsum.
+ *
+ * A single-row product goes to sgemv: OpenBLAS's sgemm is several times
+ * slower there, and batch-1 dense layers are that case.
+ * Einsum is lowered to one batched product: each label is a batch label (in
+ * both operands and the output), a contracted label (in both, not in the
+ * output) or a free label of one operand; the operands are permuted to
+ * [batch, free, contracted] / [batch, contracted, free], multiplied, and the
+ * result permuted to the output's order. Equations outside that form
+ * (ellipses, repeated labels, one operand, labels summed away) fail with
+ * UNIMPLEMENTED naming the equation. */
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eng_einsum.h"
+#include "eng_gemm.h"
+#include "eng_kernels.h"
+
+/* C[m,n] = op(A) op(B), row-major; lda/ldb are the stored row lengths. */
+static void gemm_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+                     const float *b, float *c) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    memset(c, 0, sizeof *c * (size_t)(m * n));
+    return;
+  }
+  int64_t lda = ta ? m : k, ldb = tb ? k : n;
+  if (m == 1) {
+    /* c = op(B)^T a: B stored [k,n] -> y = B^T x; stored [n,k] -> y = B x. */
+    cblas_sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, tb ? (int)n : (int)k,
+                tb ? (int)k : (int)n, 1.0f, b, (int)ldb, a, ta ? (int)lda : 1, 0.0f, c, 1);
+    return;
+  }
+  if (n == 1 && !tb) {
+    cblas_sgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, ta ? (int)k : (int)m,
+                ta ? (int)m : (int)k, 1.0f, a, (int)lda, b, (int)ldb, 0.0f, c, 1);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b, (int)ldb, 0.0f, c, (int)n);
+}
+
+static void gemm_f64(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double *a,
+                     const double *b, double *c) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    memset(c, 0, sizeof *c * (size_t)(m * n));
+    return;
+  }
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              (int)m, (int)n, (int)k, 1.0, a, (int)(ta ? m : k), b, (int)(tb ? k : n), 0.0, c,
+              (int)n);
+}
+
+#define MAX_GEMM_DIM ((int64_t)1 << 30) /* BLAS takes int dims */
+
+static td_code check_dims(eng_kctx *c, int64_t m, int64_t n, int64_t k) {
+  if (m > MAX_GEMM_DIM || n > MAX_GEMM_DIM || k > MAX_GEMM_DIM)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "matrix dimension too large");
+  return TD_OK;
+}
+
+td_code eng_s_matmul(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err) {
+  if (in[0].rank != 2 || in[1].rank != 2) {
+    if ((in[0].rank >= 0 && in[0].rank != 2) || (in[1].rank >= 0 && in[1].rank != 2))
+      return td_err_set(err, TD_INVALID_ARGUMENT, "node '%s' (MatMul): inputs must be matrices",
+                        n->name);
+    out[0] = eng_shape_unknown();
+    return TD_OK;
+  }
+  bool ta = eng_node_attr_bool(n, "transpose_a", false), tb = eng_node_attr_bool(n, "transpose_b", false);
+  int64_t ka = in[0].dim[ta ? 0 : 1], kb = in[1].dim[tb ? 1 : 0];
+  if (ka >= 0 && kb >= 0 && ka != kb)
+    return td_err_set(err, TD_INVALID_ARGUMENT,
+                      "node '%s' (MatMul): Matrix size-incompatible: In[0] inner %lld, In[1] %lld",
+                      n->name, (long long)ka, (long long)kb);
+  int64_t d[2] = {in[0].dim[ta ? 1 : 0], in[1].dim[tb ? 0 : 1]};
+  out[0] = eng_shape_make(2, d);
+  return TD_OK;
+}
+
+
+td_code eng_k_matmul(eng_kctx *c) {
+  const eng_tensor *a = &c->in[0], *b = &c->in[1];
+  if (a->dtype != b->dtype || (a->dtype != ENG_DT_FLOAT && a->dtype != ENG_DT_DOUBLE))
+    return eng_kfail(c, TD_UNIMPLEMENTED, "%s x %s products are not supported",
+                     eng_dtype_name(a->dtype), eng_dtype_name(b->dtype));
+  if (a->shape.rank != 2 || b->shape.rank != 2)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "In[0] and In[1] must be matrices, got rank %d and %d",
+                     a->shape.rank, b->shape.rank);
+  bool ta = eng_node_attr_bool(c->node, "transpose_a", false);
+  bool tb = eng_node_attr_bool(c->node, "transpose_b", false);
+  int64_t m = a->shape.dim[ta ? 1 : 0], k = a->shape.dim[ta ? 0 : 1];
+  int64_t kb = b->shape.dim[tb ? 1 : 0], n = b->shape.dim[tb ? 0 : 1];
+  if (k != kb) {
+    char sa[64], sb[64];
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "Matrix size-incompatible: In[0]: %s, In[1]: %s",
+                     eng_shape_str(&a->shape, sa, sizeof sa), eng_shape_str(&b->shape, sb, sizeof sb));
+  }
+  td_code rc = check_dims(c, m, n, k);
+  int64_t d[2] = {m, n};
+  eng_shape s = eng_shape_make(2, d);
+  if (!rc) rc = eng_kout_raw(c, 0, a->dtype, &s);
+  if (rc) return rc;
+  if (a->dtype == ENG_DT_FLOAT && c->packed && !ta && eng_gemm_k(c->packed) == k &&
+      eng_gemm_n(c->packed) == n && m > 0) {
+    float *y = eng_tensor_data(&c->out[0]);
+    eng_gemm_epi ge;
+    eng_gemm_run(eng_tensor_data(a), k, m, c->packed, y, n, eng_kgemm_epi(c, &ge));
+  } else if (a->dtype == ENG_DT_FLOAT) {
+    gemm_f32(ta, tb, m, n, k, eng_tensor_data(a), eng_tensor_data(b), eng_tensor_data(&c->out[0]));
+    eng_kepilogue(c, eng_tensor_data(&c->out[0]), m, n);
+  }
+  else
+    gemm_f64(ta, tb, m, n, k, eng_tensor_data(a), eng_tensor_data(b), eng_tensor_data(&c->out[0]));
+  return TD_OK;
+}
+
+/* --- BatchMatMul ---------------------------------------------------------- */
+
+td_code eng_s_batch_matmul(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err) {
+  if (in[0].rank < 0 || in[1].rank < 0) {
+    out[0] = eng_shape_unknown();
+    return TD_OK;
+  }
+  if (in[0].rank < 2 || in[1].rank < 2)
+    return td_err_set(err, TD_INVALID_ARGUMENT, "node '%s' (%s): inputs must be rank >= 2",
+                      n->name, n->op);
+  eng_shape ba = in[0], bb = in[1];
+  ba.rank -= 2;
+  bb.rank -= 2;
+  td_code rc = eng_broadcast_shape(&ba, &bb, &out[0], err);
+  if (rc) return rc;
+  bool ax = eng_node_attr_bool(n, "adj_x", false), ay = eng_node_attr_bool(n, "adj_y", false);
+  if (out[0].rank + 2 > ENG_MAX_RANK) return td_err_set(err, TD_UNIMPLEMENTED, "rank too large");
+  out[0].dim[out[0].rank++] = in[0].dim[in[0].rank - (ax ? 1 : 2)];
+  out[0].dim[out[0].rank++] = in[1].dim[in[1].rank - (ay ? 2 : 1)];
+  return TD_OK;
+}
+
+static td_code batch_matmul(eng_kctx *c, const eng_tensor *a, const eng_tensor *b, bool ax,
+                            bool ay, eng_tensor *out) {
+  if (a->dtype != b->dtype || (a->dtype != ENG_DT_FLOAT && a->dtype != ENG_DT_DOUBLE))
+    return eng_kfail(c, TD_UNIMPLEMENTED, "%s x %s products are not supported",
+                     eng_dtype_name(a->dtype), eng_dtype_name(b->dtype));
+  int ra = a->shape.rank, rb = b->shape.rank;
+  if (ra < 2 || rb < 2)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "In[0] and In[1] must be at least rank 2, got %d and %d",
+                     ra, rb);
+  int64_t m = a->shape.dim[ra - (ax ? 1 : 2)], k = a->shape.dim[ra - (ax ? 2 : 1)];
+  int64_t kb = b->shape.dim[rb - (ay ? 1 : 2)], n = b->shape.dim[rb - (ay ? 2 : 1)];
+  if (k != kb) {
+    char sa[128], sb[128];
+    return eng_kfail(c, TD_INVALID_ARGUMENT,
+                     "Matrix size-incompatible: In[0]: %s, In[1]: %s",
+                     eng_shape_str(&a->shape, sa, sizeof sa), eng_shape_str(&b->shape, sb, sizeof sb));
+  }
+  eng_shape ba = a->shape, bb = b->shape, bo;
+  ba.rank -= 2;
+  bb.rank -= 2;
+  td_code rc = eng_broadcast_shape(&ba, &bb, &bo, c->err);
+  if (rc) return td_err_prefix(c->err, "node '%s' (%s): batch dims", c->node->name, c->node->op);
+  if ((rc = check_dims(c, m, n, k))) return rc;
+  eng_shape s = bo;
+  s.dim[s.rank++] = m;
+  s.dim[s.rank++] = n;
+  rc = eng_tensor_alloc_raw(out, a->dtype, &s, c->err);
+  if (rc) return td_err_prefix(c->err, "node '%s' (%s)", c->node->name, c->node->op);
+  int64_t nb = eng_shape_numel(&bo);
+  const eng_shape *in[2] = {&ba, &bb};
+  eng_bcast it;
+  eng_bcast_init(&it, &bo, 2, in);
+  size_t es = eng_dtype_size(a->dtype);
+  const char *ad = eng_tensor_data(a), *bd = eng_tensor_data(b);
+  char *od = eng_tensor_data(out);
+  for (int64_t i = 0; i < nb; i++, eng_bcast_next(&it)) {
+    const char *pa = ad + (size_t)(it.off[0] * m * k) * es;
+    const char *pb = bd + (size_t)(it.off[1] * k * n) * es;
+    char *po = od + (size_t)(i * m * n) * es;
+    if (es == 4)
+      gemm_f32(ax, ay, m, n, k, (const float *)pa, (const float *)pb, (float *)po);
+    else
+      gemm_f64(ax, ay, m, n, k, (const double *)pa, (const double *)pb, (double *)po);
+  }
+  return TD_OK;
+}
+
+/* A dense layer over all leading dims: A [..., k] times the weight packed
+ * at load, [k, n]; the fused epilogue (if any) in registers. */
+static td_code batch_matmul_packed(eng_kctx *c) {
+  const eng_tensor *a = &c->in[0];
+  int64_t k = eng_gemm_k(c->packed), n = eng_gemm_n(c->packed);
+  eng_shape s = a->shape;
+  s.dim[s.rank - 1] = n;
+  td_code rc = eng_kout_raw(c, 0, ENG_DT_FLOAT, &s);
+  if (rc) return rc;
+  int64_t rows = eng_tensor_numel(a) / k;
+  if (rows > 0 && n > 0) {
+    eng_gemm_epi ge;
+    eng_gemm_run(eng_tensor_data(a), k, rows, c->packed, eng_tensor_data(&c->out[0]), n,
+                 eng_kgemm_epi(c, &ge));
+  }
+  return TD_OK;
+}
+
+td_code eng_k_batch_matmul(eng_kctx *c) {
+  const eng_tensor *a = &c->in[0], *b = &c->in[1];
+  bool adj_x = eng_node_attr_bool(c->node, "adj_x", false);
+  if (c->packed && !adj_x && a->dtype == ENG_DT_FLOAT && b->dtype == ENG_DT_FLOAT &&
+      b->shape.rank == 2 && a->shape.rank >= 2 && a->shape.dim[a->shape.rank - 1] > 0 &&
+      a->shape.dim[a->shape.rank - 1] == eng_gemm_k(c->packed))
+    return batch_matmul_packed(c);
+  return batch_matmul(c, a, b, adj_x, eng_node_attr_bool(c->node, "adj_y", false), &c->out[0]);
+}
+
+/* --- Einsum ------------------------------------------------------------------- */
+
+/* Permutes x so that its dims come in the order perm (perm[d] = source dim). */
+static td_code permute(eng_kctx *c, const eng_tensor *x, const int *perm, eng_tensor *out) {
+  int r = x->shape.rank;
+  bool ident = true;
+  for (int d = 0; d < r; d++) ident &= perm[d] == d;
+  if (ident) {
+    *out = eng_tensor_share(x);
+    return TD_OK;
+  }
+  int64_t st[ENG_MAX_RANK], sst[ENG_MAX_RANK], dst[ENG_MAX_RANK];
+  eng_shape s = {.rank = r};
+  eng_contig_strides(&x->shape, st);
+  for (int d = 0; d < r; d++) {
+    s.dim[d] = x->shape.dim[perm[d]];
+    sst[d] = st[perm[d]];
+  }
+  td_code rc = eng_tensor_alloc_raw(out, x->dtype, &s, c->err);
+  if (rc) return td_err_prefix(c->err, "node '%s' (%s)", c->node->name, c->node->op);
+  eng_contig_strides(&s, dst);
+  eng_copy_nd(r, s.dim, eng_dtype_size(x->dtype), eng_tensor_data(x), sst, eng_tensor_data(out),
+              dst);
+  return TD_OK;
+}
+
+/* An operand or the output of an Einsum as its labels see it. */
+typedef struct einsum_view {
+  const char *lab;
+  int n;
+  const int64_t *dim;
+} einsum_view;
+
+/* Row-major element stride of label l in v (-1 when absent). */
+static int64_t label_stride(const einsum_view *v, char l) {
+  int64_t st = 1;
+  for (int i = v->n - 1; i >= 0; i--) {
+    if (v->lab[i] == l) return st;
+    st *= v->dim[i];
+  }
+  return -1;
+}
+
+/* Whether the labels g[0..n) of v, in that order, form one dimension of
+ * memory (each stride the next one's times its size); *size and *stride
+ * get the merged dimension. */
+static bool merge_group(const einsum_view *v, const char *g, int n, int64_t *size,
+                        int64_t *stride) {
+  if (n == 0) return false;
+  *size = 1;
+  for (int i = 0; i < n; i++) {
+    int64_t st = label_stride(v, g[i]);
+    if (st < 0) return false;
+    if (i + 1 < n) {
+      int64_t next = label_stride(v, g[i + 1]), d = 0;
+      for (int j = 0; j < v->n; j++)
+        if (v->lab[j] == g[i + 1]) d = v->dim[j];
+      if (next < 0 || st != next * d) return false;
+    }
+    for (int j = 0; j < v->n; j++)
+      if (v->lab[j] == g[i]) *size *= v->dim[j];
+  }
+  *stride = label_stride(v, g[n - 1]);
+  return true;
+}
+
+/* A float Einsum whose operands and output are each a strided matrix per
+ * batch index (the free and contracted labels of each appear in the same
+ * order everywhere and merge into one memory dimension, one of which is
+ * unit-stride): one sgemm per batch index on the tensors in place, without
+ * the permuted copies of the general path (attention's "BTNH,BSNH->BNTS"
+ * and "BNTS,BSNH->BTNH"). False when the equation is not of that form;
+ * otherwise *rc is the result. */
+static bool einsum_in_place(eng_kctx *c, const einsum_view *va, const einsum_view *vb,
+                            const einsum_view *vo, const char *batch, int nb, const char *fa,
+                            int nfa, const char *fb, int nfb, const char *ct, int nct,
+                            td_code *rc) {
+  int64_t m, n, k, sam, sak, sbk, sbn, som, son, x;
+  if (!merge_group(va, fa, nfa, &m, &sam) || !merge_group(va, ct, nct, &k, &sak) ||
+      !merge_group(vb, ct, nct, &x, &sbk) || !merge_group(vb, fb, nfb, &n, &sbn) ||
+      !merge_group(vo, fa, nfa, &x, &som) || !merge_group(vo, fb, nfb, &x, &son))
+    return false;
+  if ((sak != 1 && sam != 1) || (sbn != 1 && sbk != 1) || son != 1) return false;
+  if (!m || !n || !k || check_dims(c, m, n, k)) return false;
+  bool ta = sak != 1, tb = sbn != 1; /* stored transposed */
+  int64_t lda = ta ? sak : sam, ldb = tb ? sbn : sbk, ldc = som;
+  if (lda < (ta ? m : k) || ldb < (tb ? k : n) || ldc < n) return false;
+  int64_t od[ENG_MAX_RANK];
+  for (int i = 0; i < vo->n; i++) od[i] = vo->dim[i];
+  eng_shape os = eng_shape_make(vo->n, od);
+  if ((*rc = eng_kout_raw(c, 0, ENG_DT_FLOAT, &os))) return true;
+  const float *ad = eng_tensor_data(&c->in[0]), *bd = eng_tensor_data(&c->in[1]);
+  float *od_ = eng_tensor_data(&c->out[0]);
+  /* Odometer over the batch labels with each tensor's offset. */
+  int64_t idx[ENG_MAX_RANK] = {0}, bdim[ENG_MAX_RANK], st[3][ENG_MAX_RANK], off[3] = {0};
+  int64_t total = 1;
+  for (int i = 0; i < nb; i++) {
+    st[0][i] = label_stride(va, batch[i]);
+    st[1][i] = label_stride(vb, batch[i]);
+    st[2][i] = label_stride(vo, batch[i]);
+    for (int j = 0; j < vo->n; j++)
+      if (vo->lab[j] == batch[i]) bdim[i] = vo->dim[j];
+    total *= bdim[i];
+  }
+  for (int64_t it = 0; it < total; it++) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                (int)m, (int)n, (int)k, 1.0f, ad + off[0], (int)lda, bd + off[1], (int)ldb, 0.0f,
+                od_ + off[2], (int)ldc);
+    for (int d = nb - 1; d >= 0; d--) {
+      for (int t = 0; t < 3; t++) off[t] += st[t][d];
+      if (++idx[d] < bdim[d]) break;
+      for (int t = 0; t < 3; t++) off[t] -= st[t][d] * bdim[d];
+      idx[d] = 0;
+    }
+  }
+  *rc = TD_OK;
+  return true;
+}
+
+td_code eng_k_einsum(eng_kctx *c) {
+  const char *eq = eng_attr_str(c->node, "equation", "");
+  if (c->n_in != 2) return eng_kfail(c, TD_UNIMPLEMENTED, "Einsum equation '%s' is not supported", eq);
+  const eng_tensor *a = &c->in[0], *b = &c->in[1];
+  eng_einsum e;
+  td_code prc = eng_einsum_plan(eq, &a->shape, &b->shape, &e, c->err);
+  if (prc && c->err) return td_err_prefix(c->err, "node '%s' (%s)", c->node->name, c->node->op);
+  if (prc) return prc;
+  if (a->dtype == ENG_DT_FLOAT && b->dtype == ENG_DT_FLOAT) {
+    einsum_view va = {e.la, e.na, a->shape.dim}, vb = {e.lb, e.nb, b->shape.dim};
+    einsum_view vo = {e.lo, e.no, e.out.dim};
+    td_code frc;
+    if (einsum_in_place(c, &va, &vb, &vo, e.lbatch, e.nbt, e.lfa, e.nfa, e.lfb, e.nfb, e.lct,
+                        e.nct, &frc))
+      return frc;
+  }
+  eng_tensor ta = {0}, tb = {0}, prod = {0};
+  td_code rc = permute(c, a, e.perm_a, &ta);
+  if (!rc) rc = permute(c, b, e.perm_b, &tb);
+  if (!rc) {
+    /* View as [batch..., m, k] x [batch..., k, n]. */
+    int nb = e.n_batch;
+    ta.shape.rank = nb + 2;
+    tb.shape.rank = nb + 2;
+    for (int i = 0; i < nb; i++) ta.shape.dim[i] = tb.shape.dim[i] = e.batch_dim[i];
+    ta.shape.dim[nb] = e.m;
+    ta.shape.dim[nb + 1] = e.k;
+    tb.shape.dim[nb] = e.k;
+    tb.shape.dim[nb + 1] = e.n;
+    rc = batch_matmul(c, &ta, &tb, false, false, &prod);
+  }
+  if (!rc) {
+    /* prod is [batch..., fa..., fb...]; permute to the output's order. */
+    prod.shape = e.prod;
+    rc = permute(c, &prod, e.perm_out, &c->out[0]);
+  }
+  eng_tensor_release(&ta);
+  eng_tensor_release(&tb);
+  eng_tensor_release(&prod);
+  return rc;
+}
