@@ -285,3 +285,51 @@ def test_kserve_runtime_arguments_serve(containers):
     assert http(rest, "POST", "/v1/models/half_plus_two:predict",
                 '{"instances": [2.0]}') == (200, {"predictions": [3.0]})
     assert c.stop() == 0, c.logs()
+
+
+def test_kubernetes_deployment_container_runs(containers):
+    # The base Deployment's container as the kubelet would run it: its args
+    # and env, the ConfigMap's models.config at /etc/tensord, the model
+    # volume read-only at /models, a read-only root file system with an
+    # emptyDir on /tmp, its user; then its preStop command and SIGTERM.
+    with open(os.path.join(ROOT, "deploy", "base", "deployment.yaml")) as f:
+        dep = yaml.safe_load(f)
+    with open(os.path.join(ROOT, "deploy", "base", "configmap.yaml")) as f:
+        cm = yaml.safe_load(f)
+    pod = dep["spec"]["template"]["spec"]
+    (ctr,) = pod["containers"]
+    cfg_dir = world_readable_dir()
+    try:
+        for key, text in cm["data"].items():
+            with open(os.path.join(cfg_dir, key), "w") as f:
+                f.write(text)
+            os.chmod(os.path.join(cfg_dir, key), 0o644)
+        rest, grpc_port = free_port(), free_port()
+        env = [a for e in ctr["env"] for a in ("-e", f"{e['name']}={e['value']}")]
+        sc = pod["securityContext"]
+        c = containers("--read-only", "--tmpfs", "/tmp", "--user",
+                       f"{sc['runAsUser']}:{sc['runAsGroup']}", "--cap-drop", "ALL",
+                       "-v", f"{cfg_dir}:/etc/tensord:ro", "-v", f"{HPT}:/models/half_plus_two:ro",
+                       *env, IMAGE, *ctr["args"], f"--port={grpc_port}", f"--rest_api_port={rest}",
+                       rest_port=rest, grpc_port=grpc_port)
+        c.wait_model()
+        assert http(rest, "GET", ctr["readinessProbe"]["httpGet"]["path"])[0] == 200
+        assert http(rest, "GET", ctr["livenessProbe"]["httpGet"]["path"])[0] == 200
+        assert http(rest, "POST", "/v1/models/half_plus_two:predict",
+                    '{"instances": [4.0]}') == (200, {"predictions": [4.0]})
+        pre = ctr["lifecycle"]["preStop"]["exec"]["command"]
+        assert docker("exec", c.id, *pre).returncode == 0
+        # SIGTERM as the kubelet sends it: not ready at once, still serving.
+        docker("kill", "-s", "TERM", c.id)
+        deadline = time.monotonic() + 30
+        while http(rest, "GET", "/readyz")[0] != 503:
+            assert time.monotonic() < deadline, c.logs()
+            time.sleep(0.05)
+        assert http(rest, "POST", "/v1/models/half_plus_two:predict",
+                    '{"instances": [4.0]}') == (200, {"predictions": [4.0]})
+        grace = pod["terminationGracePeriodSeconds"]
+        docker("wait", c.id, timeout=grace)
+        code = int(docker("inspect", "-f", "{{.State.ExitCode}}", c.id).stdout.strip())
+        assert code == 0, c.logs()
+    finally:
+        shutil.rmtree(cfg_dir, ignore_errors=True)
