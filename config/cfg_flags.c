@@ -76,6 +76,9 @@ static const flag_def flags[] = {
      "replay each warmup record N times; 0 = once (default 0)"},
     {"tensord_shutdown_grace_seconds", FLAG_DOUBLE, OPT(shutdown_grace_seconds),
      "on SIGTERM/SIGINT, wait up to N seconds for in-flight requests (default 10)"},
+    {"tensord_drain_seconds", FLAG_DOUBLE, OPT(drain_seconds),
+     "on SIGTERM/SIGINT, keep serving N seconds with /readyz 503 and gRPC health NOT_SERVING "
+     "before the listeners close; a second signal ends it (default 0)"},
     {"enable_batching", FLAG_BOOL, OPT(enable_batching),
      "merge concurrent requests into batches (default false)"},
     {"batching_parameters_file", FLAG_STRING, OPT(batching_parameters_file),
@@ -255,6 +258,8 @@ td_code cfg_options_validate(const cfg_options *o, td_err *err) {
     return td_err_set(err, TD_INVALID_ARGUMENT,
                       "--model_config_file_poll_wait_seconds and "
                       "--tensord_shutdown_grace_seconds must be >= 0");
+  if (!(o->drain_seconds >= 0 && o->drain_seconds <= 3600))
+    return td_err_set(err, TD_INVALID_ARGUMENT, "--tensord_drain_seconds must be in [0, 3600]");
   return TD_OK;
 }
 

@@ -51,6 +51,7 @@ typedef struct cfg_options {
   bool enable_model_warmup;                   /* true */
   int num_request_iterations_for_warmup;      /* 0: once per record */
   double shutdown_grace_seconds;  /* --tensord_shutdown_grace_seconds (10): in-flight requests */
+  double drain_seconds; /* --tensord_drain_seconds (0): serve on, not ready, before closing */
   /* Dynamic batching (TF Serving's names). */
   bool enable_batching;                 /* --enable_batching (false) */
   const char *batching_parameters_file; /* --batching_parameters_file (""): BatchingParameters */

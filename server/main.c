@@ -10,10 +10,13 @@
  *
  * Signals (the mask is set before any thread starts, so only the main
  * thread's libuv loop sees them): SIGHUP rereads --model_config_file;
- * SIGINT/SIGTERM stop the server: no new requests are taken, requests in
- * flight finish (up to --tensord_shutdown_grace_seconds), every version is
- * unloaded, and the process exits 0. A signal during the start-up loads
- * stops it as well. */
+ * SIGINT/SIGTERM stop the server. With --tensord_drain_seconds=N > 0 it
+ * first drains as load balancers need: /readyz answers 503 and gRPC health
+ * NOT_SERVING at once while every request is still served for N seconds
+ * (a second signal ends that early). Then no new requests are taken,
+ * requests in flight finish (up to --tensord_shutdown_grace_seconds),
+ * every version is unloaded, and the process exits 0. A signal during the
+ * start-up loads stops it at once (nothing serves yet). */
 #include <grpc/grpc.h>
 #include <malloc.h>
 #include <signal.h>
@@ -41,10 +44,36 @@
 
 static volatile bool stop_requested;
 
+/* What a stop signal needs once the ports are open (main thread only). */
+static struct {
+  srv_rest *rest;
+  srv_grpc *grpc;
+  double drain_seconds;
+  uv_timer_t timer;
+  bool timer_started;
+} drain;
+
+static void on_drain_end(uv_timer_t *t) {
+  td_log_info("drain period over, closing listeners");
+  uv_stop(t->loop);
+}
+
 static void on_signal(uv_signal_t *h, int signum) {
-  td_log_info("received signal %d, shutting down", signum);
+  bool serving = drain.rest || drain.grpc;
+  if (drain.timer_started || !serving || drain.drain_seconds <= 0) {
+    td_log_info("received signal %d, shutting down", signum);
+    stop_requested = true;
+    uv_stop(h->loop);
+    return;
+  }
+  td_log_info("received signal %d, draining: not ready, still serving for %g s", signum,
+              drain.drain_seconds);
   stop_requested = true;
-  uv_stop(h->loop);
+  srv_rest_drain(drain.rest);
+  srv_grpc_drain(drain.grpc);
+  uv_timer_init(h->loop, &drain.timer);
+  uv_timer_start(&drain.timer, on_drain_end, (uint64_t)(drain.drain_seconds * 1000.0 + 0.5), 0);
+  drain.timer_started = true;
 }
 
 static void on_sighup(uv_signal_t *h, int signum) {
@@ -279,6 +308,9 @@ int main(int argc, char **argv) {
     td_log_info("Exporting HTTP/REST API at:localhost:%d ...", srv_rest_port(rest));
   }
 
+  drain.rest = rest;
+  drain.grpc = grpc;
+  drain.drain_seconds = opt.drain_seconds;
   if (!stop_requested) uv_run(loop, UV_RUN_DEFAULT);
   rc = 0;
 
@@ -297,6 +329,9 @@ out_grpc:
   queue = NULL;
   grpc_shutdown();
 out_loop:
+  drain.rest = NULL;
+  drain.grpc = NULL;
+  if (drain.timer_started) uv_close((uv_handle_t *)&drain.timer, NULL);
   ldr_watch_stop(watch);
   uv_close((uv_handle_t *)&sig_int, NULL);
   uv_close((uv_handle_t *)&sig_term, NULL);

@@ -539,6 +539,10 @@ td_code srv_grpc_start(const srv_grpc_options *opt, srv_grpc **out, td_err *err)
 
 int srv_grpc_port(const srv_grpc *s) { return s->port; }
 
+void srv_grpc_drain(srv_grpc *s) {
+  if (s) atomic_store(&s->cfg.draining, true);
+}
+
 void srv_grpc_quiesce(srv_grpc *s) {
   if (!s || atomic_exchange(&s->quiesced, true)) return;
   atomic_store(&s->stopping, true);

@@ -6,8 +6,9 @@
  *   tensorflow.serving.ModelService       GetModelStatus,
  *                                         HandleReloadConfigRequest
  *   grpc.health.v1.Health                 Check ("" and the two services
- *                                         above answer SERVING); Watch
- *                                         answers UNIMPLEMENTED
+ *                                         above answer SERVING, NOT_SERVING
+ *                                         once srv_grpc_drain was called);
+ *                                         Watch answers UNIMPLEMENTED
  * Any other method answers UNIMPLEMENTED naming it. Request semantics and
  * error messages are TF Serving's, shared with REST through srv_api and the
  * one status table; messages over 1024 characters are cut and end in
@@ -71,6 +72,10 @@ td_code srv_grpc_start(const srv_grpc_options *opt, srv_grpc **out, td_err *err)
 /* The bound TCP port (useful with port 0 only when a listener was asked
  * for); 0 when there is no TCP listener. */
 int srv_grpc_port(const srv_grpc *g);
+/* Graceful shutdown, step zero (optional): health checks answer
+ * NOT_SERVING from now on; every other call is served as before.
+ * Thread-safe; cannot be undone. */
+void srv_grpc_drain(srv_grpc *g);
 /* Graceful shutdown, step one: the server stops listening and takes no
  * new calls; calls already started finish. srv_grpc_stop follows. */
 void srv_grpc_quiesce(srv_grpc *g);

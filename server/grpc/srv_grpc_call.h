@@ -28,6 +28,7 @@
 #define SRV_GRPC_CALL_H
 
 #include <protobuf-c/protobuf-c.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,7 +39,8 @@
 
 /* Server-wide settings handlers read. */
 typedef struct srv_grpc_config {
-  bool tensor_content; /* --enable_serialization_as_tensor_content */
+  bool tensor_content;  /* --enable_serialization_as_tensor_content */
+  atomic_bool draining; /* srv_grpc_drain: health checks answer NOT_SERVING */
 } srv_grpc_config;
 
 typedef struct srv_gcall srv_gcall;

@@ -7,6 +7,7 @@
  * answers OK at the gRPC level and reports the reload's outcome in the
  * response's StatusProto. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uv.h>
@@ -170,6 +171,8 @@ void srv_grpc_health_check(srv_gcall *c, const uint8_t *req, size_t len) {
   }
   Grpc__Health__V1__HealthCheckResponse resp;
   grpc__health__v1__health_check_response__init(&resp);
-  resp.status = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
+  resp.status = atomic_load(&c->cfg->draining)
+                    ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING
+                    : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
   srv_gcall_reply(c, &resp.base);
 }

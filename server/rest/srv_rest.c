@@ -26,6 +26,7 @@
 
 #include <microhttpd.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,7 @@ struct srv_rest {
   uv_thread_t watcher;
   bool has_watcher;
   bool stopping;
+  atomic_bool draining; /* srv_rest_drain: /readyz answers 503 */
   int in_engine; /* submitted runs whose done() has not run yet */
   rest_run *head, *tail;
 };
@@ -354,6 +356,11 @@ static enum MHD_Result handle_probe(rest_req *q) {
   if (q->route.kind == SRV_ROUTE_HEALTH) {
     srv_json_encode_health(&b);
     return send_buf(q, 200, &b, "application/json", false);
+  }
+  if (atomic_load(&q->srv->draining)) {
+    static const char body[] = "{\"ready\": false, \"draining\": true, \"models_not_ready\": []}";
+    td_buf_append(&b, body, sizeof body - 1);
+    return send_buf(q, 503, &b, "application/json", false);
   }
   ldr_registry *reg = q->srv->opt.registry;
   bool ready = ldr_registry_ready(reg);
@@ -707,6 +714,10 @@ td_code srv_rest_start(const srv_rest_options *opt, srv_rest **out, td_err *err)
 }
 
 int srv_rest_port(const srv_rest *s) { return s->port; }
+
+void srv_rest_drain(srv_rest *s) {
+  if (s) atomic_store(&s->draining, true);
+}
 
 void srv_rest_quiesce(srv_rest *s) {
   if (!s || !s->d) return;

@@ -6,7 +6,8 @@
  *   POST /v1/models/{name}[/versions/{N}|/labels/{L}]:predict|:classify|:regress
  * and, beyond TF Serving, GET /v1/models (every model and its versions),
  * GET /healthz (200 while the process serves) and GET /readyz (200 when
- * every configured model has an AVAILABLE version, else 503). Malformed
+ * every configured model has an AVAILABLE version, else 503; 503 also once
+ * srv_rest_drain has been called). Malformed
  * /v1/ requests and other methods answer "Malformed request: METHOD path"
  * (400); paths outside /v1/ (and not a probe) get a plain 404. Every /v1/
  * and probe response is JSON; errors are {"error": "..."} with the HTTP
@@ -71,6 +72,11 @@ typedef struct srv_rest_options {
 td_code srv_rest_start(const srv_rest_options *opt, srv_rest **out, td_err *err);
 /* Port actually bound (useful with port 0). */
 int srv_rest_port(const srv_rest *s);
+/* Graceful shutdown, step zero (optional): from now on /readyz answers
+ * 503 {"ready": false, "draining": true, ...} so load balancers stop
+ * sending traffic, while every other request is still served as before.
+ * Thread-safe; cannot be undone. */
+void srv_rest_drain(srv_rest *s);
 /* Graceful shutdown, step one: closes the listening socket so no new
  * connection is accepted; requests already received still get their
  * answers. srv_rest_stop follows. */

@@ -269,6 +269,29 @@ START_TEST(lifecycle_flags) {
 }
 END_TEST
 
+START_TEST(shutdown_flags) {
+  cfg_options o;
+  td_err err;
+  ck_assert_int_eq(parse(&o, &err, NULL), TD_OK);
+  ck_assert(o.shutdown_grace_seconds == 10.0);
+  ck_assert(o.drain_seconds == 0.0);
+  ck_assert_int_eq(parse(&o, &err, "--model_base_path=/m", "--tensord_drain_seconds=2.5",
+                         "--tensord_shutdown_grace_seconds=20", NULL),
+                   TD_OK);
+  ck_assert(o.drain_seconds == 2.5);
+  ck_assert(o.shutdown_grace_seconds == 20.0);
+  ck_assert_int_eq(cfg_options_validate(&o, &err), TD_OK);
+  ck_assert_int_eq(parse(&o, &err, "--model_base_path=/m", "--tensord_drain_seconds=-1", NULL),
+                   TD_OK);
+  ck_err(cfg_options_validate(&o, &err), err, TD_INVALID_ARGUMENT, "tensord_drain_seconds");
+  ck_assert_int_eq(parse(&o, &err, "--model_base_path=/m", "--tensord_drain_seconds=4000", NULL),
+                   TD_OK);
+  ck_err(cfg_options_validate(&o, &err), err, TD_INVALID_ARGUMENT, "[0, 3600]");
+  ck_err(parse(&o, &err, "--tensord_drain_seconds=5s", NULL), err, TD_INVALID_ARGUMENT,
+         "tensord_drain_seconds");
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("cfg_flags");
   TCase *tc = tcase_create("flags");
@@ -283,6 +306,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, parse_then_validate);
   tcase_add_test(tc, usage_lists_flags);
   tcase_add_test(tc, lifecycle_flags);
+  tcase_add_test(tc, shutdown_flags);
   suite_add_tcase(s, tc);
   return s;
 }
