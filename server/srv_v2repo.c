@@ -51,11 +51,14 @@ static td_code rebuild(const cfg_model_config *src, const char *drop, const cfg_
   return rc;
 }
 
-static td_code apply(srv_v2repo *p, const cfg_model_config *c, td_err *err) {
-  uint64_t ticket = 0;
-  td_code rc = ldr_manager_set_config(p->mgr, c, &ticket, err);
-  if (!rc) rc = ldr_manager_wait(p->mgr, ticket, -1, err);
-  return rc;
+/* Under p->mu; the wait happens after it is released (index must not
+ * wait for a load). */
+static td_code apply(srv_v2repo *p, const cfg_model_config *c, uint64_t *ticket, td_err *err) {
+  return ldr_manager_set_config(p->mgr, c, ticket, err);
+}
+
+static td_code settle(srv_v2repo *p, uint64_t ticket, td_err *err) {
+  return ldr_manager_wait(p->mgr, ticket, -1, err);
 }
 
 static bool has_available(ldr_registry *reg, const char *name) {
@@ -72,6 +75,7 @@ td_code srv_v2repo_load(srv_v2repo *p, const char *name, const char *base_path, 
   if (!name || !*name) return td_err_set(err, TD_INVALID_ARGUMENT, "a model name is required");
   uv_mutex_lock(&p->mu);
   cfg_model_config cur, next = {0};
+  uint64_t ticket = 0;
   td_code rc = ldr_manager_get_config(p->mgr, &cur, err);
   if (rc) goto out_unlocked_cur;
   const cfg_model *known = cfg_model_config_find(&cur, name);
@@ -79,10 +83,7 @@ td_code srv_v2repo_load(srv_v2repo *p, const char *name, const char *base_path, 
   cfg_model fresh;
   if (known && (!base_path || !strcmp(base_path, known->base_path))) {
     /* Already configured: look for new versions, then report as a load. */
-    uint64_t ticket = ldr_manager_request_scan(p->mgr);
-    rc = ldr_manager_wait(p->mgr, ticket, -1, err);
-    if (!rc && !has_available(p->reg, name))
-      rc = td_err_set(err, TD_UNAVAILABLE, "model '%s' has no available version", name);
+    ticket = ldr_manager_request_scan(p->mgr);
     goto out;
   }
   const cfg_model *add = NULL;
@@ -109,22 +110,23 @@ td_code srv_v2repo_load(srv_v2repo *p, const char *name, const char *base_path, 
   rc = rebuild(&cur, name, add, &next, err);
   if (rc) goto out;
   td_log_info("v2 repository: loading model %s from %s", name, add->base_path);
-  rc = apply(p, &next, err);
-  if (rc != TD_RESOURCE_EXHAUSTED && rc != TD_INVALID_ARGUMENT) {
-    /* In the config now, whatever its versions did. */
+  rc = apply(p, &next, &ticket, err);
+  if (!rc) {
+    /* In the config now, whatever its versions do. */
     cfg_model_config rest;
     if (!rebuild(&p->gone, name, NULL, &rest, NULL)) {
       cfg_model_config_free(&p->gone);
       p->gone = rest;
     }
   }
-  if (!rc && !has_available(p->reg, name))
-    rc = td_err_set(err, TD_UNAVAILABLE, "model '%s' has no available version", name);
 out:
   cfg_model_config_free(&next);
   cfg_model_config_free(&cur);
 out_unlocked_cur:
   uv_mutex_unlock(&p->mu);
+  if (!rc && ticket) rc = settle(p, ticket, err);
+  if (!rc && !has_available(p->reg, name))
+    rc = td_err_set(err, TD_UNAVAILABLE, "model '%s' has no available version", name);
   return rc;
 }
 
@@ -147,15 +149,25 @@ td_code srv_v2repo_unload(srv_v2repo *p, const char *name, td_err *err) {
   if (!rc) rc = rebuild(&cur, name, NULL, &next, err);
   if (rc) goto out;
   td_log_info("v2 repository: unloading model %s", name);
-  rc = apply(p, &next, err);
-  cfg_model_config_free(&p->gone);
-  p->gone = remembered;
-  memset(&remembered, 0, sizeof remembered);
+  uint64_t ticket = 0;
+  rc = apply(p, &next, &ticket, err);
+  if (!rc) {
+    cfg_model_config_free(&p->gone);
+    p->gone = remembered;
+    memset(&remembered, 0, sizeof remembered);
+  }
 out:
   cfg_model_config_free(&remembered);
   cfg_model_config_free(&next);
   cfg_model_config_free(&cur);
   uv_mutex_unlock(&p->mu);
+  /* The removal's verdict on other models (a failed label, say) is not this
+   * request's: only the wait itself can fail it. */
+  if (!rc && ticket) {
+    td_err werr;
+    td_code w = settle(p, ticket, &werr);
+    if (w == TD_CANCELLED || w == TD_DEADLINE_EXCEEDED) rc = td_err_set(err, w, "%s", werr.msg);
+  }
   return rc;
 }
 
