@@ -287,7 +287,7 @@ void srv_grpc_v2_model_statistics(srv_gcall *c, const uint8_t *req, size_t len) 
     return;
   }
   srv_stats_entry *e = NULL;
-  int n = srv_stats_snapshot(c->api->stats, *r->name ? r->name : NULL, has ? v : -1, &e);
+  int n = srv_v2_stats(c->api, *r->name ? r->name : NULL, has ? v : -1, &e);
   srv_gcall_free(c, &r->base);
   Inference__ModelStatistics *ms = calloc((size_t)n + 1, sizeof *ms);
   Inference__ModelStatistics **msp = calloc((size_t)n + 1, sizeof *msp);
@@ -311,8 +311,10 @@ void srv_grpc_v2_model_statistics(srv_gcall *c, const uint8_t *req, size_t len) 
       di[0].count = e[i].success_count, di[0].ns = e[i].success_ns;
       di[1].count = e[i].fail_count, di[1].ns = e[i].fail_ns;
       /* Queue and compute are not measured apart: the whole run is
-       * compute_infer, queueing included (srv_stats.h). */
-      di[4].count = e[i].success_count, di[4].ns = e[i].success_ns;
+       * compute_infer, queueing included (srv_stats.h); the other phases
+       * count every run with no time of their own. */
+      for (int k = 2; k < 6; k++) di[k].count = e[i].success_count;
+      di[4].ns = e[i].success_ns;
       is[i].success = &di[0], is[i].fail = &di[1], is[i].queue = &di[2];
       is[i].compute_input = &di[3], is[i].compute_infer = &di[4], is[i].compute_output = &di[5];
       is[i].cache_hit = &di[6], is[i].cache_miss = &di[7];

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "srv_stats.h"
+
 static const struct {
   eng_dtype dt;
   const char *name;
@@ -251,4 +253,48 @@ int srv_v2_max_batch(const ldr_signature *sig) {
   return batch_led(sig->inputs, sig->n_inputs) && batch_led(sig->outputs, sig->n_outputs)
              ? SRV_V2_MAX_BATCH
              : 0;
+}
+
+static int cmp_stat(const void *pa, const void *pb) {
+  const srv_stats_entry *a = pa, *b = pb;
+  int c = strcmp(a->model, b->model);
+  if (c) return c;
+  return a->version < b->version ? -1 : a->version > b->version;
+}
+
+int srv_v2_stats(srv_api *api, const char *model, int64_t version, srv_stats_entry **out) {
+  srv_stats_entry *e = NULL;
+  int n = srv_stats_snapshot(api->stats, model, version, &e);
+  char **names = NULL;
+  int n_names = 0;
+  if (model) {
+    names = malloc(sizeof *names);
+    if (names && (names[0] = strdup(model))) n_names = 1;
+  } else {
+    n_names = ldr_registry_model_names(api->registry, &names);
+  }
+  for (int i = 0; i < n_names; i++) {
+    ldr_version_status *st = NULL;
+    int k = 0;
+    if (ldr_registry_status(api->registry, names[i], version, &st, &k, NULL)) k = 0;
+    for (int j = 0; j < k; j++) {
+      if (st[j].state != LDR_STATE_AVAILABLE) continue;
+      bool have = false;
+      for (int m = 0; m < n && !have; m++)
+        have = e[m].version == st[j].version && !strcmp(e[m].model, names[i]);
+      if (have) continue;
+      srv_stats_entry *g = realloc(e, sizeof *g * (size_t)(n + 1));
+      if (!g) break;
+      e = g;
+      memset(&e[n], 0, sizeof e[n]);
+      if (!(e[n].model = strdup(names[i]))) break;
+      e[n++].version = st[j].version;
+    }
+    free(st);
+  }
+  for (int i = 0; i < n_names; i++) free(names[i]);
+  free(names);
+  if (n) qsort(e, (size_t)n, sizeof *e, cmp_stat);
+  *out = e;
+  return n;
 }

@@ -90,4 +90,12 @@ int srv_v2_tensor_shape(const ldr_tensor_info *t, int64_t *dims);
  * leading dimension of any size, else 0. */
 int srv_v2_max_batch(const ldr_signature *sig);
 
+/* The statistics extension's entries: one per AVAILABLE version of `model`
+ * (NULL: of every model), zeros for versions that have served nothing yet,
+ * plus any other version the counters know (one that served and was then
+ * unloaded). version >= 0 keeps that version only. Sorted by model and
+ * version; free with srv_stats_snapshot_free. */
+struct srv_stats_entry;
+int srv_v2_stats(srv_api *api, const char *model, int64_t version, struct srv_stats_entry **out);
+
 #endif
