@@ -90,10 +90,11 @@ td_code srv_v2_bind(srv_call *c, const char *model, const char *name, const char
   if (rank > ENG_MAX_RANK)
     return td_err_set(err, TD_INVALID_ARGUMENT, "input '%s': rank %zu exceeds the limit of %d",
                       name, rank, ENG_MAX_RANK);
+  shape_text(shape, rank, got, sizeof got);
   for (size_t k = 0; k < rank; k++)
     if (shape[k] < 0)
       return td_err_set(err, TD_INVALID_ARGUMENT, "input '%s': shape %s has a negative dimension",
-                        name, shape_text(shape, rank, got, sizeof got));
+                        name, got);
   eng_shape s = eng_shape_make((int)rank, shape);
   if (!eng_shape_fits(&ti->shape, &s))
     return td_err_set(
