@@ -10,6 +10,8 @@
 
 #include "td_log.h"
 
+#define UNLOAD_WAIT_MS 30000
+
 struct srv_v2repo {
   ldr_manager *mgr;
   ldr_registry *reg;
@@ -167,6 +169,17 @@ out:
     td_err werr;
     td_code w = settle(p, ticket, &werr);
     if (w == TD_CANCELLED || w == TD_DEADLINE_EXCEEDED) rc = td_err_set(err, w, "%s", werr.msg);
+  }
+  /* Settling does not wait for the versions to be freed; a load right
+   * after must not meet them still unloading. Wait until the registry has
+   * forgotten the model (requests holding a version finish first), up to
+   * UNLOAD_WAIT_MS; past it the model is out of the config all the same. */
+  for (int waited = 0; !rc && waited < UNLOAD_WAIT_MS; waited += 10) {
+    ldr_version_status *st = NULL;
+    int n = 0;
+    if (ldr_registry_status(p->reg, name, -1, &st, &n, NULL)) break;
+    free(st);
+    uv_sleep(10);
   }
   return rc;
 }

@@ -15,7 +15,9 @@
  *              HandleReloadConfigRequest answers.
  *   unload M   M leaves the config (TF Serving's rules: its versions unload
  *              once requests on them are done, other models are not
- *              touched) and is remembered; returns once that has settled.
+ *              touched) and is remembered; returns once its versions are
+ *              gone from the registry (at most 30 s: a request holding a
+ *              version longer delays the freeing, not the answer).
  *              Unloading a remembered model is OK; an unknown one NOT_FOUND.
  *   index      every known model, one entry per version the registry
  *              reports (state READY for AVAILABLE, LOADING for START and

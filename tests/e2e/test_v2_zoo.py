@@ -3,6 +3,7 @@ Keras / TF2 zoo model, fed the fixture script's deterministic inputs, over
 REST (JSON tensors and binary tensors) and gRPC (raw and typed contents),
 compared with TensorFlow's outputs in tests/fixtures/zoo.json with the bound
 test_zoo.py uses (relative error 1e-4, 1e-2 floor on the denominator)."""
+import json
 import os
 
 import numpy as np
@@ -59,3 +60,35 @@ def test_v2_zoo_matches_tensorflow(serve, model, batch):
     r = grpc.infer(model, ins)
     check_all(entry, {n: r.as_numpy(n) for n in names}, batch)
     assert r.get_response().model_version == "1"
+
+
+with open(os.path.join(ROOT, "tests", "fixtures", "lowp.json")) as f:
+    LOWP = json.load(f)["models"]
+LOWP_BOUND = {"float16": 1e-2, "bfloat16": 3e-2}
+
+
+@pytest.mark.parametrize("model", sorted(LOWP))
+def test_v2_low_precision_models(serve, model):
+    """Half and bfloat16 models (test_lowp.py's bound): tensord computes and
+    answers in float32, and the metadata says so; answers match TensorFlow
+    over REST and gRPC."""
+    entry = LOWP[model]
+    s = serve(model, os.path.dirname(os.path.join(ROOT, entry["dir"])))
+    x = np.array(zoo_input(entry["inputs"]["x"], 1), np.float32)
+    want = entry["outputs"]["output_0"]["batch1"]["values"]
+    http = thttp.InferenceServerClient(f"127.0.0.1:{s.rest_port}")
+    md = http.get_model_metadata(model)
+    i = thttp.InferInput("x", list(x.shape), "FP32")
+    i.set_data_from_numpy(x)
+    r = http.infer(model, [i])
+    assert r.get_output("output_0")["datatype"] == md["outputs"][0]["datatype"]
+    got_http = r.as_numpy("output_0")
+    gi = tgrpc.InferInput("x", list(x.shape), "FP32")
+    gi.set_data_from_numpy(x)
+    grpc = tgrpc.InferenceServerClient(f"127.0.0.1:{s.grpc_port}")
+    got_grpc = grpc.infer(model, [gi]).as_numpy("output_0")
+    for got in (got_http, got_grpc):
+        g = got.astype(np.float64).flatten().tolist()
+        assert len(g) == len(want)
+        worst = max(abs(a - b) / max(abs(b), 1e-2) for a, b in zip(g, want))
+        assert worst <= LOWP_BOUND[entry["weights"]], worst
