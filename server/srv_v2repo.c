@@ -78,6 +78,7 @@ td_code srv_v2repo_load(srv_v2repo *p, const char *name, const char *base_path, 
   uv_mutex_lock(&p->mu);
   cfg_model_config cur, next = {0};
   uint64_t ticket = 0;
+  bool added = false; /* this request put the model into the config */
   td_code rc = ldr_manager_get_config(p->mgr, &cur, err);
   if (rc) goto out_unlocked_cur;
   const cfg_model *known = cfg_model_config_find(&cur, name);
@@ -113,6 +114,7 @@ td_code srv_v2repo_load(srv_v2repo *p, const char *name, const char *base_path, 
   if (rc) goto out;
   td_log_info("v2 repository: loading model %s from %s", name, add->base_path);
   rc = apply(p, &next, &ticket, err);
+  added = !rc && !known;
   if (!rc) {
     /* In the config now, whatever its versions do. */
     cfg_model_config rest;
@@ -129,6 +131,10 @@ out_unlocked_cur:
   if (!rc && ticket) rc = settle(p, ticket, err);
   if (!rc && !has_available(p->reg, name))
     rc = td_err_set(err, TD_UNAVAILABLE, "model '%s' has no available version", name);
+  /* A model this load added that did not become available goes back out
+   * (remembered, so a later load retries it): a failed load must not leave
+   * the server unready. */
+  if (rc && added) srv_v2repo_unload(p, name, NULL);
   return rc;
 }
 

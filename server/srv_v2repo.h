@@ -12,7 +12,9 @@
  *              NOT_FOUND. Returns once the change has settled: OK when M has
  *              an AVAILABLE version, else the manager's verdict (UNKNOWN
  *              "1 model(s) did not become available: {M}"), as
- *              HandleReloadConfigRequest answers.
+ *              HandleReloadConfigRequest answers; a model this load added
+ *              then leaves the config again (remembered, as by unload), so
+ *              a failed load never leaves the server unready.
  *   unload M   M leaves the config (TF Serving's rules: its versions unload
  *              once requests on them are done, other models are not
  *              touched) and is remembered; returns once its versions are

@@ -111,10 +111,16 @@ def test_load_new_model_by_base_path_and_errors(two):
     assert status == 200, raw
     assert h.is_model_ready("tf1")
     assert [m["name"] for m in h.get_model_repository_index()] == ["hpt", "mlp", "tf1"]
-    # a base path with no loadable version: the load reports the failure
+    # a base path with no loadable version: the load reports the manager's
+    # verdict (UNKNOWN, 500), and the model goes back out of the config, so
+    # the server stays ready
     status, _, raw = s.request("POST", "/v2/repository/models/bad/load",
                                json.dumps({"parameters": {"base_path": "/nonexistent"}}))
-    assert status >= 400 and "error" in json.loads(raw), raw
+    assert status == 500, raw
+    assert "1 model(s) did not become available" in json.loads(raw)["error"]
+    assert {"name": "bad", "state": "UNAVAILABLE", "reason": "unloaded"} in \
+        h.get_model_repository_index()
+    assert h.is_server_ready()
     with pytest.raises(InferenceServerException) as e:
         h.unload_model("never")
     assert e.value.status() == "404"
