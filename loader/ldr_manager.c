@@ -501,3 +501,10 @@ bool ldr_manager_model_batching(ldr_manager *m, const char *name, cfg_batching *
   uv_mutex_unlock(&m->mu);
   return has;
 }
+
+td_code ldr_manager_get_config(ldr_manager *m, cfg_model_config *out, td_err *err) {
+  uv_mutex_lock(&m->mu);
+  td_code rc = cfg_model_config_copy(&m->config, out, err);
+  uv_mutex_unlock(&m->mu);
+  return rc;
+}

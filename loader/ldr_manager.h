@@ -75,6 +75,10 @@ void ldr_manager_destroy(ldr_manager *m);
  * ldr_manager_wait. */
 td_code ldr_manager_set_config(ldr_manager *m, const cfg_model_config *c, uint64_t *ticket,
                                td_err *err);
+/* A deep copy of the current config (what the last set_config gave), for
+ * callers that change one model and set the result (the v2 repository
+ * extension). Free it with cfg_model_config_free. */
+td_code ldr_manager_get_config(ldr_manager *m, cfg_model_config *out, td_err *err);
 /* Asks for a rescan of every base path; requests made while a scan runs
  * coalesce into one more scan. Returns a ticket for ldr_manager_wait. */
 uint64_t ldr_manager_request_scan(ldr_manager *m);

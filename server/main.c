@@ -38,6 +38,8 @@
 #include "ldr_watch.h"
 #include "srv_grpc.h"
 #include "srv_rest.h"
+#include "srv_stats.h"
+#include "srv_v2repo.h"
 #include "td_log.h"
 
 #define MAX_QUEUED_REQUESTS 4096
@@ -183,6 +185,8 @@ int main(int argc, char **argv) {
   bat_batcher *batcher = NULL;
   srv_grpc *grpc = NULL;
   srv_rest *rest = NULL;
+  srv_stats *stats = NULL;
+  srv_v2repo *repo = NULL;
   int rc = 1;
   int workers = opt.num_workers ? opt.num_workers : cpu_count();
 
@@ -267,6 +271,10 @@ int main(int argc, char **argv) {
                 (long long)batching.max_batch_size, (long long)batching.batch_timeout_micros,
                 (long long)batching.num_batch_threads);
   }
+  if (!(stats = srv_stats_create()) || srv_v2repo_create(manager, registry, &repo, &err)) {
+    td_log_error("out of memory");
+    goto out;
+  }
   grpc_init();
   if (opt.port || *opt.grpc_socket_path) {
     /* Polling threads only decode and queue, so more than one per core
@@ -282,7 +290,9 @@ int main(int argc, char **argv) {
                            .api = {.registry = registry,
                                    .queue = queue,
                                    .batcher = batcher,
-                                   .manager = manager}};
+                                   .manager = manager,
+                                   .stats = stats,
+                                   .repo = repo}};
     if (srv_grpc_start(&go, &grpc, &err)) {
       td_log_error("%s", err.msg);
       goto out_grpc;
@@ -300,7 +310,10 @@ int main(int argc, char **argv) {
         .cors = opt.rest_api_enable_cors_support,
         .registry = registry,
         .queue = queue,
-        .batcher = batcher};
+        .batcher = batcher,
+        .manager = manager,
+        .stats = stats,
+        .repo = repo};
     if (srv_rest_start(&ro, &rest, &err)) {
       td_log_error("%s", err.msg);
       goto out_grpc;
@@ -348,6 +361,9 @@ out:
     td_log_warn("tensord stopped with a load in progress");
     return rc;
   }
+  /* The transports are stopped: no call can reach these any more. */
+  srv_v2repo_destroy(repo);
+  srv_stats_destroy(stats);
   ldr_manager_destroy(manager);
   ldr_registry_destroy(registry);
   td_log_info("tensord stopped");

@@ -8,11 +8,27 @@
 
 #include "cfg_model_config.h"
 #include "ldr_manager.h"
+#include "srv_stats.h"
 #include "td_log.h"
+#include <uv.h>
 #include "tensorflow_serving/config/model_server_config.pb-c.h"
+
+/* The rows a run carried: the first input's leading dimension. */
+static uint64_t call_rows(const srv_call *c) {
+  if (!c->sig || c->sig->n_inputs < 1) return 1;
+  const eng_tensor *t = &c->inputs[0];
+  return t->shape.rank >= 1 && t->shape.dim[0] >= 0 ? (uint64_t)t->shape.dim[0] : 1;
+}
+
+static void count(const srv_call *c) {
+  if (!c->api->stats) return;
+  srv_stats_record(c->api->stats, c->model, c->version, c->task.code == TD_OK, call_rows(c),
+                   uv_hrtime() - c->begin_ns);
+}
 
 static void call_done(bat_task *t) {
   srv_call *c = t->user;
+  count(c);
   c->done(c);
 }
 
@@ -20,6 +36,7 @@ td_code srv_call_begin(srv_call *c, srv_api *api, const srv_model_spec *spec, td
   memset(c, 0, offsetof(srv_call, task.err));
   td_err_clear(&c->task.err);
   c->api = api;
+  if (api->stats) c->begin_ns = uv_hrtime();
   if (!spec->name || !*spec->name)
     return td_err_set(err, TD_INVALID_ARGUMENT, "ModelSpec has no name specified.");
   int64_t version = spec->has_version ? spec->version : -1;
@@ -42,9 +59,9 @@ td_code srv_call_begin(srv_call *c, srv_api *api, const srv_model_spec *spec, td
     goto fail;
   }
   c->version = ldr_servable_version(c->servable);
-  /* Only the batcher reads the name (per-model parameters): no copy on the
-   * unbatched hot path. */
-  if (api->batcher && !(c->model = strdup(spec->name))) {
+  /* Only the batcher (per-model parameters) and the counters read the name:
+   * no copy when neither is on. */
+  if ((api->batcher || api->stats) && !(c->model = strdup(spec->name))) {
     rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
     goto fail;
   }
@@ -81,8 +98,10 @@ bool srv_call_try_run_here(srv_call *c) {
   set_task(c);
   /* With batching on, the batcher decides: only a request with nothing to
    * merge with runs here. */
-  if (c->api->batcher) return bat_batcher_try_run_here(c->api->batcher, &c->task);
-  return bat_queue_try_run_here(c->api->queue, &c->task);
+  bool ran = c->api->batcher ? bat_batcher_try_run_here(c->api->batcher, &c->task)
+                             : bat_queue_try_run_here(c->api->queue, &c->task);
+  if (ran) count(c);
+  return ran;
 }
 
 td_code srv_call_submit(srv_call *c, td_err *err) {

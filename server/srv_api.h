@@ -18,6 +18,8 @@
  *   done(c)          called once, on the worker thread, with c->task.code /
  *                    c->task.err and c->outputs[i] for c->sig->outputs[i];
  *   srv_call_end     release tensors and the servable reference.
+ * With api->stats set, every run that finishes (done() or an inline run) is
+ * recorded there (srv_stats.h) before the transport sees its result.
  * REST and gRPC thus report the same failure with the same code and
  * message, from one place.
  *
@@ -39,12 +41,16 @@
 struct ldr_manager;
 
 struct bat_batcher;
+struct srv_stats;
+struct srv_v2repo;
 
 typedef struct srv_api {
   ldr_registry *registry;
   bat_queue *queue;
   struct bat_batcher *batcher; /* --enable_batching; NULL: calls go to the queue directly */
   struct ldr_manager *manager; /* for srv_api_reload_config; NULL: reloads refused */
+  struct srv_stats *stats;     /* every finished run is recorded here; NULL: none */
+  struct srv_v2repo *repo;     /* the v2 repository extension; NULL: refused */
 } srv_api;
 
 /* TF Serving words a missing signature differently per API; the call
@@ -73,7 +79,9 @@ struct srv_call {
   ldr_servable *servable;   /* reference held from begin to end */
   const ldr_signature *sig; /* owned by servable */
   int64_t version;          /* the version actually served */
-  char *model;              /* the model's name, kept when batching (per-model parameters) */
+  char *model;              /* the model's name, kept when batching (per-model
+                               parameters) or counting (api->stats) */
+  uint64_t begin_ns;        /* uv_hrtime() at srv_call_begin, with api->stats */
   eng_tensor *inputs;       /* sig->n_inputs, filled by the transport */
   eng_tensor *outputs;      /* sig->n_outputs, filled by the engine */
   uint64_t deadline_ns;     /* set after begin; copied to task.deadline_ns (0 = none) */

@@ -55,6 +55,19 @@ static const method methods[] = {
     {"/tensorflow.serving.ModelService/GetModelStatus", srv_grpc_get_model_status, NULL},
     {"/tensorflow.serving.ModelService/HandleReloadConfigRequest", srv_grpc_reload_config, NULL},
     {"/grpc.health.v1.Health/Check", srv_grpc_health_check, NULL},
+#define V2 "/inference.GRPCInferenceService/"
+    {V2 "ServerLive", srv_grpc_v2_server_live, NULL},
+    {V2 "ServerReady", srv_grpc_v2_server_ready, NULL},
+    {V2 "ServerMetadata", srv_grpc_v2_server_metadata, NULL},
+    {V2 "ModelReady", srv_grpc_v2_model_ready, NULL},
+    {V2 "ModelMetadata", srv_grpc_v2_model_metadata, NULL},
+    {V2 "ModelConfig", srv_grpc_v2_model_config, NULL},
+    {V2 "ModelInfer", srv_grpc_v2_model_infer, NULL},
+    {V2 "ModelStatistics", srv_grpc_v2_model_statistics, NULL},
+    {V2 "RepositoryIndex", srv_grpc_v2_repository_index, NULL},
+    {V2 "RepositoryModelLoad", srv_grpc_v2_repository_load, NULL},
+    {V2 "RepositoryModelUnload", srv_grpc_v2_repository_unload, NULL},
+#undef V2
     {"/grpc.health.v1.Health/Watch", NULL,
      "grpc.health.v1.Health/Watch is not supported by tensord; poll Check instead"},
 };

@@ -5,6 +5,11 @@
  *                                         Classify, Regress, MultiInference
  *   tensorflow.serving.ModelService       GetModelStatus,
  *                                         HandleReloadConfigRequest
+ *   inference.GRPCInferenceService        the v2 protocol (srv_v2.h): ServerLive,
+ *                                         ServerReady, ServerMetadata, ModelReady,
+ *                                         ModelMetadata, ModelConfig, ModelInfer,
+ *                                         ModelStatistics, RepositoryIndex,
+ *                                         RepositoryModelLoad/-Unload
  *   grpc.health.v1.Health                 Check ("" and the two services
  *                                         above answer SERVING, NOT_SERVING
  *                                         once srv_grpc_drain was called);

@@ -101,5 +101,17 @@ void srv_grpc_health_check(srv_gcall *c, const uint8_t *req, size_t len);
 void srv_grpc_classify(srv_gcall *c, const uint8_t *req, size_t len);
 void srv_grpc_regress(srv_gcall *c, const uint8_t *req, size_t len);
 void srv_grpc_multi_inference(srv_gcall *c, const uint8_t *req, size_t len);
+/* inference.GRPCInferenceService (v2): srv_grpc_v2.c, srv_grpc_v2infer.c. */
+void srv_grpc_v2_server_live(srv_gcall *c, const uint8_t *req, size_t len);
+void srv_grpc_v2_server_ready(srv_gcall *c, const uint8_t *req, size_t len);
+void srv_grpc_v2_server_metadata(srv_gcall *c, const uint8_t *req, size_t len);
+void srv_grpc_v2_model_ready(srv_gcall *c, const uint8_t *req, size_t len);
+void srv_grpc_v2_model_metadata(srv_gcall *c, const uint8_t *req, size_t len);
+void srv_grpc_v2_model_config(srv_gcall *c, const uint8_t *req, size_t len);
+void srv_grpc_v2_model_infer(srv_gcall *c, const uint8_t *req, size_t len);
+void srv_grpc_v2_model_statistics(srv_gcall *c, const uint8_t *req, size_t len);
+void srv_grpc_v2_repository_index(srv_gcall *c, const uint8_t *req, size_t len);
+void srv_grpc_v2_repository_load(srv_gcall *c, const uint8_t *req, size_t len);
+void srv_grpc_v2_repository_unload(srv_gcall *c, const uint8_t *req, size_t len);
 
 #endif

@@ -25,6 +25,7 @@
 #include "srv_rest.h"
 
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -42,6 +43,7 @@
 #include "srv_jsonexample.h"
 #include "srv_jsonmeta.h"
 #include "srv_route.h"
+#include "srv_v2rest.h"
 #include "td_buf.h"
 #include "td_clock.h"
 #include "td_log.h"
@@ -69,6 +71,7 @@ struct rest_run {
   srv_route_kind kind;
   srv_json_format fmt; /* predict */
   int n_examples;      /* classify / regress */
+  srv_v2_infer *v2;    /* v2 infer: the outputs asked for */
   srv_call call;       /* last: srv_call_begin initialises it */
 };
 
@@ -84,6 +87,7 @@ struct srv_rest {
   bool stopping;
   atomic_bool draining; /* srv_rest_drain: /readyz answers 503 */
   int in_engine; /* submitted runs whose done() has not run yet */
+  int jobs;      /* v2 repository requests running on their own threads */
   rest_run *head, *tail;
 };
 
@@ -102,6 +106,8 @@ struct rest_req {
   z_stream z;
   td_code body_rc; /* a body error found while reading (gzip) */
   rest_run *run; /* owned by the connection unless handed to the worker */
+  srv_v2_route *v2;      /* SRV_ROUTE_V2 only */
+  srv_v2_reply *v2_job;  /* a repository request's reply, filled on its thread */
   /* Last and not zeroed (2 KiB each): read only once their code is set. */
   td_err route_err;
   td_err body_err;
@@ -138,6 +144,7 @@ static void expire_run(rest_run *r) {
 
 static void free_run(rest_run *r) {
   if (!r) return;
+  srv_v2rest_infer_free(r->v2);
   srv_call_end(&r->call);
   free(r);
 }
@@ -232,6 +239,36 @@ static enum MHD_Result send_too_large(rest_req *q) {
   srv_json_encode_error(e.msg, &b);
   q->answered = true;
   return send_json(q, MHD_HTTP_CONTENT_TOO_LARGE, &b);
+}
+
+/* A v2 reply: JSON, or the JSON header and binary tensors with the header's
+ * length in Inference-Header-Content-Length. */
+static enum MHD_Result send_v2(rest_req *q, srv_v2_reply *rep) {
+  if (rep->body.oom) {
+    td_err e;
+    td_buf_free(&rep->body);
+    td_err_set(&e, TD_RESOURCE_EXHAUSTED, "out of memory writing the response");
+    srv_v2rest_error(&e, rep);
+  }
+  size_t len = 0;
+  char *data = td_buf_take(&rep->body, &len);
+  struct MHD_Response *r = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+  if (!r) {
+    free(data);
+    return MHD_NO;
+  }
+  if (len)
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            rep->binary ? "application/octet-stream" : "application/json");
+  if (rep->binary) {
+    char hl[32];
+    snprintf(hl, sizeof hl, "%zu", rep->header_len);
+    MHD_add_response_header(r, "Inference-Header-Content-Length", hl);
+  }
+  add_cors(q->srv, r);
+  enum MHD_Result ret = MHD_queue_response(q->conn, (unsigned)rep->status, r);
+  MHD_destroy_response(r);
+  return ret;
 }
 
 /* --- request body ---------------------------------------------------------- */
@@ -411,12 +448,30 @@ static td_code decode_inputs(rest_run *r, const srv_json_request *jr, td_err *er
   return rc;
 }
 
+/* A v2 infer: the body (JSON, or JSON then binary tensors) into the call. */
+static td_code v2_begin(rest_req *q, rest_run *r, td_err *err) {
+  const char *hl = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND,
+                                               "Inference-Header-Content-Length");
+  int64_t header_len = -1;
+  if (hl) {
+    char *end = NULL;
+    long long v = strtoll(hl, &end, 10);
+    if (!*hl || *end || v < 0)
+      return td_err_set(err, TD_INVALID_ARGUMENT, "bad Inference-Header-Content-Length: %s", hl);
+    header_len = v;
+  }
+  return srv_v2rest_infer_begin(&r->call, &q->srv->api, q->v2, q->body.data ? q->body.data : "",
+                                q->body.len, header_len, &r->v2, err);
+}
+
 /* Starts a run; TD_OK when it is queued and the connection suspended, or,
  * with *ran set, when it has already run here. */
 static td_code start_run(rest_req *q, td_err *err, bool *ran) {
   srv_rest *s = q->srv;
-  srv_json_request jr;
-  td_code rc = srv_json_parse_request(q->body.data ? q->body.data : "", q->body.len, &jr, err);
+  srv_json_request jr = {0};
+  td_code rc = TD_OK;
+  if (q->route.kind != SRV_ROUTE_V2)
+    rc = srv_json_parse_request(q->body.data ? q->body.data : "", q->body.len, &jr, err);
   if (rc) return rc;
   rest_run *r = malloc(sizeof *r);
   if (r) memset(r, 0, offsetof(rest_run, call)); /* the call: srv_call_begin */
@@ -427,6 +482,10 @@ static td_code start_run(rest_req *q, td_err *err, bool *ran) {
   r->srv = s;
   r->q = q;
   r->kind = q->route.kind;
+  if (r->kind == SRV_ROUTE_V2) {
+    rc = v2_begin(q, r, err);
+    goto begun;
+  }
   srv_model_spec spec = {.name = q->route.name,
                          .has_version = q->route.has_version,
                          .version = q->route.version,
@@ -437,6 +496,7 @@ static td_code start_run(rest_req *q, td_err *err, bool *ran) {
   rc = srv_call_begin(&r->call, &s->api, &spec, err);
   if (!rc) rc = decode_inputs(r, &jr, err);
   srv_json_request_free(&jr);
+begun:
   if (rc) {
     free_run(r);
     return rc;
@@ -492,6 +552,11 @@ static enum MHD_Result send_timeout(rest_req *q) {
 /* Encodes the result of the connection's finished run. */
 static enum MHD_Result answer_run(rest_req *q) {
   rest_run *r = q->run;
+  if (r->kind == SRV_ROUTE_V2) {
+    srv_v2_reply rep;
+    srv_v2rest_infer_encode(r->v2, &r->call, &rep);
+    return send_v2(q, &rep);
+  }
   if (r->call.task.code) return send_error(q, &r->call.task.err);
   td_buf b;
   td_buf_init(&b);
@@ -531,6 +596,79 @@ static enum MHD_Result finish_run_here(rest_req *q) {
   return answer_run(q);
 }
 
+/* --- v2 ------------------------------------------------------------------ */
+
+typedef struct rest_job {
+  rest_req *q;
+  srv_rest *s;
+} rest_job;
+
+/* A repository request's own thread: it may wait for model loads. */
+static void job_main(void *arg) {
+  rest_job *j = arg;
+  rest_req *q = j->q;
+  srv_rest *s = j->s;
+  free(j);
+  srv_v2rest_repository(&s->api, q->v2, q->body.data ? q->body.data : "", q->body.len,
+                        q->v2_job);
+  uv_mutex_lock(&s->mu);
+  MHD_resume_connection(q->conn);
+  if (--s->jobs == 0) uv_cond_broadcast(&s->cv);
+  uv_mutex_unlock(&s->mu);
+}
+
+static enum MHD_Result start_job(rest_req *q) {
+  srv_rest *s = q->srv;
+  td_err err;
+  rest_job *j = malloc(sizeof *j);
+  if (!j || !(q->v2_job = calloc(1, sizeof *q->v2_job))) {
+    free(j);
+    td_err_set(&err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    return send_error(q, &err);
+  }
+  *j = (rest_job){.q = q, .s = s};
+  uv_thread_t tid;
+  uv_mutex_lock(&s->mu);
+  if (s->stopping) {
+    uv_mutex_unlock(&s->mu);
+    free(j);
+    td_err_set(&err, TD_UNAVAILABLE, "the server is shutting down");
+    return send_error(q, &err);
+  }
+  s->jobs++;
+  q->suspended = true;
+  MHD_suspend_connection(q->conn);
+  if (uv_thread_create(&tid, job_main, j)) {
+    s->jobs--;
+    MHD_resume_connection(q->conn);
+    uv_mutex_unlock(&s->mu);
+    q->suspended = false;
+    free(j);
+    td_err_set(&err, TD_RESOURCE_EXHAUSTED, "cannot start a thread for the repository request");
+    return send_error(q, &err);
+  }
+  pthread_detach(tid); /* uv_thread_t is a pthread_t on Unix */
+  uv_mutex_unlock(&s->mu);
+  return MHD_YES;
+}
+
+static enum MHD_Result handle_v2(rest_req *q) {
+  if (q->v2->kind == SRV_V2_INFER) {
+    td_err err;
+    bool ran = false;
+    if (start_run(q, &err, &ran)) {
+      srv_v2_reply rep;
+      srv_v2rest_error(&err, &rep);
+      return send_v2(q, &rep);
+    }
+    return ran ? finish_run_here(q) : MHD_YES;
+  }
+  if (srv_v2rest_blocking(q->v2)) return start_job(q);
+  srv_v2_reply rep;
+  srv_v2rest_answer(&q->srv->api, q->v2, &rep);
+  return send_v2(q, &rep);
+}
+
 /* --- dispatch ---------------------------------------------------------- */
 
 static enum MHD_Result first_call(srv_rest *s, struct MHD_Connection *conn, const char *url,
@@ -543,6 +681,10 @@ static enum MHD_Result first_call(srv_rest *s, struct MHD_Connection *conn, cons
   td_buf_init(&q->body);
   q->route_rc = srv_route_parse(method, url, &q->route, &q->route_err);
   *con_cls = q;
+  if (q->route.kind == SRV_ROUTE_V2) {
+    if (!(q->v2 = malloc(sizeof *q->v2))) return MHD_NO;
+    srv_v2rest_route(method, url, q->v2);
+  }
   const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
   if (cl) {
     unsigned long long len = strtoull(cl, NULL, 10);
@@ -579,6 +721,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   if (q->too_large) return send_too_large(q);
   if (q->suspended) {
     q->suspended = false;
+    if (q->v2_job) return send_v2(q, q->v2_job);
     return finish_run(q);
   }
   /* Whole request read. */
@@ -605,8 +748,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     td_err_set(&e, TD_RESOURCE_EXHAUSTED, "out of memory reading the request body");
     return send_error(q, &e);
   }
-  if (q->gzip && !q->z_end && q->route.kind >= SRV_ROUTE_PREDICT &&
-      q->route.kind <= SRV_ROUTE_REGRESS) {
+  if (q->gzip && !q->z_end &&
+      ((q->route.kind >= SRV_ROUTE_PREDICT && q->route.kind <= SRV_ROUTE_REGRESS) ||
+       q->route.kind == SRV_ROUTE_V2)) {
     td_err e;
     td_err_set(&e, TD_INVALID_ARGUMENT, "Failed to decompress the gzip request body: truncated");
     return send_error(q, &e);
@@ -619,6 +763,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
       return handle_metadata(q);
     case SRV_ROUTE_LIST:
       return handle_list(q);
+    case SRV_ROUTE_V2:
+      return handle_v2(q);
     case SRV_ROUTE_PREDICT:
     case SRV_ROUTE_CLASSIFY:
     case SRV_ROUTE_REGRESS: {
@@ -651,6 +797,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   }
   if (q->z_open) inflateEnd(&q->z);
   td_buf_free(&q->body);
+  if (q->v2_job) td_buf_free(&q->v2_job->body);
+  free(q->v2_job);
+  free(q->v2);
   free(q);
   *con_cls = NULL;
 }
@@ -671,7 +820,12 @@ td_code srv_rest_start(const srv_rest_options *opt, srv_rest **out, td_err *err)
   srv_rest *s = calloc(1, sizeof *s);
   if (!s) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
   s->opt = *opt;
-  s->api = (srv_api){.registry = opt->registry, .queue = opt->queue, .batcher = opt->batcher};
+  s->api = (srv_api){.registry = opt->registry,
+                     .queue = opt->queue,
+                     .batcher = opt->batcher,
+                     .manager = opt->manager,
+                     .stats = opt->stats,
+                     .repo = opt->repo};
   if (uv_mutex_init(&s->mu) || uv_cond_init(&s->cv)) {
     free(s);
     return td_err_set(err, TD_INTERNAL, "REST: cannot create locks");
@@ -742,6 +896,9 @@ void srv_rest_stop(srv_rest *s) {
     unlink_run(s, r);
     if (r->state == RUN_RUNNING) expire_run(r);
   }
+  /* Repository requests resume their connections when their loads end
+   * (the manager's shutdown ends them): wait for them before MHD stops. */
+  while (s->jobs > 0) uv_cond_wait(&s->cv, &s->mu);
   uv_mutex_unlock(&s->mu);
   if (s->d) MHD_stop_daemon(s->d);
   /* Runs given up on still call run_done, which touches s: wait for them

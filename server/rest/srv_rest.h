@@ -67,6 +67,9 @@ typedef struct srv_rest_options {
   ldr_registry *registry;
   bat_queue *queue;
   struct bat_batcher *batcher; /* NULL unless --enable_batching */
+  struct ldr_manager *manager; /* the v2 repository extension; may be NULL */
+  struct srv_stats *stats;     /* run counters (srv_stats.h); may be NULL */
+  struct srv_v2repo *repo;     /* v2 load/unload/index; NULL: refused */
 } srv_rest_options;
 
 td_code srv_rest_start(const srv_rest_options *opt, srv_rest **out, td_err *err);

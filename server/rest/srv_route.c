@@ -50,6 +50,10 @@ td_code srv_route_parse(const char *method, const char *path, srv_route *r, td_e
     r->kind = path[1] == 'h' ? SRV_ROUTE_HEALTH : SRV_ROUTE_READY;
     return TD_OK;
   }
+  if (!strncmp(path, "/v2", 3) && (!path[3] || path[3] == '/')) {
+    r->kind = SRV_ROUTE_V2;
+    return TD_OK;
+  }
   if (strncasecmp(path, "/v1/", 4)) {
     r->kind = SRV_ROUTE_NOT_V1;
     return TD_OK;

@@ -12,8 +12,9 @@
  * Beyond TF Serving: GET /v1/models (exactly) is SRV_ROUTE_LIST, where TF
  * Serving answers "Missing model name in request."; GET or HEAD /healthz and
  * /readyz are SRV_ROUTE_HEALTH / SRV_ROUTE_READY. OPTIONS on any /v1/ path is
- * SRV_ROUTE_PREFLIGHT (the transport decides whether CORS is on). A path
- * outside /v1/ is SRV_ROUTE_NOT_V1 (plain 404); anything else that does not
+ * SRV_ROUTE_PREFLIGHT (the transport decides whether CORS is on). "/v2" and
+ * paths under "/v2/" are SRV_ROUTE_V2, parsed further by srv_v2rest. A path
+ * outside both is SRV_ROUTE_NOT_V1 (plain 404); anything else that does not
  * match is SRV_ROUTE_MALFORMED ("Malformed request: <METHOD> <path>").
  * Pure function; thread-safe. Name and label point into a buffer inside the
  * route value. */
@@ -37,6 +38,7 @@ typedef enum {
   SRV_ROUTE_HEALTH,    /* GET /healthz: the process is alive */
   SRV_ROUTE_READY,     /* GET /readyz: every model has an AVAILABLE version */
   SRV_ROUTE_PREFLIGHT, /* OPTIONS under /v1/ (CORS preflight) */
+  SRV_ROUTE_V2,        /* "/v2" or under "/v2/": the v2 protocol (srv_v2rest) */
 } srv_route_kind;
 
 typedef struct srv_route {

@@ -293,7 +293,7 @@ def test_version_overflow_and_labels(tf1):
 
 
 def test_outside_v1_is_plain_404(tf1):
-    for path in ("/", "/v2/models/default", "/healthz/x", "/monitoring/prometheus/metrics"):
+    for path in ("/", "/v3/models/default", "/healthz/x", "/monitoring/prometheus/metrics"):
         status, headers, _ = tf1.request("GET", path)
         assert status == 404 and headers["Content-Type"] == "text/html"
 

@@ -80,8 +80,8 @@ START_TEST(post_forms) {
     expect("POST", p, kinds[i], "half", false, 0, "beta-1.x");
   }
   /* Names may hold anything but '/' and ':'. */
-  expect("POST", "/v1/models/my.model-2_x%20y:predict", SRV_ROUTE_PREDICT, "my.model-2_x y",
-         false, 0, NULL);
+  expect("POST", "/v1/models/my.model-2_x%20y:predict", SRV_ROUTE_PREDICT, "my.model-2_x y", false,
+         0, NULL);
   expect("GET", "/v1/models/metadata", SRV_ROUTE_STATUS, "metadata", false, 0, NULL);
   expect("GET", "/v1/models/versions", SRV_ROUTE_STATUS, "versions", false, 0, NULL);
   /* The largest int64 is a valid version. */
@@ -209,7 +209,7 @@ END_TEST
 
 START_TEST(not_v1) {
   const char *paths[] = {"/",
-                         "/v2/models/foo",
+                         "/v2x/models/foo",
                          "/v1",
                          "/metrics",
                          "/monitoring/prometheus/metrics",
@@ -224,9 +224,20 @@ START_TEST(not_v1) {
     ck_assert_msg(srv_route_parse("GET", paths[i], &r, &err) == TD_OK, "%s", paths[i]);
     ck_assert_msg(r.kind == SRV_ROUTE_NOT_V1, "'%s': kind %d", paths[i], r.kind);
   }
+}
+END_TEST
+
+START_TEST(v2_paths) {
+  /* "/v2" and everything under "/v2/" belong to the v2 protocol. */
+  const char *paths[] = {"/v2", "/v2/", "/v2/models/foo", "/v2/health/live"};
+  for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+    srv_route r;
+    ck_assert_int_eq(srv_route_parse("GET", paths[i], &r, NULL), TD_OK);
+    ck_assert_msg(r.kind == SRV_ROUTE_V2, "'%s': kind %d", paths[i], r.kind);
+  }
   srv_route r;
   ck_assert_int_eq(srv_route_parse("POST", "/v2/models/foo/infer", &r, NULL), TD_OK);
-  ck_assert_int_eq(r.kind, SRV_ROUTE_NOT_V1);
+  ck_assert_int_eq(r.kind, SRV_ROUTE_V2);
 }
 END_TEST
 
@@ -276,6 +287,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, percent_decoding);
   tcase_add_test(tc, version_overflow);
   tcase_add_test(tc, not_v1);
+  tcase_add_test(tc, v2_paths);
   tcase_add_test(tc, long_paths);
   suite_add_tcase(s, tc);
   return s;
