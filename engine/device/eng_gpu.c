@@ -1143,7 +1143,7 @@ static td_code step(gx *g, int s) {
   const eng_plan *p = g->p;
   g->s = s;
   g->op = p->ops[s];
-  g->nd = eng_graph_node(eng_model_graph(p->m), p->steps[s]);
+  g->nd = eng_graph_node(g->r.g, p->steps[s]);
   const struct gop *lw = find_op(g->op->name);
   gfn fn = lw ? lw->fn : NULL;
   g->code = lw ? lw->code : 0;
