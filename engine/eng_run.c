@@ -57,7 +57,8 @@ td_code eng_run_begin(eng_run *r, const eng_plan *p, const eng_tensor *in, td_er
   memset(r, 0, sizeof *r);
   r->p = p;
   size_t nv = (size_t)p->n_values + 1;
-  size_t nn = (size_t)eng_graph_node_count(eng_model_graph(p->m)) + 1;
+  r->g = eng_model_graph(p->m);
+  size_t nn = (size_t)eng_graph_node_count(r->g) + 1;
   size_t bytes = nv * (sizeof(eng_tensor) + sizeof(int) + 2 * sizeof(bool)) + nn;
   run_scratch *rs = scratch_take(bytes);
   void *mem = rs ? rs->p : malloc(bytes);
@@ -87,7 +88,7 @@ td_code eng_run_begin(eng_run *r, const eng_plan *p, const eng_tensor *in, td_er
 
 void eng_run_drop_inputs(eng_run *r, int s) {
   const eng_plan *p = r->p;
-  const eng_node *nd = eng_graph_node(eng_model_graph(p->m), p->steps[s]);
+  const eng_node *nd = eng_graph_node(r->g, p->steps[s]);
   for (int k = 0; k < nd->n_in; k++) drop_use(r->values, r->left, p->base[nd->in[k].node] + nd->in[k].index);
 }
 
@@ -99,7 +100,7 @@ td_code eng_run_step_cpu(eng_run *r, int s, td_err *err) {
   td_code rc = TD_OK;
   eng_tensor inbuf[16], outbuf[16];
   int id = p->steps[s];
-  const eng_node *nd = eng_graph_node(eng_model_graph(p->m), id);
+  const eng_node *nd = eng_graph_node(r->g, id);
   const eng_op_def *op = p->ops[s];
   eng_tensor *kin = nd->n_in <= 16 ? inbuf : calloc((size_t)nd->n_in, sizeof *kin);
   eng_tensor *kout = nd->n_out <= 16 ? outbuf : calloc((size_t)nd->n_out, sizeof *kout);

@@ -23,6 +23,7 @@
  * eng_run_step_cpu for every step, finish. */
 typedef struct eng_run {
   const eng_plan *p;
+  const eng_graph *g; /* p's model's graph */
   eng_tensor *values;
   int *left;
   bool *fed;

@@ -46,6 +46,7 @@ typedef struct gx {
   int s;
   const eng_node *nd;
   const eng_op_def *op;
+  int code; /* the lowering's primitive code (g_ops), for binary and unary ops */
 } gx;
 
 static int vin(const gx *g, int k) {
@@ -348,44 +349,6 @@ static int g_noop(gx *g, eng_dev_val *out) { return g->nd->n_out == 0 ? G_OK : G
 
 /* --- elementwise ---------------------------------------------------------- */
 
-static const struct {
-  const char *op;
-  int code;
-} k_binary[] = {
-    {"Add", ENG_DB_ADD},     {"AddV2", ENG_DB_ADD},   {"BiasAdd", ENG_DB_ADD},
-    {"Maximum", ENG_DB_MAX}, {"Minimum", ENG_DB_MIN}, {"Mul", ENG_DB_MUL},
-    {"Pow", ENG_DB_POW},     {"RealDiv", ENG_DB_DIV}, {"SquaredDifference", ENG_DB_SQDIFF},
-    {"Sub", ENG_DB_SUB}};
-
-static const struct {
-  const char *op;
-  int code;
-} k_unary[] = {{"Abs", ENG_DU_ABS},           {"Ceil", ENG_DU_CEIL},
-               {"Cos", ENG_DU_COS},           {"Elu", ENG_DU_ELU},
-               {"Erf", ENG_DU_ERF},           {"Erfc", ENG_DU_ERFC},
-               {"Exp", ENG_DU_EXP},           {"Expm1", ENG_DU_EXPM1},
-               {"Floor", ENG_DU_FLOOR},       {"LeakyRelu", ENG_DU_LEAKY_RELU},
-               {"Log", ENG_DU_LOG},           {"Log1p", ENG_DU_LOG1P},
-               {"Neg", ENG_DU_NEG},           {"Reciprocal", ENG_DU_RECIPROCAL},
-               {"Relu", ENG_DU_RELU},         {"Relu6", ENG_DU_RELU6},
-               {"Round", ENG_DU_ROUND},       {"Rsqrt", ENG_DU_RSQRT},
-               {"Selu", ENG_DU_SELU},         {"Sigmoid", ENG_DU_SIGMOID},
-               {"Sign", ENG_DU_SIGN},         {"Sin", ENG_DU_SIN},
-               {"Softplus", ENG_DU_SOFTPLUS}, {"Softsign", ENG_DU_SOFTSIGN},
-               {"Sqrt", ENG_DU_SQRT},         {"Square", ENG_DU_SQUARE},
-               {"Tanh", ENG_DU_TANH}};
-
-static int code_of(const char *op, bool binary) {
-  if (binary) {
-    for (size_t i = 0; i < sizeof k_binary / sizeof k_binary[0]; i++)
-      if (!strcmp(op, k_binary[i].op)) return k_binary[i].code;
-  } else {
-    for (size_t i = 0; i < sizeof k_unary / sizeof k_unary[0]; i++)
-      if (!strcmp(op, k_unary[i].op)) return k_unary[i].code;
-  }
-  return -1;
-}
-
 /* Strides that broadcast shape s (right-aligned) over out's dims. */
 static void bcast_strides(const eng_shape *s, const eng_shape *out, int64_t *st) {
   int64_t cs[ENG_MAX_RANK];
@@ -416,7 +379,7 @@ static int g_binary(gx *g, eng_dev_val *out) {
   int64_t sa[ENG_MAX_RANK], sb[ENG_MAX_RANK];
   bcast_strides(&a, &o, sa);
   bcast_strides(&b, &o, sb);
-  DEV(g->api->binary(g->t->stream, code_of(g->nd->op, true), o.rank, o.dim, da, sa, db, sb, out->d),
+  DEV(g->api->binary(g->t->stream, g->code, o.rank, o.dim, da, sa, db, sb, out->d),
       "elementwise op");
   return G_OK;
 }
@@ -430,7 +393,7 @@ static int g_unary(gx *g, eng_dev_val *out) {
   int r = new_out(g, out, ENG_DT_FLOAT, &s);
   if (r != G_OK) return r;
   float alpha = eng_attr_float(g->nd, "alpha", 0.2f);
-  DEV(g->api->unary(g->t->stream, code_of(g->nd->op, false), eng_shape_numel(&s), x, out->d, alpha),
+  DEV(g->api->unary(g->t->stream, g->code, eng_shape_numel(&s), x, out->d, alpha),
       "elementwise op");
   return G_OK;
 }
@@ -1030,101 +993,104 @@ static int g_gather(gx *g, eng_dev_val *out) {
 
 typedef int (*gfn)(gx *g, eng_dev_val *out);
 
+/* The device's lowering table: an op's lowering and, for elementwise ops,
+ * the primitive's code (eng_devapi.h). */
 static const struct gop {
   const char *name;
   gfn fn;
+  int code;
 } g_ops[] = {
     /* sorted by name (bisected) */
-    {"Abs", g_unary},
-    {"Add", g_binary},
-    {"AddV2", g_binary},
-    {"AvgPool", g_pool},
-    {"BatchMatMul", g_batch_matmul},
-    {"BatchMatMulV2", g_batch_matmul},
-    {"BatchMatMulV3", g_batch_matmul},
-    {"BiasAdd", g_binary},
-    {"Cast", g_cast},
-    {"ConcatV2", g_concat},
-    {"Conv2D", g_conv2d},
-    {"Cos", g_unary},
-    {"DepthwiseConv2dNative", g_depthwise},
-    {"Einsum", g_einsum},
-    {"Elu", g_unary},
-    {"EnsureShape", g_alias},
-    {"Equal", g_compare},
-    {"Erf", g_unary},
-    {"Erfc", g_unary},
-    {"Exp", g_unary},
-    {"ExpandDims", g_alias},
-    {"Expm1", g_unary},
-    {"Floor", g_unary},
-    {"GatherV2", g_gather},
-    {"Greater", g_compare},
-    {"GreaterEqual", g_compare},
-    {"Identity", g_alias},
-    {"IdentityN", g_identity_n},
-    {"LeakyRelu", g_unary},
-    {"Less", g_compare},
-    {"LessEqual", g_compare},
-    {"Log", g_unary},
-    {"Log1p", g_unary},
-    {"LogSoftmax", g_softmax},
-    {"LogicalAnd", g_compare},
-    {"LogicalOr", g_compare},
-    {"MatMul", g_matmul},
-    {"Max", g_reduce},
-    {"MaxPool", g_pool},
-    {"Maximum", g_binary},
-    {"Mean", g_reduce},
-    {"Min", g_reduce},
-    {"Minimum", g_binary},
-    {"Mul", g_binary},
-    {"Neg", g_unary},
-    {"NoOp", g_noop},
-    {"NotEqual", g_compare},
-    {"Pack", g_concat},
-    {"Pad", g_pad},
-    {"PadV2", g_pad},
-    {"Pow", g_binary},
-    {"PreventGradient", g_alias},
-    {"Prod", g_reduce},
-    {"RealDiv", g_binary},
-    {"Reciprocal", g_unary},
-    {"Relu", g_unary},
-    {"Relu6", g_unary},
-    {"Reshape", g_alias},
-    {"Round", g_unary},
-    {"Rsqrt", g_unary},
-    {"Select", g_select},
-    {"SelectV2", g_select},
-    {"Selu", g_unary},
-    {"Sigmoid", g_unary},
-    {"Sign", g_unary},
-    {"Sin", g_unary},
-    {"Slice", g_slice},
-    {"Snapshot", g_alias},
-    {"Softmax", g_softmax},
-    {"Softplus", g_unary},
-    {"Softsign", g_unary},
-    {"Sqrt", g_unary},
-    {"Square", g_unary},
-    {"SquaredDifference", g_binary},
-    {"Squeeze", g_alias},
-    {"StopGradient", g_alias},
-    {"StridedSlice", g_strided_slice},
-    {"Sub", g_binary},
-    {"Sum", g_reduce},
-    {"Tanh", g_unary},
-    {"Transpose", g_transpose},
-    {"_DepthwiseConv2dNativePadded", g_depthwise_padded},
-    {"_PadView", g_alias},
+    {"Abs", g_unary, ENG_DU_ABS},
+    {"Add", g_binary, ENG_DB_ADD},
+    {"AddV2", g_binary, ENG_DB_ADD},
+    {"AvgPool", g_pool, 0},
+    {"BatchMatMul", g_batch_matmul, 0},
+    {"BatchMatMulV2", g_batch_matmul, 0},
+    {"BatchMatMulV3", g_batch_matmul, 0},
+    {"BiasAdd", g_binary, ENG_DB_ADD},
+    {"Cast", g_cast, 0},
+    {"ConcatV2", g_concat, 0},
+    {"Conv2D", g_conv2d, 0},
+    {"Cos", g_unary, ENG_DU_COS},
+    {"DepthwiseConv2dNative", g_depthwise, 0},
+    {"Einsum", g_einsum, 0},
+    {"Elu", g_unary, ENG_DU_ELU},
+    {"EnsureShape", g_alias, 0},
+    {"Equal", g_compare, 0},
+    {"Erf", g_unary, ENG_DU_ERF},
+    {"Erfc", g_unary, ENG_DU_ERFC},
+    {"Exp", g_unary, ENG_DU_EXP},
+    {"ExpandDims", g_alias, 0},
+    {"Expm1", g_unary, ENG_DU_EXPM1},
+    {"Floor", g_unary, ENG_DU_FLOOR},
+    {"GatherV2", g_gather, 0},
+    {"Greater", g_compare, 0},
+    {"GreaterEqual", g_compare, 0},
+    {"Identity", g_alias, 0},
+    {"IdentityN", g_identity_n, 0},
+    {"LeakyRelu", g_unary, ENG_DU_LEAKY_RELU},
+    {"Less", g_compare, 0},
+    {"LessEqual", g_compare, 0},
+    {"Log", g_unary, ENG_DU_LOG},
+    {"Log1p", g_unary, ENG_DU_LOG1P},
+    {"LogSoftmax", g_softmax, 0},
+    {"LogicalAnd", g_compare, 0},
+    {"LogicalOr", g_compare, 0},
+    {"MatMul", g_matmul, 0},
+    {"Max", g_reduce, 0},
+    {"MaxPool", g_pool, 0},
+    {"Maximum", g_binary, ENG_DB_MAX},
+    {"Mean", g_reduce, 0},
+    {"Min", g_reduce, 0},
+    {"Minimum", g_binary, ENG_DB_MIN},
+    {"Mul", g_binary, ENG_DB_MUL},
+    {"Neg", g_unary, ENG_DU_NEG},
+    {"NoOp", g_noop, 0},
+    {"NotEqual", g_compare, 0},
+    {"Pack", g_concat, 0},
+    {"Pad", g_pad, 0},
+    {"PadV2", g_pad, 0},
+    {"Pow", g_binary, ENG_DB_POW},
+    {"PreventGradient", g_alias, 0},
+    {"Prod", g_reduce, 0},
+    {"RealDiv", g_binary, ENG_DB_DIV},
+    {"Reciprocal", g_unary, ENG_DU_RECIPROCAL},
+    {"Relu", g_unary, ENG_DU_RELU},
+    {"Relu6", g_unary, ENG_DU_RELU6},
+    {"Reshape", g_alias, 0},
+    {"Round", g_unary, ENG_DU_ROUND},
+    {"Rsqrt", g_unary, ENG_DU_RSQRT},
+    {"Select", g_select, 0},
+    {"SelectV2", g_select, 0},
+    {"Selu", g_unary, ENG_DU_SELU},
+    {"Sigmoid", g_unary, ENG_DU_SIGMOID},
+    {"Sign", g_unary, ENG_DU_SIGN},
+    {"Sin", g_unary, ENG_DU_SIN},
+    {"Slice", g_slice, 0},
+    {"Snapshot", g_alias, 0},
+    {"Softmax", g_softmax, 0},
+    {"Softplus", g_unary, ENG_DU_SOFTPLUS},
+    {"Softsign", g_unary, ENG_DU_SOFTSIGN},
+    {"Sqrt", g_unary, ENG_DU_SQRT},
+    {"Square", g_unary, ENG_DU_SQUARE},
+    {"SquaredDifference", g_binary, ENG_DB_SQDIFF},
+    {"Squeeze", g_alias, 0},
+    {"StopGradient", g_alias, 0},
+    {"StridedSlice", g_strided_slice, 0},
+    {"Sub", g_binary, ENG_DB_SUB},
+    {"Sum", g_reduce, 0},
+    {"Tanh", g_unary, ENG_DU_TANH},
+    {"Transpose", g_transpose, 0},
+    {"_DepthwiseConv2dNativePadded", g_depthwise_padded, 0},
+    {"_PadView", g_alias, 0},
 };
 
-static gfn find_op(const char *name) {
+static const struct gop *find_op(const char *name) {
   int lo = 0, hi = (int)(sizeof g_ops / sizeof g_ops[0]) - 1;
   while (lo <= hi) {
     int mid = (lo + hi) / 2, c = strcmp(name, g_ops[mid].name);
-    if (!c) return g_ops[mid].fn;
+    if (!c) return &g_ops[mid];
     if (c < 0)
       hi = mid - 1;
     else
@@ -1177,8 +1143,10 @@ static td_code step(gx *g, int s) {
   const eng_plan *p = g->p;
   g->s = s;
   g->op = p->ops[s];
-  g->nd = eng_graph_node(eng_model_graph(p->m), p->steps[s]);
-  gfn fn = find_op(g->op->name);
+  g->nd = eng_graph_node(g->r.g, p->steps[s]);
+  const struct gop *lw = find_op(g->op->name);
+  gfn fn = lw ? lw->fn : NULL;
+  g->code = lw ? lw->code : 0;
   int res = G_DECLINE;
   eng_dev_val outs[16];
   const eng_epilogue *epi = p->epi ? p->epi[s] : NULL;

@@ -48,7 +48,7 @@ td_code eng_s_binary(const eng_node *n, const eng_shape *in, eng_shape *out, td_
 td_code eng_k_parse_example(eng_kctx *c);
 td_code eng_k_parse_example_v2(eng_kctx *c);
 
-/* --- helpers shared by the kernel files (eng_kargs.c) -------------------- */
+/* --- helpers shared by the kernel files (eng_kernel_args.c) -------------- */
 /* Fails with `code` and "node 'N' (Op): <message>". */
 td_code eng_kfail(eng_kctx *c, td_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

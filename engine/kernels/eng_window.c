@@ -3,27 +3,6 @@
 
 #include <string.h>
 
-eng_window_status eng_window_1d(const char *pad, int64_t in, int64_t k, int64_t s, int64_t d,
-                                const int64_t *explicit_pad, int64_t *out, int64_t *before) {
-  if (s <= 0 || d <= 0 || k <= 0) return ENG_WINDOW_BAD_STEP;
-  int64_t eff = (k - 1) * d + 1;
-  if (!strcmp(pad, "VALID")) {
-    *out = (in - eff + s) / s;
-    *before = 0;
-  } else if (!strcmp(pad, "SAME")) {
-    *out = (in + s - 1) / s;
-    int64_t total = (*out - 1) * s + eff - in;
-    *before = total > 0 ? total / 2 : 0;
-  } else if (!strcmp(pad, "EXPLICIT") && explicit_pad) {
-    if (explicit_pad[0] < 0 || explicit_pad[1] < 0) return ENG_WINDOW_BAD_EXPLICIT;
-    *out = (in + explicit_pad[0] + explicit_pad[1] - eff + s) / s;
-    *before = explicit_pad[0];
-  } else {
-    return ENG_WINDOW_BAD_PADDING;
-  }
-  return *out < 0 ? ENG_WINDOW_NEGATIVE : ENG_WINDOW_OK;
-}
-
 bool eng_pad_hw(const eng_graph *g, const eng_node *pad, int64_t out[4]) {
   if (strcmp(pad->op, "Pad") || pad->n_in != 2) return false;
   const eng_node *k = eng_graph_node(g, pad->in[1].node);

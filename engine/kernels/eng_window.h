@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "eng_graph.h"
 
@@ -24,9 +25,28 @@ typedef enum {
 
 /* Output size *out and padding before the first cell *before of a window of
  * k cells, stride s and dilation d over in cells, padding pad ("VALID",
- * "SAME", "EXPLICIT" with explicit_pad = {before, after}). */
-eng_window_status eng_window_1d(const char *pad, int64_t in, int64_t k, int64_t s, int64_t d,
-                                const int64_t *explicit_pad, int64_t *out, int64_t *before);
+ * "SAME", "EXPLICIT" with explicit_pad = {before, after}). Inline: kernels
+ * call it per run, twice per convolution or pool. */
+static inline eng_window_status eng_window_1d(const char *pad, int64_t in, int64_t k, int64_t s, int64_t d,
+                                const int64_t *explicit_pad, int64_t *out, int64_t *before) {
+  if (s <= 0 || d <= 0 || k <= 0) return ENG_WINDOW_BAD_STEP;
+  int64_t eff = (k - 1) * d + 1;
+  if (!strcmp(pad, "VALID")) {
+    *out = (in - eff + s) / s;
+    *before = 0;
+  } else if (!strcmp(pad, "SAME")) {
+    *out = (in + s - 1) / s;
+    int64_t total = (*out - 1) * s + eff - in;
+    *before = total > 0 ? total / 2 : 0;
+  } else if (!strcmp(pad, "EXPLICIT") && explicit_pad) {
+    if (explicit_pad[0] < 0 || explicit_pad[1] < 0) return ENG_WINDOW_BAD_EXPLICIT;
+    *out = (in + explicit_pad[0] + explicit_pad[1] - eff + s) / s;
+    *before = explicit_pad[0];
+  } else {
+    return ENG_WINDOW_BAD_PADDING;
+  }
+  return *out < 0 ? ENG_WINDOW_NEGATIVE : ENG_WINDOW_OK;
+}
 
 /* A Pad node (zeros) of an NHWC tensor by a Const amount on H and W only:
  * out = (top, bottom, left, right). False for any other Pad. */

@@ -10,9 +10,9 @@
  *   eng_tensor per signature output --srv_json_encode_predict--> body
  *
  * Built on srv_jsonparse.h (the parser: rapidjson's grammar and messages
- * into a cJSON tree that keeps integer literals exact) and srv_jsonwrite.h
- * (the PrettyWriter clone, number and string formatting, base64), which this
- * header includes. Trees from plain cJSON_Parse lack the parser's integer
+ * into a cJSON tree that keeps integer literals exact, and base64
+ * decoding) and srv_jsonwrite.h (the PrettyWriter clone, number and string
+ * formatting, base64 encoding), which this header includes. Trees from plain cJSON_Parse lack the parser's integer
  * marks: pass only srv_json_parse_request trees to the decoders.
  *
  * Request semantics (srv_json_decode_predict), as TF Serving:

@@ -478,6 +478,24 @@ START_TEST(unknown_op_needed) {
 }
 END_TEST
 
+/* The compiler's plan-internal ops (ENG_OP_PLAN_ONLY) are in the op table
+ * but are no graph's ops: a node naming one is an unsupported op. */
+START_TEST(plan_internal_op_in_graph) {
+  eng_graph *g = eng_graph_create();
+  placeholder(g, "x", ENG_DT_FLOAT, -1, NULL);
+  node(g, "v", "_PadView", 1, "x", NULL);
+  eng_model *m = model(g, NULL);
+  const char *in[] = {"x"};
+  const char *out[] = {"v"};
+  eng_plan *p = NULL;
+  td_err err;
+  td_err_clear(&err);
+  ck_err(eng_plan_create(m, 1, in, 1, out, 0, NULL, &p, &err), err, TD_UNIMPLEMENTED, "_PadView");
+  ck_assert_ptr_null(p);
+  eng_model_destroy(m);
+}
+END_TEST
+
 START_TEST(unknown_op_pruned) {
   eng_graph *g = eng_graph_create();
   placeholder(g, "x", ENG_DT_FLOAT, -1, NULL);
@@ -1213,6 +1231,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, fetch_fed_and_const_feed);
   tcase_add_test(tc, wide_nodes_and_repeated_fetches);
   tcase_add_test(tc, unknown_op_needed);
+  tcase_add_test(tc, plan_internal_op_in_graph);
   tcase_add_test(tc, unknown_op_pruned);
   tcase_add_test(tc, feed_cuts_graph);
   tcase_add_test(tc, control_deps_order);

@@ -1,6 +1,6 @@
 // The CUDA backend: eng_devapi (engine/eng_devapi.h) on one NVIDIA GPU,
 // built by nvcc into the plug-in libtensord_cuda.so, which the daemon
-// dlopens (engine/eng_device.c). The CUDA runtime is linked statically;
+// dlopens (engine/device/eng_device.c). The CUDA runtime is linked statically;
 // cuBLAS is opened with dlopen only once a GPU has been found, so probing a
 // machine without one costs a few hundred kilobytes, not the ~150 MB that
 // mapping and relocating cuBLAS takes.
