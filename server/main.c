@@ -123,7 +123,8 @@ int main(int argc, char **argv) {
     cfg_flags_usage(stderr, argv[0]);
     return 2;
   }
-  eng_threads_set(opt.intra_op_threads); /* before any engine work */
+  /* before any engine work */
+  eng_threads_set(opt.intra_op_threads ? opt.intra_op_threads : opt.session_parallelism);
   {
     eng_device_opts dopt = {.memory_fraction = opt.per_process_gpu_memory_fraction,
                             .allow_tf32 = opt.gpu_allow_tf32,
@@ -155,7 +156,10 @@ int main(int argc, char **argv) {
   srv_grpc *grpc = NULL;
   srv_rest *rest = NULL;
   int rc = 1;
-  int workers = opt.num_workers ? opt.num_workers : cpu_count();
+  /* Engine workers bound the runs computing at once, as TF's inter-op pool
+   * does; --tensord_num_workers wins over TF Serving's names. */
+  int inter = opt.inter_op_threads ? opt.inter_op_threads : opt.session_parallelism;
+  int workers = opt.num_workers ? opt.num_workers : inter ? inter : cpu_count();
 
   cfg_batching batching;
   cfg_batching_defaults(&batching, cpu_count());
