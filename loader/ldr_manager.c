@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ldr_manager_int.h"
+#include "ldr_metrics.h"
 #include "ldr_warmup.h"
 #include "td_log.h"
 
@@ -132,9 +133,14 @@ typedef struct load_task {
 static void load_main(void *arg) {
   load_task *lt = arg;
   lower_priority();
+  uint64_t t0 = uv_hrtime();
   lt->rc = ldr_servable_load(lt->j->path, lt->j->version, lt->m->tags, &lt->sv, &lt->err);
+  uint64_t t1 = uv_hrtime();
+  ldr_metrics_load(lt->j->path, !lt->rc, (t1 - t0) / 1000);
   if (!lt->rc && lt->m->opt.enable_warmup) {
-    lt->rc = ldr_warmup_run(lt->sv, lt->j->path, lt->m->opt.warmup_iterations, NULL, &lt->err);
+    int records = 0;
+    lt->rc = ldr_warmup_run(lt->sv, lt->j->path, lt->m->opt.warmup_iterations, &records, &lt->err);
+    if (records || lt->rc) ldr_metrics_warmup(lt->j->path, lt->rc, (uv_hrtime() - t1) / 1000);
     if (lt->rc) {
       ldr_servable_unref(lt->sv);
       lt->sv = NULL;

@@ -27,6 +27,7 @@
 #include "bat_queue.h"
 #include "cfg_batching.h"
 #include "cfg_flags.h"
+#include "cfg_monitoring.h"
 #include "eng_device.h"
 #include "eng_threads.h"
 #include "ldr_inspect.h"
@@ -34,8 +35,10 @@
 #include "ldr_registry.h"
 #include "ldr_watch.h"
 #include "srv_grpc.h"
+#include "srv_metrics.h"
 #include "srv_rest.h"
 #include "td_log.h"
+#include "td_metrics.h"
 
 #define MAX_QUEUED_REQUESTS 4096
 
@@ -168,6 +171,17 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s\n", err.msg);
     return 1;
   }
+  cfg_monitoring monitoring = {0};
+  if (*opt.monitoring_config_file &&
+      cfg_monitoring_load(opt.monitoring_config_file, &monitoring, &err)) {
+    fprintf(stderr, "%s\n", err.msg);
+    return 1;
+  }
+  if (monitoring.prometheus_enable && !opt.rest_api_port)
+    td_log_warn(
+        "--monitoring_config_file enables Prometheus, which is served on the REST port: "
+        "set --rest_api_port");
+  td_metrics_set_enabled(monitoring.prometheus_enable);
   cfg_model_config models;
   if (initial_config(&opt, &models, &err)) {
     fprintf(stderr, "%s\n", err.msg);
@@ -190,6 +204,7 @@ int main(int argc, char **argv) {
     goto out;
   }
   cfg_model_config_free(&models);
+  srv_metrics_init(registry);
 
   /* Signals work from here on, also while the first versions load. */
   uv_loop_t *loop = uv_default_loop();
@@ -275,12 +290,16 @@ int main(int argc, char **argv) {
         .cors = opt.rest_api_enable_cors_support,
         .registry = registry,
         .queue = queue,
-        .batcher = batcher};
+        .batcher = batcher,
+        .metrics_path = monitoring.prometheus_enable ? monitoring.prometheus_path : NULL};
     if (srv_rest_start(&ro, &rest, &err)) {
       td_log_error("%s", err.msg);
       goto out_grpc;
     }
     td_log_info("Exporting HTTP/REST API at:localhost:%d ...", srv_rest_port(rest));
+    if (monitoring.prometheus_enable)
+      td_log_info("Prometheus metrics at http://localhost:%d%s", srv_rest_port(rest),
+                  monitoring.prometheus_path);
   }
 
   if (!stop_requested) uv_run(loop, UV_RUN_DEFAULT);

@@ -1,18 +1,41 @@
 #include "srv_api.h"
 
-#include "bat_batcher.h"
-
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uv.h>
 
+#include "bat_batcher.h"
 #include "cfg_model_config.h"
 #include "ldr_manager.h"
+#include "srv_metrics.h"
 #include "td_log.h"
+#include "td_metrics.h"
 #include "tensorflow_serving/config/model_server_config.pb-c.h"
+
+/* Queue depth counts a call from submission until its run starts (or it
+ * is abandoned), in-flight runs from the start until done. */
+static void call_started(bat_task *t) {
+  srv_call *c = t->user;
+  if (__atomic_exchange_n(&c->started, true, __ATOMIC_RELAXED)) return; /* a later piece */
+  c->run_start_ns = uv_hrtime();
+  if (c->queued) srv_metrics_queue_add(c->metric_model, -1);
+  srv_metrics_inflight_add(c->metric_model, 1, !c->queued);
+}
+
+static void call_finished(srv_call *c) {
+  if (c->started) {
+    c->run_ns = uv_hrtime() - c->run_start_ns;
+    srv_metrics_inflight_add(c->metric_model, -1, false);
+  } else if (c->queued) {
+    srv_metrics_queue_add(c->metric_model, -1);
+  }
+}
 
 static void call_done(bat_task *t) {
   srv_call *c = t->user;
+  if (c->metered) call_finished(c);
   c->done(c);
 }
 
@@ -20,6 +43,7 @@ td_code srv_call_begin(srv_call *c, srv_api *api, const srv_model_spec *spec, td
   memset(c, 0, offsetof(srv_call, task.err));
   td_err_clear(&c->task.err);
   c->api = api;
+  if (spec->name) snprintf(c->metric_model, sizeof c->metric_model, "%s", spec->name);
   if (!spec->name || !*spec->name)
     return td_err_set(err, TD_INVALID_ARGUMENT, "ModelSpec has no name specified.");
   int64_t version = spec->has_version ? spec->version : -1;
@@ -71,6 +95,7 @@ static void set_task(srv_call *c) {
   t->run = NULL;
   t->deadline_ns = c->deadline_ns;
   t->model = c->model;
+  t->started = c->metered ? call_started : NULL;
   t->user = c;
   t->next = NULL;
   td_err_clear(&t->err);
@@ -81,14 +106,25 @@ bool srv_call_try_inline(srv_call *c) {
   set_task(c);
   /* With batching on, the batcher decides: only a request with nothing to
    * merge with runs inline. */
-  if (c->api->batcher) return bat_batcher_try_inline(c->api->batcher, &c->task);
-  return bat_queue_try_inline(c->api->queue, &c->task);
+  c->metered = td_metrics_enabled();
+  c->queued = c->started = false;
+  set_task(c);
+  bool ran = c->api->batcher ? bat_batcher_try_inline(c->api->batcher, &c->task)
+                             : bat_queue_try_inline(c->api->queue, &c->task);
+  if (ran && c->metered) call_finished(c);
+  return ran;
 }
 
 td_code srv_call_submit(srv_call *c, td_err *err) {
+  c->metered = td_metrics_enabled();
+  c->started = false;
+  c->queued = c->metered;
   set_task(c);
-  if (c->api->batcher) return bat_batcher_submit(c->api->batcher, &c->task, err);
-  return bat_queue_submit(c->api->queue, &c->task, err);
+  if (c->queued) srv_metrics_queue_add(c->metric_model, 1); /* before a worker can start it */
+  td_code rc = c->api->batcher ? bat_batcher_submit(c->api->batcher, &c->task, err)
+                               : bat_queue_submit(c->api->queue, &c->task, err);
+  if (rc && c->queued) srv_metrics_queue_add(c->metric_model, -1);
+  return rc;
 }
 
 void srv_call_end(srv_call *c) {

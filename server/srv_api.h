@@ -79,6 +79,14 @@ struct srv_call {
   uint64_t deadline_ns;     /* set after begin; copied to task.deadline_ns (0 = none) */
   void (*done)(srv_call *c);
   void *user;
+  /* Metrics (srv_metrics; only while td_metrics_enabled()): the model's
+   * name as asked (kept after srv_call_end, cut at 127 bytes), and the
+   * engine run's time, set once the run is over. */
+  char metric_model[128];
+  uint64_t run_ns;
+  uint64_t run_start_ns;
+  bool metered; /* queue depth / in-flight accounting is on for this call */
+  bool queued, started;
   /* task.code / task.err hold the run's result. Last, with task.err last
    * in it: srv_call_begin zeroes the call up to task.err (2 KiB, cleared
    * before each run instead). */

@@ -31,6 +31,7 @@
 
 #include "cfg_pbtxt.h"
 #include "srv_grpc_call.h"
+#include "srv_metrics.h"
 #include "td_log.h"
 #include "tensorflow_serving/config/ssl_config.pb-c.h"
 
@@ -43,19 +44,22 @@ typedef struct method {
   const char *path;
   srv_gmethod_fn fn; /* NULL: answer UNIMPLEMENTED with `why` */
   const char *why;
+  const char *api; /* counted in srv_metrics under this API label; NULL: not */
 } method;
 
 static const method methods[] = {
-    {"/tensorflow.serving.PredictionService/Predict", srv_grpc_predict, NULL},
-    {"/tensorflow.serving.PredictionService/GetModelMetadata", srv_grpc_get_model_metadata, NULL},
-    {"/tensorflow.serving.PredictionService/Classify", srv_grpc_classify, NULL},
-    {"/tensorflow.serving.PredictionService/Regress", srv_grpc_regress, NULL},
-    {"/tensorflow.serving.PredictionService/MultiInference", srv_grpc_multi_inference, NULL},
-    {"/tensorflow.serving.ModelService/GetModelStatus", srv_grpc_get_model_status, NULL},
-    {"/tensorflow.serving.ModelService/HandleReloadConfigRequest", srv_grpc_reload_config, NULL},
-    {"/grpc.health.v1.Health/Check", srv_grpc_health_check, NULL},
+    {"/tensorflow.serving.PredictionService/Predict", srv_grpc_predict, NULL, "Predict"},
+    {"/tensorflow.serving.PredictionService/GetModelMetadata", srv_grpc_get_model_metadata, NULL,
+     NULL},
+    {"/tensorflow.serving.PredictionService/Classify", srv_grpc_classify, NULL, "Classify"},
+    {"/tensorflow.serving.PredictionService/Regress", srv_grpc_regress, NULL, "Regress"},
+    {"/tensorflow.serving.PredictionService/MultiInference", srv_grpc_multi_inference, NULL, NULL},
+    {"/tensorflow.serving.ModelService/GetModelStatus", srv_grpc_get_model_status, NULL, NULL},
+    {"/tensorflow.serving.ModelService/HandleReloadConfigRequest", srv_grpc_reload_config, NULL,
+     NULL},
+    {"/grpc.health.v1.Health/Check", srv_grpc_health_check, NULL, NULL},
     {"/grpc.health.v1.Health/Watch", NULL,
-     "grpc.health.v1.Health/Watch is not supported by tensord; poll Check instead"},
+     "grpc.health.v1.Health/Watch is not supported by tensord; poll Check instead", NULL},
 };
 
 typedef enum { CALL_REQUESTED, CALL_READING, CALL_RUNNING, CALL_FINISHING } call_state;
@@ -74,6 +78,8 @@ typedef struct call_ctx {
   grpc_slice status_details;
   bool has_details;
   int cancelled;
+  uint64_t start_ns; /* metrics: the request's arrival */
+  td_code answer_code;
   ProtobufCAllocator pb_alloc; /* request messages: arena first, then malloc */
   size_t arena_used;
   _Alignas(16) unsigned char arena[ARENA_BYTES];
@@ -127,6 +133,10 @@ static void request_call(srv_grpc *s, grpc_completion_queue *cq) {
 }
 
 static void free_call(call_ctx *c) {
+  if (c->start_ns && c->m && c->m->api)
+    srv_metrics_request(c->g.call.metric_model, c->m->api, SRV_EP_GRPC,
+                        c->cancelled ? TD_CANCELLED : c->answer_code, c->start_ns,
+                        c->g.call.run_ns);
   if (c->g.cleanup) c->g.cleanup(&c->g);
   srv_call_end(&c->g.call);
   if (c->call) grpc_call_unref(c->call);
@@ -143,6 +153,7 @@ static void free_call(call_ctx *c) {
 /* The one answering batch. `msg` NULL: no status message. */
 static void finish(call_ctx *c, grpc_status_code code, grpc_byte_buffer *reply, const char *msg) {
   c->state = CALL_FINISHING;
+  c->answer_code = (td_code)code; /* td_code values are the gRPC codes */
   c->send_buf = reply;
   if (msg && *msg) {
     size_t len = strlen(msg);
@@ -288,6 +299,7 @@ static void run_handler(call_ctx *c) {
   grpc_byte_buffer_destroy(bb);
   c->recv_buf = NULL;
   c->g.deadline_ns = call_deadline(c->details.deadline);
+  c->start_ns = uv_hrtime();
   c->state = CALL_RUNNING;
   /* From here on the context may be answered (and freed) by another thread. */
   c->m->fn(&c->g, GRPC_SLICE_START_PTR(req), GRPC_SLICE_LENGTH(req));

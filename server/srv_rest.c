@@ -30,8 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <strings.h>
+#include <unistd.h>
 #include <uv.h>
 #include <zlib.h>
 
@@ -40,6 +40,7 @@
 #include "srv_json.h"
 #include "srv_jsonexample.h"
 #include "srv_jsonmeta.h"
+#include "srv_metrics.h"
 #include "srv_route.h"
 #include "td_buf.h"
 #include "td_log.h"
@@ -99,6 +100,9 @@ struct rest_req {
   z_stream z;
   td_code body_rc; /* a body error found while reading (gzip) */
   rest_run *run; /* owned by the connection unless handed to the worker */
+  uint64_t start_ns; /* metrics: arrival, the answer's code, the run's time */
+  td_code answer_code;
+  uint64_t run_ns;
   /* Last and not zeroed (2 KiB each): read only once their code is set. */
   td_err route_err;
   td_err body_err;
@@ -212,6 +216,7 @@ static enum MHD_Result send_json(rest_req *q, unsigned status, td_buf *b) {
 }
 
 static enum MHD_Result send_error(rest_req *q, const td_err *e) {
+  q->answer_code = e->code;
   td_buf b;
   td_buf_init(&b);
   srv_json_encode_error(e->msg, &b);
@@ -228,6 +233,7 @@ static enum MHD_Result send_too_large(rest_req *q) {
   td_buf_init(&b);
   srv_json_encode_error(e.msg, &b);
   q->answered = true;
+  q->answer_code = e.code;
   return send_json(q, MHD_HTTP_CONTENT_TOO_LARGE, &b);
 }
 
@@ -370,6 +376,19 @@ static enum MHD_Result handle_probe(rest_req *q) {
   return send_buf(q, ready ? 200 : 503, &b, "application/json", false);
 }
 
+static enum MHD_Result handle_metrics(rest_req *q, const char *method) {
+  td_buf b;
+  td_buf_init(&b);
+  if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+    td_err e;
+    td_err_set(&e, TD_INVALID_ARGUMENT, "Malformed request: %s %s", method,
+               q->srv->opt.metrics_path);
+    return send_error(q, &e);
+  }
+  srv_metrics_render(&b);
+  return send_buf(q, 200, &b, "text/plain; version=0.0.4", false);
+}
+
 static enum MHD_Result handle_preflight(rest_req *q, const char *method, const char *url) {
   td_err err;
   if (!q->srv->opt.cors) {
@@ -484,7 +503,9 @@ static enum MHD_Result send_timeout(rest_req *q) {
 /* Encodes the result of the connection's finished run. */
 static enum MHD_Result answer_run(rest_req *q) {
   rest_run *r = q->run;
+  q->run_ns = r->call.run_ns;
   if (r->call.task.code) return send_error(q, &r->call.task.err);
+  if (r->kind != SRV_ROUTE_PREDICT) srv_metrics_examples(q->route.name, r->n_examples);
   td_buf b;
   td_buf_init(&b);
   td_err err;
@@ -532,6 +553,7 @@ static enum MHD_Result first_call(srv_rest *s, struct MHD_Connection *conn, cons
   memset(q, 0, offsetof(rest_req, route_err));
   q->srv = s;
   q->conn = conn;
+  q->start_ns = uv_hrtime();
   td_buf_init(&q->body);
   q->route_rc = srv_route_parse(method, url, &q->route, &q->route_err);
   *con_cls = q;
@@ -574,6 +596,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return finish_run(q);
   }
   /* Whole request read. */
+  if (s->opt.metrics_path && *s->opt.metrics_path && !strcmp(url, s->opt.metrics_path))
+    return handle_metrics(q, method);
   switch (q->route.kind) {
     case SRV_ROUTE_NOT_V1: {
       static const char nf[] = "<html><title>404 Not Found</title><body>Not Found</body></html>";
@@ -628,6 +652,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
   rest_req *q = *con_cls;
   if (!q) return;
+  if (q->route.kind >= SRV_ROUTE_PREDICT && q->route.kind <= SRV_ROUTE_REGRESS) {
+    static const char *const apis[] = {"Predict", "Classify", "Regress"};
+    srv_metrics_request(q->route.name, apis[q->route.kind - SRV_ROUTE_PREDICT], SRV_EP_REST,
+                        toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? q->answer_code : TD_CANCELLED,
+                        q->start_ns, q->run_ns);
+  }
   rest_run *r = q->run;
   if (r) {
     srv_rest *s = q->srv;

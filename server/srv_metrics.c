@@ -1,0 +1,149 @@
+/* Families are registered once; the request path looks its series up by
+ * label values (lock-free in td_metrics) and adds to them. The collectors
+ * read the registry and /proc at scrape time only. */
+#include "srv_metrics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "td_metrics.h"
+
+#define N_LATENCY_BOUNDS 33 /* TF Serving: Exponential(10, 1.8, 33) */
+#define N_EXAMPLE_BOUNDS 15 /* Exponential(1, 2, 15) */
+
+static struct {
+  td_metric *request_count, *request_latency, *runtime_latency, *example_counts, *example_total;
+  td_metric *rejected, *deadline, *runs, *queue_depth, *inflight, *state, *rss;
+  ldr_registry *registry;
+  uv_mutex_t collect_mu;
+} M;
+
+static const char *const EP[] = {"REST", "GRPC"};
+
+static void collect_states(void *ctx) {
+  ldr_registry *reg = ctx;
+  static const ldr_state states[] = {LDR_STATE_START, LDR_STATE_LOADING, LDR_STATE_AVAILABLE,
+                                     LDR_STATE_UNLOADING, LDR_STATE_END};
+  uv_mutex_lock(&M.collect_mu);
+  td_metric_zero(M.state);
+  char **names = NULL;
+  int n = ldr_registry_model_names(reg, &names);
+  for (int i = 0; i < n; i++) {
+    ldr_version_status *st = NULL;
+    int k = 0;
+    if (ldr_registry_status(reg, names[i], -1, &st, &k, NULL)) k = 0;
+    for (int j = 0; j < k; j++) {
+      char v[24];
+      snprintf(v, sizeof v, "%lld", (long long)st[j].version);
+      for (size_t s = 0; s < sizeof states / sizeof states[0]; s++) {
+        const char *lv[3] = {names[i], v, ldr_state_name(states[s])};
+        td_series_set(td_metric_series(M.state, lv), st[j].state == states[s]);
+      }
+    }
+    free(st);
+    free(names[i]);
+  }
+  free(names);
+  uv_mutex_unlock(&M.collect_mu);
+}
+
+static void collect_rss(void *ctx) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (!f) return;
+  long long size = 0, resident = 0;
+  if (fscanf(f, "%lld %lld", &size, &resident) == 2)
+    td_series_set(td_metric_series(M.rss, NULL), resident * sysconf(_SC_PAGESIZE));
+  fclose(f);
+}
+
+void srv_metrics_init(ldr_registry *registry) {
+  double lat[N_LATENCY_BOUNDS], ex[N_EXAMPLE_BOUNDS];
+  td_metric_exponential_bounds(10, 1.8, N_LATENCY_BOUNDS, lat);
+  td_metric_exponential_bounds(1, 2, N_EXAMPLE_BOUNDS, ex);
+  const char *const count_l[] = {"model_name", "status"};
+  const char *const lat_l[] = {"model_name", "API", "entrypoint"};
+  const char *const run_l[] = {"model_name", "API", "runtime"};
+  const char *const model_l[] = {"model"};
+  const char *const ep_l[] = {"model_name", "entrypoint"};
+  const char *const mode_l[] = {"model_name", "mode"};
+  const char *const name_l[] = {"model_name"};
+  const char *const state_l[] = {"model_name", "version", "state"};
+  uv_mutex_init(&M.collect_mu);
+  M.request_count = td_metric_counter(":tensorflow:serving:request_count",
+                                      "The total number of requests.", 2, count_l);
+  M.request_latency = td_metric_histogram(":tensorflow:serving:request_latency",
+                                          "Distribution of wall time (in microseconds) for "
+                                          "requests, successful ones only.",
+                                          3, lat_l, lat, N_LATENCY_BOUNDS);
+  M.runtime_latency = td_metric_histogram(":tensorflow:serving:runtime_latency",
+                                          "Distribution of wall time (in microseconds) of the "
+                                          "model run, successful requests only.",
+                                          3, run_l, lat, N_LATENCY_BOUNDS);
+  M.example_counts = td_metric_histogram(":tensorflow:serving:request_example_counts",
+                                         "The number of examples per Classify or Regress "
+                                         "request.",
+                                         1, model_l, ex, N_EXAMPLE_BOUNDS);
+  M.example_total = td_metric_counter(":tensorflow:serving:request_example_count_total",
+                                      "The total number of examples in Classify and Regress "
+                                      "requests.",
+                                      1, model_l);
+  M.rejected = td_metric_counter("tensord_requests_rejected_total",
+                                 "Requests answered RESOURCE_EXHAUSTED: a full queue (HTTP "
+                                 "429) or a body over the size limit (HTTP 413).",
+                                 2, ep_l);
+  M.deadline = td_metric_counter("tensord_deadline_exceeded_total",
+                                 "Requests answered DEADLINE_EXCEEDED (HTTP 504).", 2, ep_l);
+  M.runs = td_metric_counter("tensord_runs_total",
+                             "Requests run by the engine, on the receiving thread (inline) or "
+                             "on an engine worker (queued).",
+                             2, mode_l);
+  M.queue_depth =
+      td_metric_gauge("tensord_queue_depth", "Requests waiting for an engine run.", 1, name_l);
+  M.inflight =
+      td_metric_gauge("tensord_inflight_runs", "Requests being run by the engine.", 1, name_l);
+  M.state = td_metric_gauge("tensord_model_version_state",
+                            "1 for the state a model version is in, 0 for the others.", 3, state_l);
+  M.rss = td_metric_gauge("tensord_process_resident_memory_bytes",
+                          "Resident memory of the tensord process in bytes.", 0, NULL);
+  M.registry = registry;
+  if (registry) td_metrics_add_collector(collect_states, registry);
+  td_metrics_add_collector(collect_rss, NULL);
+}
+
+void srv_metrics_request(const char *model, const char *api, srv_entrypoint ep, td_code code,
+                         uint64_t start_ns, uint64_t run_ns) {
+  if (!td_metrics_enabled() || !model || !*model) return;
+  td_series_add(td_metric_series2(M.request_count, model, td_code_name(code)), 1);
+  if (code == TD_RESOURCE_EXHAUSTED)
+    td_series_add(td_metric_series2(M.rejected, model, EP[ep]), 1);
+  else if (code == TD_DEADLINE_EXCEEDED)
+    td_series_add(td_metric_series2(M.deadline, model, EP[ep]), 1);
+  if (code) return;
+  const char *lv[3] = {model, api, EP[ep]};
+  td_series_observe(td_metric_series(M.request_latency, lv),
+                    (double)(uv_hrtime() - start_ns) / 1e3);
+  if (run_ns) {
+    const char *rv[3] = {model, api, "TF1"};
+    td_series_observe(td_metric_series(M.runtime_latency, rv), (double)run_ns / 1e3);
+  }
+}
+
+void srv_metrics_examples(const char *model, int n) {
+  if (!td_metrics_enabled() || !model) return;
+  td_series_observe(td_metric_series1(M.example_counts, model), n);
+  td_series_add(td_metric_series1(M.example_total, model), n);
+}
+
+void srv_metrics_queue_add(const char *model, int delta) {
+  td_series_add(td_metric_series1(M.queue_depth, model), delta);
+}
+
+void srv_metrics_inflight_add(const char *model, int delta, bool inline_run) {
+  td_series_add(td_metric_series1(M.inflight, model), delta);
+  if (delta > 0)
+    td_series_add(td_metric_series2(M.runs, model, inline_run ? "inline" : "queued"), 1);
+}
+
+void srv_metrics_render(td_buf *out) { td_metrics_render(out); }
