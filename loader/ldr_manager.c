@@ -380,6 +380,7 @@ td_code ldr_manager_set_config(ldr_manager *m, const cfg_model_config *c, uint64
   uv_cond_signal(&m->wake);
   uv_mutex_unlock(&m->mu);
   free(fresh);
+  if (m->opt.on_config) m->opt.on_config(m->opt.on_config_ctx, c);
   if (ticket) *ticket = gen;
   return TD_OK;
 }

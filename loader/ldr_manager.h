@@ -59,6 +59,11 @@ typedef struct ldr_manager_options {
   bool enable_warmup;
   int warmup_iterations;              /* per record; 0 is taken as 1 */
   bool allow_labels_for_unavailable;  /* --allow_version_labels_for_unavailable_models */
+  /* Optional: told of every config ldr_manager_set_config accepts (after
+   * the swap, on the calling thread, without the manager's lock), so a
+   * module above can follow per-model settings such as request logging. */
+  void (*on_config)(void *ctx, const cfg_model_config *c);
+  void *on_config_ctx;
 } ldr_manager_options;
 
 typedef struct ldr_manager ldr_manager;

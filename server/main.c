@@ -36,6 +36,7 @@
 #include "ldr_watch.h"
 #include "srv_grpc.h"
 #include "srv_metrics.h"
+#include "srv_reqlog.h"
 #include "srv_rest.h"
 #include "td_log.h"
 #include "td_metrics.h"
@@ -195,6 +196,8 @@ int main(int argc, char **argv) {
       .enable_warmup = opt.enable_model_warmup,
       .warmup_iterations = opt.num_request_iterations_for_warmup,
       .allow_labels_for_unavailable = opt.allow_version_labels_for_unavailable_models};
+  mo.on_config = srv_reqlog_configure; /* logging_config, before the first config */
+  srv_reqlog_start();
   uint64_t ticket = 0;
   if (ldr_registry_create(opt.saved_model_tags, &registry, &err) ||
       ldr_manager_create(registry, &mo, &manager, &err) ||
@@ -318,6 +321,7 @@ out_grpc:
   batcher = NULL;
   bat_queue_destroy(queue);
   queue = NULL;
+  srv_reqlog_stop(); /* every run is over: what was logged reaches the files */
   grpc_shutdown();
 out_loop:
   ldr_watch_stop(watch);

@@ -41,6 +41,7 @@
 #include "srv_jsonexample.h"
 #include "srv_jsonmeta.h"
 #include "srv_metrics.h"
+#include "srv_reqlog.h"
 #include "srv_route.h"
 #include "td_buf.h"
 #include "td_log.h"
@@ -511,6 +512,7 @@ static enum MHD_Result answer_run(rest_req *q) {
   td_err err;
   td_code rc = TD_OK;
   if (r->kind == SRV_ROUTE_PREDICT) {
+    srv_reqlog_predict(&r->call);
     rc = srv_json_encode_predict(r->call.sig, r->call.outputs, r->fmt, &b, &err);
   } else if (r->kind == SRV_ROUTE_CLASSIFY) {
     srv_classify_result cr;
