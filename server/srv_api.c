@@ -20,16 +20,16 @@ static void call_started(bat_task *t) {
   srv_call *c = t->user;
   if (__atomic_exchange_n(&c->started, true, __ATOMIC_RELAXED)) return; /* a later piece */
   c->run_start_ns = uv_hrtime();
-  if (c->queued) srv_metrics_queue_add(c->metric_model, -1);
-  srv_metrics_inflight_add(c->metric_model, 1, !c->queued);
+  if (c->queued) srv_metrics_queue_add(c->mstats, -1);
+  srv_metrics_inflight_add(c->mstats, 1, !c->queued);
 }
 
 static void call_finished(srv_call *c) {
   if (c->started) {
     c->run_ns = uv_hrtime() - c->run_start_ns;
-    srv_metrics_inflight_add(c->metric_model, -1, false);
+    srv_metrics_inflight_add(c->mstats, -1, false);
   } else if (c->queued) {
-    srv_metrics_queue_add(c->metric_model, -1);
+    srv_metrics_queue_add(c->mstats, -1);
   }
 }
 
@@ -43,7 +43,10 @@ td_code srv_call_begin(srv_call *c, srv_api *api, const srv_model_spec *spec, td
   memset(c, 0, offsetof(srv_call, task.err));
   td_err_clear(&c->task.err);
   c->api = api;
-  if (spec->name) snprintf(c->metric_model, sizeof c->metric_model, "%s", spec->name);
+  if (spec->name) {
+    snprintf(c->metric_model, sizeof c->metric_model, "%s", spec->name);
+    c->mstats = srv_metrics_model(spec->name);
+  }
   if (!spec->name || !*spec->name)
     return td_err_set(err, TD_INVALID_ARGUMENT, "ModelSpec has no name specified.");
   int64_t version = spec->has_version ? spec->version : -1;
@@ -106,7 +109,7 @@ bool srv_call_try_inline(srv_call *c) {
   set_task(c);
   /* With batching on, the batcher decides: only a request with nothing to
    * merge with runs inline. */
-  c->metered = td_metrics_enabled();
+  c->metered = c->mstats != NULL;
   c->queued = c->started = false;
   set_task(c);
   bool ran = c->api->batcher ? bat_batcher_try_inline(c->api->batcher, &c->task)
@@ -116,14 +119,14 @@ bool srv_call_try_inline(srv_call *c) {
 }
 
 td_code srv_call_submit(srv_call *c, td_err *err) {
-  c->metered = td_metrics_enabled();
+  c->metered = c->mstats != NULL;
   c->started = false;
   c->queued = c->metered;
   set_task(c);
-  if (c->queued) srv_metrics_queue_add(c->metric_model, 1); /* before a worker can start it */
+  if (c->queued) srv_metrics_queue_add(c->mstats, 1); /* before a worker can start it */
   td_code rc = c->api->batcher ? bat_batcher_submit(c->api->batcher, &c->task, err)
                                : bat_queue_submit(c->api->queue, &c->task, err);
-  if (rc && c->queued) srv_metrics_queue_add(c->metric_model, -1);
+  if (rc && c->queued) srv_metrics_queue_add(c->mstats, -1);
   return rc;
 }
 

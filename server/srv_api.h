@@ -83,6 +83,7 @@ struct srv_call {
    * name as asked (kept after srv_call_end, cut at 127 bytes), and the
    * engine run's time, set once the run is over. */
   char metric_model[128];
+  struct srv_mstats *mstats; /* the model's series; NULL: metrics off */
   uint64_t run_ns;
   uint64_t run_start_ns;
   bool metered; /* queue depth / in-flight accounting is on for this call */

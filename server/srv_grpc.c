@@ -44,22 +44,23 @@ typedef struct method {
   const char *path;
   srv_gmethod_fn fn; /* NULL: answer UNIMPLEMENTED with `why` */
   const char *why;
-  const char *api; /* counted in srv_metrics under this API label; NULL: not */
+  int api; /* counted in srv_metrics as this srv_metric_api; -1: not */
 } method;
 
 static const method methods[] = {
-    {"/tensorflow.serving.PredictionService/Predict", srv_grpc_predict, NULL, "Predict"},
+    {"/tensorflow.serving.PredictionService/Predict", srv_grpc_predict, NULL, SRV_METRIC_PREDICT},
     {"/tensorflow.serving.PredictionService/GetModelMetadata", srv_grpc_get_model_metadata, NULL,
-     NULL},
-    {"/tensorflow.serving.PredictionService/Classify", srv_grpc_classify, NULL, "Classify"},
-    {"/tensorflow.serving.PredictionService/Regress", srv_grpc_regress, NULL, "Regress"},
-    {"/tensorflow.serving.PredictionService/MultiInference", srv_grpc_multi_inference, NULL, NULL},
-    {"/tensorflow.serving.ModelService/GetModelStatus", srv_grpc_get_model_status, NULL, NULL},
+     -1},
+    {"/tensorflow.serving.PredictionService/Classify", srv_grpc_classify, NULL,
+     SRV_METRIC_CLASSIFY},
+    {"/tensorflow.serving.PredictionService/Regress", srv_grpc_regress, NULL, SRV_METRIC_REGRESS},
+    {"/tensorflow.serving.PredictionService/MultiInference", srv_grpc_multi_inference, NULL, -1},
+    {"/tensorflow.serving.ModelService/GetModelStatus", srv_grpc_get_model_status, NULL, -1},
     {"/tensorflow.serving.ModelService/HandleReloadConfigRequest", srv_grpc_reload_config, NULL,
-     NULL},
-    {"/grpc.health.v1.Health/Check", srv_grpc_health_check, NULL, NULL},
+     -1},
+    {"/grpc.health.v1.Health/Check", srv_grpc_health_check, NULL, -1},
     {"/grpc.health.v1.Health/Watch", NULL,
-     "grpc.health.v1.Health/Watch is not supported by tensord; poll Check instead", NULL},
+     "grpc.health.v1.Health/Watch is not supported by tensord; poll Check instead", -1},
 };
 
 typedef enum { CALL_REQUESTED, CALL_READING, CALL_RUNNING, CALL_FINISHING } call_state;
@@ -133,8 +134,8 @@ static void request_call(srv_grpc *s, grpc_completion_queue *cq) {
 }
 
 static void free_call(call_ctx *c) {
-  if (c->start_ns && c->m && c->m->api)
-    srv_metrics_request(c->g.call.metric_model, c->m->api, SRV_EP_GRPC,
+  if (c->start_ns && c->m && c->m->api >= 0)
+    srv_metrics_request(c->g.call.mstats, (srv_metric_api)c->m->api, SRV_EP_GRPC,
                         c->cancelled ? TD_CANCELLED : c->answer_code, c->start_ns,
                         c->g.call.run_ns);
   if (c->g.cleanup) c->g.cleanup(&c->g);

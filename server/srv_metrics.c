@@ -3,8 +3,10 @@
  * read the registry and /proc at scrape time only. */
 #include "srv_metrics.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -21,6 +23,7 @@ static struct {
 } M;
 
 static const char *const EP[] = {"REST", "GRPC"};
+static uv_mutex_t models_mu; /* creating a model's srv_mstats */
 
 static void collect_states(void *ctx) {
   ldr_registry *reg = ctx;
@@ -71,6 +74,7 @@ void srv_metrics_init(ldr_registry *registry) {
   const char *const name_l[] = {"model_name"};
   const char *const state_l[] = {"model_name", "version", "state"};
   uv_mutex_init(&M.collect_mu);
+  uv_mutex_init(&models_mu);
   M.request_count = td_metric_counter(":tensorflow:serving:request_count",
                                       "The total number of requests.", 2, count_l);
   M.request_latency = td_metric_histogram(":tensorflow:serving:request_latency",
@@ -112,38 +116,102 @@ void srv_metrics_init(ldr_registry *registry) {
   td_metrics_add_collector(collect_rss, NULL);
 }
 
-void srv_metrics_request(const char *model, const char *api, srv_entrypoint ep, td_code code,
+#define MODEL_SLOTS 2048 /* a power of two; at most TD_METRIC_MAX_SERIES models */
+
+struct srv_mstats {
+  char name[128];
+  uint64_t hash;
+  td_series *ok, *depth, *inflight, *runs_inline, *runs_queued; /* made with the entry */
+  _Atomic(td_series *) latency[SRV_METRIC_N_APIS][2];           /* made on first use */
+  _Atomic(td_series *) runtime[SRV_METRIC_N_APIS];
+};
+
+static _Atomic(srv_mstats *) models[MODEL_SLOTS];
+static int n_models;
+static const char *const API[] = {"Predict", "Classify", "Regress", "MultiInference"};
+
+static uint64_t name_hash(const char *s, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+  return h;
+}
+
+srv_mstats *srv_metrics_model(const char *model) {
+  if (!td_metrics_enabled() || !model || !*model) return NULL;
+  size_t len = strnlen(model, sizeof((srv_mstats *)0)->name - 1);
+  uint64_t h = name_hash(model, len);
+  size_t i = (size_t)h & (MODEL_SLOTS - 1);
+  for (;; i = (i + 1) & (MODEL_SLOTS - 1)) { /* lock-free: slots are filled once */
+    srv_mstats *m = atomic_load_explicit(&models[i], memory_order_acquire);
+    if (!m) break;
+    if (m->hash == h && !strncmp(m->name, model, len) && !m->name[len]) return m;
+  }
+  uv_mutex_lock(&models_mu);
+  srv_mstats *m = NULL;
+  for (;; i = (i + 1) & (MODEL_SLOTS - 1)) {
+    srv_mstats *t = atomic_load_explicit(&models[i], memory_order_acquire);
+    if (!t) break;
+    if (t->hash == h && !strncmp(t->name, model, len) && !t->name[len]) {
+      m = t;
+      goto out;
+    }
+  }
+  if (n_models >= TD_METRIC_MAX_SERIES || !(m = calloc(1, sizeof *m))) goto out;
+  memcpy(m->name, model, len);
+  m->hash = h;
+  m->ok = td_metric_series2(M.request_count, m->name, "OK");
+  m->depth = td_metric_series1(M.queue_depth, m->name);
+  m->inflight = td_metric_series1(M.inflight, m->name);
+  m->runs_inline = td_metric_series2(M.runs, m->name, "inline");
+  m->runs_queued = td_metric_series2(M.runs, m->name, "queued");
+  n_models++;
+  atomic_store_explicit(&models[i], m, memory_order_release);
+out:
+  uv_mutex_unlock(&models_mu);
+  return m;
+}
+
+static td_series *lazy(_Atomic(td_series *) *slot, td_metric *f, const char *const *labels) {
+  td_series *s = atomic_load_explicit(slot, memory_order_acquire);
+  if (!s && (s = td_metric_series(f, labels))) atomic_store_explicit(slot, s, memory_order_release);
+  return s;
+}
+
+void srv_metrics_request(srv_mstats *ms, srv_metric_api api, srv_entrypoint ep, td_code code,
                          uint64_t start_ns, uint64_t run_ns) {
-  if (!td_metrics_enabled() || !model || !*model) return;
-  td_series_add(td_metric_series2(M.request_count, model, td_code_name(code)), 1);
-  if (code == TD_RESOURCE_EXHAUSTED)
-    td_series_add(td_metric_series2(M.rejected, model, EP[ep]), 1);
-  else if (code == TD_DEADLINE_EXCEEDED)
-    td_series_add(td_metric_series2(M.deadline, model, EP[ep]), 1);
-  if (code) return;
-  const char *lv[3] = {model, api, EP[ep]};
-  td_series_observe(td_metric_series(M.request_latency, lv),
+  if (!ms || (unsigned)api >= SRV_METRIC_N_APIS) return;
+  if (code) {
+    td_series_add(td_metric_series2(M.request_count, ms->name, td_code_name(code)), 1);
+    if (code == TD_RESOURCE_EXHAUSTED)
+      td_series_add(td_metric_series2(M.rejected, ms->name, EP[ep]), 1);
+    else if (code == TD_DEADLINE_EXCEEDED)
+      td_series_add(td_metric_series2(M.deadline, ms->name, EP[ep]), 1);
+    return;
+  }
+  td_series_add(ms->ok, 1);
+  const char *lv[3] = {ms->name, API[api], EP[ep]};
+  td_series_observe(lazy(&ms->latency[api][ep], M.request_latency, lv),
                     (double)(uv_hrtime() - start_ns) / 1e3);
   if (run_ns) {
-    const char *rv[3] = {model, api, "TF1"};
-    td_series_observe(td_metric_series(M.runtime_latency, rv), (double)run_ns / 1e3);
+    const char *rv[3] = {ms->name, API[api], "TF1"};
+    td_series_observe(lazy(&ms->runtime[api], M.runtime_latency, rv), (double)run_ns / 1e3);
   }
 }
 
-void srv_metrics_examples(const char *model, int n) {
-  if (!td_metrics_enabled() || !model) return;
-  td_series_observe(td_metric_series1(M.example_counts, model), n);
-  td_series_add(td_metric_series1(M.example_total, model), n);
+void srv_metrics_examples(srv_mstats *ms, int n) {
+  if (!ms) return;
+  td_series_observe(td_metric_series1(M.example_counts, ms->name), n);
+  td_series_add(td_metric_series1(M.example_total, ms->name), n);
 }
 
-void srv_metrics_queue_add(const char *model, int delta) {
-  td_series_add(td_metric_series1(M.queue_depth, model), delta);
+void srv_metrics_queue_add(srv_mstats *ms, int delta) {
+  if (ms) td_series_add(ms->depth, delta);
 }
 
-void srv_metrics_inflight_add(const char *model, int delta, bool inline_run) {
-  td_series_add(td_metric_series1(M.inflight, model), delta);
-  if (delta > 0)
-    td_series_add(td_metric_series2(M.runs, model, inline_run ? "inline" : "queued"), 1);
+void srv_metrics_inflight_add(srv_mstats *ms, int delta, bool inline_run) {
+  if (!ms) return;
+  td_series_add(ms->inflight, delta);
+  if (delta > 0) td_series_add(inline_run ? ms->runs_inline : ms->runs_queued, 1);
 }
 
 void srv_metrics_render(td_buf *out) { td_metrics_render(out); }

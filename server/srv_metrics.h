@@ -47,23 +47,39 @@
 #define SRV_METRICS_DEFAULT_PATH "/monitoring/prometheus/metrics"
 
 typedef enum { SRV_EP_REST, SRV_EP_GRPC } srv_entrypoint;
+typedef enum {
+  SRV_METRIC_PREDICT,
+  SRV_METRIC_CLASSIFY,
+  SRV_METRIC_REGRESS,
+  SRV_METRIC_MULTI_INFERENCE,
+  SRV_METRIC_N_APIS
+} srv_metric_api;
+
+/* A model's series, found once per request (one hash probe) and kept by
+ * pointer; they live as long as the process. */
+typedef struct srv_mstats srv_mstats;
 
 /* The registry is read by the version-state collector; it must outlive
  * every render. */
 void srv_metrics_init(ldr_registry *registry);
 
+/* The model's series; NULL while td_metrics_enabled() is false, or for an
+ * empty name (every function below accepts NULL and does nothing). Names
+ * are cut at 127 bytes; past TD_METRIC_MAX_SERIES models, NULL. */
+srv_mstats *srv_metrics_model(const char *model);
+
 /* One finished Predict/Classify/Regress/MultiInference request: `code` is
  * its answer, start_ns its arrival (uv_hrtime clock), run_ns the engine
  * run's time (0: none; latencies are recorded for successes only, as TF
  * Serving does). */
-void srv_metrics_request(const char *model, const char *api, srv_entrypoint ep, td_code code,
+void srv_metrics_request(srv_mstats *ms, srv_metric_api api, srv_entrypoint ep, td_code code,
                          uint64_t start_ns, uint64_t run_ns);
 /* Examples in a Classify/Regress request. */
-void srv_metrics_examples(const char *model, int n);
+void srv_metrics_examples(srv_mstats *ms, int n);
 
 /* Run accounting for srv_api (see srv_api.c). */
-void srv_metrics_queue_add(const char *model, int delta);
-void srv_metrics_inflight_add(const char *model, int delta, bool inline_run);
+void srv_metrics_queue_add(srv_mstats *ms, int delta);
+void srv_metrics_inflight_add(srv_mstats *ms, int delta, bool inline_run);
 
 /* The text exposition of every registered family. */
 void srv_metrics_render(td_buf *out);

@@ -506,7 +506,7 @@ static enum MHD_Result answer_run(rest_req *q) {
   rest_run *r = q->run;
   q->run_ns = r->call.run_ns;
   if (r->call.task.code) return send_error(q, &r->call.task.err);
-  if (r->kind != SRV_ROUTE_PREDICT) srv_metrics_examples(q->route.name, r->n_examples);
+  if (r->kind != SRV_ROUTE_PREDICT) srv_metrics_examples(r->call.mstats, r->n_examples);
   td_buf b;
   td_buf_init(&b);
   td_err err;
@@ -654,12 +654,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
   rest_req *q = *con_cls;
   if (!q) return;
-  if (q->route.kind >= SRV_ROUTE_PREDICT && q->route.kind <= SRV_ROUTE_REGRESS) {
-    static const char *const apis[] = {"Predict", "Classify", "Regress"};
-    srv_metrics_request(q->route.name, apis[q->route.kind - SRV_ROUTE_PREDICT], SRV_EP_REST,
+  if (q->route.kind >= SRV_ROUTE_PREDICT && q->route.kind <= SRV_ROUTE_REGRESS)
+    srv_metrics_request(srv_metrics_model(q->route.name),
+                        (srv_metric_api)(SRV_METRIC_PREDICT + (q->route.kind - SRV_ROUTE_PREDICT)),
+                        SRV_EP_REST,
                         toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? q->answer_code : TD_CANCELLED,
                         q->start_ns, q->run_ns);
-  }
   rest_run *r = q->run;
   if (r) {
     srv_rest *s = q->srv;
