@@ -83,8 +83,9 @@ static void finish_load(ldr_manager *m, const job *j, ldr_servable *sv, td_code 
     }
     x->st = V_READY;
     x->attempts = 0;
-    td_log_info("Successfully loaded servable version {name: %s version: %lld}", mm->name,
-                (long long)x->version);
+    td_logm(TD_LOG_INFO, mm->name, x->version,
+            "Successfully loaded servable version {name: %s version: %lld}", mm->name,
+            (long long)x->version);
     return;
   }
   x->attempts++;
@@ -94,15 +95,17 @@ static void finish_load(ldr_manager *m, const job *j, ldr_servable *sv, td_code 
     x->retry_at_ns = now_ns() + (uint64_t)us * 1000u;
     x->st = V_RETRY;
     ldr_mgr_set_reg(m, mm, x, LDR_STATE_LOADING, lerr);
-    td_log_error("Loading servable: {name: %s version: %lld} failed: %s. Retrying (%d of %d) in "
-                 "%.3f s",
-                 mm->name, (long long)x->version, lerr->msg, x->attempts,
-                 m->opt.max_num_load_retries, us / 1e6);
+    td_logm(TD_LOG_ERROR, mm->name, x->version,
+            "Loading servable: {name: %s version: %lld} failed: %s. Retrying (%d of %d) in "
+            "%.3f s",
+            mm->name, (long long)x->version, lerr->msg, x->attempts, m->opt.max_num_load_retries,
+            us / 1e6);
   } else {
     x->st = V_FAILED;
     ldr_mgr_set_reg(m, mm, x, LDR_STATE_END, lerr);
-    td_log_error("Loading servable: {name: %s version: %lld} failed: %s", mm->name,
-                 (long long)x->version, lerr->msg);
+    td_logm(TD_LOG_ERROR, mm->name, x->version,
+            "Loading servable: {name: %s version: %lld} failed: %s", mm->name,
+            (long long)x->version, lerr->msg);
   }
 }
 
@@ -170,8 +173,8 @@ static void worker_main(void *arg) {
     m->loading++;
     uv_mutex_unlock(&m->mu);
 
-    td_log_info("Loading servable: {name: %s version: %lld} from %s", j->model,
-                (long long)j->version, j->path);
+    td_logm(TD_LOG_INFO, j->model, j->version, "Loading servable: {name: %s version: %lld} from %s",
+            j->model, (long long)j->version, j->path);
     load_task lt = {.m = m, .j = j};
     td_err_clear(&lt.err);
     uv_thread_t t;

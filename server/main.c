@@ -106,6 +106,11 @@ int main(int argc, char **argv) {
     }
     return 0;
   }
+  td_log_init_from_env();        /* TF_CPP_MIN_LOG_LEVEL, TF_CPP_MAX_VLOG_LEVEL, TF_CPP_VMODULE */
+  for (int i = 1; i < argc; i++) /* before the flags' own warnings */
+    if (!strcmp(argv[i], "--tensord_log_json") || !strcmp(argv[i], "--tensord_log_json=true") ||
+        !strcmp(argv[i], "--tensord_log_json=1"))
+      td_log_set_json(true);
   cfg_options_defaults(&opt);
   if (cfg_flags_parse(argc, argv, &opt, &err)) {
     fprintf(stderr, "%s: %s\n\n", argv[0], err.msg);
@@ -122,6 +127,7 @@ int main(int argc, char **argv) {
                               : "not built");
     return 0;
   }
+  td_log_set_json(opt.log_json);
   if (cfg_options_validate(&opt, &err)) {
     fprintf(stderr, "%s: %s\n\n", argv[0], err.msg);
     cfg_flags_usage(stderr, argv[0]);

@@ -134,10 +134,14 @@ static void request_call(srv_grpc *s, grpc_completion_queue *cq) {
 }
 
 static void free_call(call_ctx *c) {
-  if (c->start_ns && c->m && c->m->api >= 0)
-    srv_metrics_request(c->g.call.mstats, (srv_metric_api)c->m->api, SRV_EP_GRPC,
-                        c->cancelled ? TD_CANCELLED : c->answer_code, c->start_ns,
+  if (c->start_ns && c->m && c->m->api >= 0) {
+    td_code code = c->cancelled ? TD_CANCELLED : c->answer_code;
+    srv_metrics_request(c->g.call.mstats, (srv_metric_api)c->m->api, SRV_EP_GRPC, code, c->start_ns,
                         c->g.call.run_ns);
+    td_vlog(1, "gRPC request: model %s, %s: %s in %llu us", c->g.call.metric_model,
+            srv_metrics_api_name((srv_metric_api)c->m->api), td_code_name(code),
+            (unsigned long long)((uv_hrtime() - c->start_ns) / 1000));
+  }
   if (c->g.cleanup) c->g.cleanup(&c->g);
   srv_call_end(&c->g.call);
   if (c->call) grpc_call_unref(c->call);

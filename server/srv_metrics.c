@@ -198,6 +198,10 @@ void srv_metrics_request(srv_mstats *ms, srv_metric_api api, srv_entrypoint ep, 
   }
 }
 
+const char *srv_metrics_api_name(srv_metric_api api) {
+  return (unsigned)api < SRV_METRIC_N_APIS ? API[api] : "?";
+}
+
 void srv_metrics_examples(srv_mstats *ms, int n) {
   if (!ms) return;
   td_series_observe(td_metric_series1(M.example_counts, ms->name), n);

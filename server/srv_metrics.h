@@ -74,6 +74,8 @@ srv_mstats *srv_metrics_model(const char *model);
  * Serving does). */
 void srv_metrics_request(srv_mstats *ms, srv_metric_api api, srv_entrypoint ep, td_code code,
                          uint64_t start_ns, uint64_t run_ns);
+/* "Predict", "Classify", "Regress", "MultiInference". */
+const char *srv_metrics_api_name(srv_metric_api api);
 /* Examples in a Classify/Regress request. */
 void srv_metrics_examples(srv_mstats *ms, int n);
 

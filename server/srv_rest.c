@@ -654,12 +654,15 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
   rest_req *q = *con_cls;
   if (!q) return;
-  if (q->route.kind >= SRV_ROUTE_PREDICT && q->route.kind <= SRV_ROUTE_REGRESS)
-    srv_metrics_request(srv_metrics_model(q->route.name),
-                        (srv_metric_api)(SRV_METRIC_PREDICT + (q->route.kind - SRV_ROUTE_PREDICT)),
-                        SRV_EP_REST,
-                        toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? q->answer_code : TD_CANCELLED,
-                        q->start_ns, q->run_ns);
+  if (q->route.kind >= SRV_ROUTE_PREDICT && q->route.kind <= SRV_ROUTE_REGRESS) {
+    td_code code = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? q->answer_code : TD_CANCELLED;
+    srv_metric_api api = (srv_metric_api)(SRV_METRIC_PREDICT + (q->route.kind - SRV_ROUTE_PREDICT));
+    srv_metrics_request(srv_metrics_model(q->route.name), api, SRV_EP_REST, code, q->start_ns,
+                        q->run_ns);
+    td_vlog(1, "REST request: model %s, %s: %s in %llu us", q->route.name ? q->route.name : "",
+            srv_metrics_api_name(api), td_code_name(code),
+            (unsigned long long)((uv_hrtime() - q->start_ns) / 1000));
+  }
   rest_run *r = q->run;
   if (r) {
     srv_rest *s = q->srv;
