@@ -34,6 +34,7 @@
 #include "ldr_manager.h"
 #include "ldr_registry.h"
 #include "ldr_watch.h"
+#include "srv_api.h"
 #include "srv_grpc.h"
 #include "srv_metrics.h"
 #include "srv_reqlog.h"
@@ -189,6 +190,7 @@ int main(int argc, char **argv) {
         "--monitoring_config_file enables Prometheus, which is served on the REST port: "
         "set --rest_api_port");
   td_metrics_set_enabled(monitoring.prometheus_enable);
+  srv_api_set_method_name_check(opt.enable_signature_method_name_check);
   cfg_model_config models;
   if (initial_config(&opt, &models, &err)) {
     fprintf(stderr, "%s\n", err.msg);

@@ -14,6 +14,12 @@
 #include "td_metrics.h"
 #include "tensorflow_serving/config/model_server_config.pb-c.h"
 
+#define PREDICT_METHOD "tensorflow/serving/predict"
+
+static bool method_name_check;
+void srv_api_set_method_name_check(bool on) { method_name_check = on; }
+bool srv_api_method_name_check(void) { return method_name_check; }
+
 /* Queue depth counts a call from submission until its run starts (or it
  * is abandoned), in-flight runs from the start until done. */
 static void call_started(bat_task *t) {
@@ -66,6 +72,14 @@ td_code srv_call_begin(srv_call *c, srv_api *api, const srv_model_spec *spec, td
     else
       rc = td_err_set(err, TD_FAILED_PRECONDITION, "Serving signature key \"%s\" not found.",
                       key);
+    goto fail;
+  }
+  if (method_name_check && spec->sig_errors != SRV_SIG_ERRORS_INFER &&
+      strcmp(c->sig->method_name ? c->sig->method_name : "", PREDICT_METHOD)) {
+    rc = td_err_set(err, TD_INVALID_ARGUMENT,
+                    "Expected prediction signature method_name to be " PREDICT_METHOD ". Was: %s",
+                    c->sig->method_name ? c->sig->method_name : "");
+    c->sig = NULL; /* no tensors yet for srv_call_end to release */
     goto fail;
   }
   c->version = ldr_servable_version(c->servable);

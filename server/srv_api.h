@@ -94,6 +94,14 @@ struct srv_call {
   bat_task task;
 };
 
+/* --enable_signature_method_name_check, process-wide (set once from main
+ * before the transports start): Predict then requires the signature's
+ * method_name "tensorflow/serving/predict" (INVALID_ARGUMENT "Expected
+ * prediction signature method_name to be tensorflow/serving/predict. Was:
+ * ..."), and srv_infer checks Classify's and Regress's. */
+void srv_api_set_method_name_check(bool on);
+bool srv_api_method_name_check(void);
+
 /* On failure the call holds nothing, but srv_call_end is still safe. */
 td_code srv_call_begin(srv_call *c, srv_api *api, const srv_model_spec *spec, td_err *err);
 bool srv_call_try_inline(srv_call *c);

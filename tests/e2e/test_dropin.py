@@ -210,3 +210,41 @@ def test_tf_cpp_log_levels(tmp_path):
              env={"TF_CPP_MIN_LOG_LEVEL": "3"})
     s.stop()
     assert s.output() == ""
+
+
+def test_signature_method_name_check(tmp_path):
+    import urllib.error
+    import urllib.request
+
+    def post(s, path, body):
+        req = urllib.request.Request(f"http://127.0.0.1:{s.rest_port}{path}", data=body.encode(),
+                                     method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    body = '{"signature_name": "regress_x_to_y", "instances": [1.0]}'
+    s = Proc(tmp_path, ["--model_name=half", f"--model_base_path={HALF}",
+                        "--enable_signature_method_name_check"])
+    try:
+        status, out = post(s, "/v1/models/half:predict", body)
+        assert status == 400, out
+        assert out["error"] == ("Expected prediction signature method_name to be "
+                                "tensorflow/serving/predict. Was: tensorflow/serving/regress")
+        status, out = post(s, "/v1/models/half:classify",
+                           '{"signature_name": "serving_default", "examples": [{"x": 1.0}]}')
+        assert status == 400 and out["error"].startswith(
+            "Expected classification signature method_name to be tensorflow/serving/classify. "
+            "Was: tensorflow/serving/predict"), out
+        assert post(s, "/v1/models/half:predict", '{"instances": [1.0]}')[0] == 200
+    finally:
+        s.stop()
+    # Off (the default): the method name is not looked at.
+    s = Proc(tmp_path, ["--model_name=half", f"--model_base_path={HALF}"])
+    try:
+        status, out = post(s, "/v1/models/half:predict", body)
+        assert "method_name" not in out.get("error", ""), out
+    finally:
+        s.stop()
