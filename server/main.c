@@ -28,6 +28,7 @@
 #include "cfg_batching.h"
 #include "cfg_flags.h"
 #include "cfg_monitoring.h"
+#include "cfg_session.h"
 #include "eng_device.h"
 #include "eng_threads.h"
 #include "ldr_inspect.h"
@@ -134,8 +135,18 @@ int main(int argc, char **argv) {
     cfg_flags_usage(stderr, argv[0]);
     return 2;
   }
-  /* before any engine work */
-  eng_threads_set(opt.intra_op_threads ? opt.intra_op_threads : opt.session_parallelism);
+  /* Thread counts: the flags, else --tensorflow_session_parallelism, else
+   * the session config file's ConfigProto. */
+  cfg_session session = {0};
+  if (*opt.tensorflow_session_config_file &&
+      cfg_session_load(opt.tensorflow_session_config_file, &session, &err)) {
+    fprintf(stderr, "%s\n", err.msg);
+    return 1;
+  }
+  int intra = opt.intra_op_threads      ? opt.intra_op_threads
+              : opt.session_parallelism ? opt.session_parallelism
+                                        : session.intra_op_threads;
+  eng_threads_set(intra); /* before any engine work */
   {
     eng_device_opts dopt = {.memory_fraction = opt.per_process_gpu_memory_fraction,
                             .allow_tf32 = opt.gpu_allow_tf32,
@@ -169,8 +180,12 @@ int main(int argc, char **argv) {
   int rc = 1;
   /* Engine workers bound the runs computing at once, as TF's inter-op pool
    * does; --tensord_num_workers wins over TF Serving's names. */
-  int inter = opt.inter_op_threads ? opt.inter_op_threads : opt.session_parallelism;
+  int inter = opt.inter_op_threads      ? opt.inter_op_threads
+              : opt.session_parallelism ? opt.session_parallelism
+                                        : session.inter_op_threads;
   int workers = opt.num_workers ? opt.num_workers : inter ? inter : cpu_count();
+  td_log_info("Engine: %d worker threads (runs at once), %d threads per op", workers,
+              intra ? intra : cpu_count());
 
   cfg_batching batching;
   cfg_batching_defaults(&batching, cpu_count());

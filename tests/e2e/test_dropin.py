@@ -248,3 +248,27 @@ def test_signature_method_name_check(tmp_path):
         assert "method_name" not in out.get("error", ""), out
     finally:
         s.stop()
+
+
+def test_session_config_file_thread_counts(tmp_path):
+    cfg = tmp_path / "session.txt"
+    cfg.write_text("intra_op_parallelism_threads: 1\ninter_op_parallelism_threads: 3\n"
+                   "gpu_options { allow_growth: true }\n")
+    s = Proc(tmp_path, ["--model_name=half", f"--model_base_path={HALF}",
+                        f"--tensorflow_session_config_file={cfg}"])
+    try:
+        assert s.predict("half", '{"instances": [1.0]}')["predictions"] == [2.5]
+    finally:
+        s.stop()
+    assert "Engine: 3 worker threads (runs at once), 1 threads per op" in s.output()
+    # The flags win over the file.
+    s = Proc(tmp_path, ["--model_name=half", f"--model_base_path={HALF}",
+                        f"--tensorflow_session_config_file={cfg}",
+                        "--tensorflow_inter_op_parallelism=2"])
+    s.stop()
+    assert "Engine: 2 worker threads" in s.output()
+    cfg.write_text("intra_op_parallelism_threads: 1\ngpu_options { allow_growth: true\n")
+    r = subprocess.run([BINARY, f"--model_base_path={HALF}",
+                        f"--tensorflow_session_config_file={cfg}"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1 and "ConfigProto" in r.stderr and "line 3" in r.stderr, r.stderr
