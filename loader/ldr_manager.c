@@ -58,8 +58,18 @@ bool ldr_mgr_unqueue(ldr_manager *m, const char *model, int64_t version) {
 }
 
 /* Records the result of a load (mu held). Takes over sv. */
+typedef struct load_task {
+  ldr_manager *m;
+  const job *j;
+  ldr_servable *sv;
+  td_code rc;
+  bool has_batching; /* the version's batching_params.pbtxt */
+  cfg_batching batching;
+  td_err err;
+} load_task;
+
 static void finish_load(ldr_manager *m, const job *j, ldr_servable *sv, td_code rc,
-                        const td_err *lerr) {
+                        const td_err *lerr, const load_task *lt) {
   mmodel *mm = find_model(m, j->model);
   mver *x = mm ? find_version(mm, j->version) : NULL;
   if (!x || x->st != V_LOADING) {
@@ -83,6 +93,11 @@ static void finish_load(ldr_manager *m, const job *j, ldr_servable *sv, td_code 
     }
     x->st = V_READY;
     x->attempts = 0;
+    if (m->opt.per_model_batching && j->version >= mm->file_batching_version) {
+      mm->file_batching_version = j->version;
+      mm->has_file_batching = lt->has_batching;
+      if (lt->has_batching) mm->file_batching = lt->batching;
+    }
     td_logm(TD_LOG_INFO, mm->name, x->version,
             "Successfully loaded servable version {name: %s version: %lld}", mm->name,
             (long long)x->version);
@@ -122,14 +137,6 @@ static void lower_priority(void) {
     setpriority(PRIO_PROCESS, (id_t)gettid(), LOAD_NICE);
 }
 
-typedef struct load_task {
-  ldr_manager *m;
-  const job *j;
-  ldr_servable *sv;
-  td_code rc;
-  td_err err;
-} load_task;
-
 /* One load and its warmup, on a thread of its own that exits afterwards,
  * so that per-thread caches filled while loading (the engine recycles
  * tensor buffers per thread) do not outlive the load. */
@@ -138,6 +145,19 @@ static void load_main(void *arg) {
   lower_priority();
   uint64_t t0 = uv_hrtime();
   lt->rc = ldr_servable_load(lt->j->path, lt->j->version, lt->m->tags, &lt->sv, &lt->err);
+  if (!lt->rc && lt->m->opt.per_model_batching) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/" LDR_BATCHING_FILE, lt->j->path);
+    if (!access(path, F_OK)) {
+      lt->rc = cfg_batching_load(path, lt->m->opt.cpus > 0 ? lt->m->opt.cpus : 1, &lt->batching,
+                                 &lt->err);
+      lt->has_batching = !lt->rc;
+      if (lt->rc) {
+        ldr_servable_unref(lt->sv);
+        lt->sv = NULL;
+      }
+    }
+  }
   uint64_t t1 = uv_hrtime();
   ldr_metrics_load(lt->j->path, !lt->rc, (t1 - t0) / 1000);
   if (!lt->rc && lt->m->opt.enable_warmup) {
@@ -185,7 +205,7 @@ static void worker_main(void *arg) {
 
     uv_mutex_lock(&m->mu);
     m->loading--;
-    finish_load(m, j, lt.sv, lt.rc, &lt.err);
+    finish_load(m, j, lt.sv, lt.rc, &lt.err, &lt);
     free(j->model);
     free(j->path);
     free(j);
@@ -325,6 +345,7 @@ td_code ldr_manager_set_config(ldr_manager *m, const cfg_model_config *c, uint64
   for (int i = 0; grown && i < c->n_models; i++) {
     if (find_model(m, c->models[i].name)) continue;
     mmodel *mm = calloc(1, sizeof *mm);
+    if (mm) mm->file_batching_version = -1;
     if (!mm || !(mm->name = strdup(c->models[i].name))) {
       free(mm);
       grown = NULL;
@@ -507,6 +528,11 @@ bool ldr_manager_model_batching(ldr_manager *m, const char *name, cfg_batching *
   const cfg_model *cm = cfg_model_config_find(&m->config, name);
   bool has = cm && cm->has_batching;
   if (has) *out = cm->batching;
+  mmodel *mm = has || !m->opt.per_model_batching ? NULL : find_model(m, name);
+  if (mm && mm->has_file_batching) {
+    *out = mm->file_batching;
+    has = true;
+  }
   *queue_timeout_micros = cm ? cm->batch_queue_timeout_micros : 0;
   uv_mutex_unlock(&m->mu);
   return has;

@@ -47,7 +47,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cfg_batching.h"
 #include "cfg_model_config.h"
+
+#define LDR_BATCHING_FILE "batching_params.pbtxt"
 #include "ldr_registry.h"
 #include "td_status.h"
 
@@ -59,6 +62,13 @@ typedef struct ldr_manager_options {
   bool enable_warmup;
   int warmup_iterations;              /* per record; 0 is taken as 1 */
   bool allow_labels_for_unavailable;  /* --allow_version_labels_for_unavailable_models */
+  /* --enable_per_model_batching_parameters: a version directory's
+   * batching_params.pbtxt (text BatchingParameters) is read at its load (a
+   * malformed one fails the load) and, for a model whose config entry has
+   * no batching_parameters, the newest loaded version's file answers
+   * ldr_manager_model_batching. cpus: for the parameters' defaults. */
+  bool per_model_batching;
+  int cpus;
   /* Optional: told of every config ldr_manager_set_config accepts (after
    * the swap, on the calling thread, without the manager's lock), so a
    * module above can follow per-model settings such as request logging. */

@@ -218,7 +218,9 @@ int main(int argc, char **argv) {
       .load_retry_interval_micros = opt.load_retry_interval_micros,
       .enable_warmup = opt.enable_model_warmup,
       .warmup_iterations = opt.num_request_iterations_for_warmup,
-      .allow_labels_for_unavailable = opt.allow_version_labels_for_unavailable_models};
+      .allow_labels_for_unavailable = opt.allow_version_labels_for_unavailable_models,
+      .per_model_batching = opt.enable_per_model_batching_parameters,
+      .cpus = cpu_count()};
   mo.on_config = srv_reqlog_configure; /* logging_config, before the first config */
   srv_reqlog_start();
   uint64_t ticket = 0;

@@ -272,3 +272,48 @@ def test_session_config_file_thread_counts(tmp_path):
                         f"--tensorflow_session_config_file={cfg}"],
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 1 and "ConfigProto" in r.stderr and "line 3" in r.stderr, r.stderr
+
+
+def test_per_model_batching_parameters(tmp_path):
+    import urllib.error
+    import urllib.request
+    base = model_dir(tmp_path)
+    (base / "1" / "batching_params.pbtxt").write_text("max_batch_size { value: 4 }\n")
+    glob_cfg = tmp_path / "batching.txt"
+    glob_cfg.write_text("max_batch_size { value: 100 }\n")
+    five = '{"instances": [1.0, 2.0, 3.0, 4.0, 5.0]}'
+
+    def predict(s):
+        req = urllib.request.Request(f"http://127.0.0.1:{s.rest_port}/v1/models/m:predict",
+                                     data=five.encode(), method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    common = ["--model_name=m", f"--model_base_path={base}", "--enable_batching",
+              f"--batching_parameters_file={glob_cfg}"]
+    s = Proc(tmp_path, common + ["--enable_per_model_batching_parameters"])
+    try:
+        assert predict(s) == (400, {"error": "Task size 5 is larger than maximum input batch "
+                                             "size 4"})
+    finally:
+        s.stop()
+    s = Proc(tmp_path, common)  # without the flag the file is not read
+    try:
+        assert predict(s)[0] == 200
+    finally:
+        s.stop()
+    # A malformed file fails the version's load, with the parser's position.
+    (base / "1" / "batching_params.pbtxt").write_text("max_batch_size { valu: 4 }\n")
+    s = Proc(tmp_path, common + ["--enable_per_model_batching_parameters",
+                                 "--max_num_load_retries=0"])
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{s.rest_port}/v1/models/m", timeout=30) as r:
+            st = json.loads(r.read())["model_version_status"][0]
+        assert st["state"] == "END", st
+        assert "batching_params.pbtxt" in st["status"]["error_message"], st
+        assert "line 1 column" in st["status"]["error_message"], st
+    finally:
+        s.stop()
