@@ -2,6 +2,8 @@
  * decide, free), the load workers (each load on a short-lived thread), and
  * the config, wait and shutdown entry points. The decisions themselves are
  * in ldr_manager_decide.c; the design note is in ldr_manager_int.h. */
+#include <fcntl.h>
+#include <ftw.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
@@ -137,6 +139,16 @@ static void lower_priority(void) {
     setpriority(PRIO_PROCESS, (id_t)gettid(), LOAD_NICE);
 }
 
+static int drop_cached(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+  if (type != FTW_F) return 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+  }
+  return 0;
+}
+
 /* One load and its warmup, on a thread of its own that exits afterwards,
  * so that per-thread caches filled while loading (the engine recycles
  * tensor buffers per thread) do not outlive the load. */
@@ -169,6 +181,7 @@ static void load_main(void *arg) {
       lt->sv = NULL;
     }
   }
+  if (!lt->rc && lt->m->opt.flush_caches) nftw(lt->j->path, drop_cached, 16, FTW_PHYS);
 }
 
 static void worker_main(void *arg) {

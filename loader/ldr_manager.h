@@ -69,6 +69,11 @@ typedef struct ldr_manager_options {
    * ldr_manager_model_batching. cpus: for the parameters' defaults. */
   bool per_model_batching;
   int cpus;
+  /* --flush_filesystem_caches: after a version loads (and warms up), the
+   * kernel is told the page cache of its files may go
+   * (POSIX_FADV_DONTNEED): the bytes now live in the engine's own memory,
+   * and keeping a second copy cached only crowds out other pages. */
+  bool flush_caches;
   /* Optional: told of every config ldr_manager_set_config accepts (after
    * the swap, on the calling thread, without the manager's lock), so a
    * module above can follow per-model settings such as request logging. */

@@ -317,3 +317,31 @@ def test_per_model_batching_parameters(tmp_path):
         assert "line 1 column" in st["status"]["error_message"], st
     finally:
         s.stop()
+
+
+def cached_pages(path):
+    out = subprocess.run(["fincore", "--noheadings", "--raw", "--output", "PAGES", str(path)],
+                         capture_output=True, text=True, check=True).stdout
+    return int(out.split()[0])
+
+
+def test_flush_filesystem_caches(tmp_path):
+    base = model_dir(tmp_path)
+    pb = base / "1" / "saved_model.pb"
+    fs = subprocess.run(["stat", "-f", "-c", "%T", str(pb)], capture_output=True,
+                        text=True).stdout.strip()
+    os.sync()  # dirty pages are never dropped
+    s = Proc(tmp_path, ["--model_name=m", f"--model_base_path={base}"])  # default: true
+    try:
+        assert s.predict("m", '{"instances": [2.0]}')["predictions"] == [4.0]
+        after_flush = cached_pages(pb)
+    finally:
+        s.stop()
+    s = Proc(tmp_path, ["--model_name=m", f"--model_base_path={base}",
+                        "--flush_filesystem_caches=false"])
+    try:
+        kept = cached_pages(pb)
+    finally:
+        s.stop()
+    if fs != "tmpfs":  # tmpfs pages are the file itself: nothing to drop
+        assert after_flush == 0 and kept > 0, (fs, after_flush, kept)
