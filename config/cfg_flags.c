@@ -28,7 +28,8 @@ static const char *const no_effect_flags[] = {"prefer_tflite_model",
                                               "enable_profiler",
                                               "use_alts_credentials",
                                               "mixed_precision",
-                                              "skip_initialize_tpu"};
+                                              "skip_initialize_tpu",
+                                              "thread_pool_factory_config_file"};
 
 static bool has_no_effect(const char *name) {
   for (size_t i = 0; i < sizeof no_effect_flags / sizeof no_effect_flags[0]; i++)
@@ -115,11 +116,11 @@ static const flag_def flags[] = {
      "metrics on the REST port (default none)"},
     {"platform_config_file", FLAG_STRING, OPT(platform_config_file),
      "text-format PlatformConfigMap: the tensorflow platform's session thread counts and "
-     "batching parameters replace the flags (default none)"},
+     "batching parameters replace the session and batching flags (default none)"},
     {"tensorflow_session_config_file", FLAG_STRING, OPT(tensorflow_session_config_file),
      "text-format ConfigProto: its thread counts are used (default none)"},
     {"thread_pool_factory_config_file", FLAG_STRING, OPT(thread_pool_factory_config_file),
-     "text-format ThreadPoolConfig: parsed and checked; tensord keeps its own pools"},
+     "no effect (TF thread-pool factories): tensord keeps its own pools"},
     {"tensorflow_inter_op_parallelism", FLAG_INT, OPT(inter_op_threads),
      "engine worker threads (runs at once) when --tensord_num_workers is 0; 0 = one per CPU "
      "core (default 0)"},
@@ -286,7 +287,7 @@ td_code cfg_flags_parse(int argc, char **argv, cfg_options *o, td_err *err) {
   if (used)
     td_log_warn(
         "flags with no effect in tensord (TFLite, XLA, TPU, ALTS, profiler, mixed "
-        "precision): %s",
+        "precision, thread-pool factory): %s",
         no_effect);
   return TD_OK;
 }

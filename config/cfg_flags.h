@@ -14,7 +14,7 @@
  * goes on, so a command line written for a newer release still starts (an
  * unknown `--name value` pair warns for both words). Flags of TF Serving
  * that mean nothing here (TFLite, XLA, TPU, ALTS, the profiler, mixed
- * precision) are parsed and checked, and when given they are named in one
+ * precision, thread-pool factories) are parsed and checked, and when given they are named in one
  * warning line saying they have no effect.
  *
  * Strings in cfg_options point into argv or at static defaults: valid for the
@@ -73,7 +73,7 @@ typedef struct cfg_options {
   const char *monitoring_config_file; /* --monitoring_config_file (""): MonitoringConfig text */
   const char *platform_config_file;   /* --platform_config_file (""): PlatformConfigMap text */
   const char *tensorflow_session_config_file;  /* ConfigProto text: thread counts */
-  const char *thread_pool_factory_config_file; /* ThreadPoolConfig text: parsed, checked */
+  const char *thread_pool_factory_config_file; /* no effect: tensord keeps its own pools */
   int inter_op_threads;    /* --tensorflow_inter_op_parallelism: engine workers; 0 = cores */
   int session_parallelism; /* --tensorflow_session_parallelism: both of the above */
   bool enable_per_model_batching_parameters; /* batching_params.pbtxt in the version dir */

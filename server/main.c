@@ -28,6 +28,7 @@
 #include "cfg_batching.h"
 #include "cfg_flags.h"
 #include "cfg_monitoring.h"
+#include "cfg_platform.h"
 #include "cfg_session.h"
 #include "eng_device.h"
 #include "eng_threads.h"
@@ -143,6 +144,18 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s\n", err.msg);
     return 1;
   }
+  /* --platform_config_file replaces the session and batching flags, as in
+   * TF Serving. */
+  cfg_platform platform = {0};
+  if (*opt.platform_config_file) {
+    if (cfg_platform_load(opt.platform_config_file, cpu_count(), &platform, &err)) {
+      fprintf(stderr, "%s\n", err.msg);
+      return 1;
+    }
+    opt.intra_op_threads = opt.inter_op_threads = opt.session_parallelism = 0;
+    session = platform.session;
+    opt.enable_batching = platform.has_batching;
+  }
   int intra = opt.intra_op_threads      ? opt.intra_op_threads
               : opt.session_parallelism ? opt.session_parallelism
                                         : session.intra_op_threads;
@@ -189,8 +202,10 @@ int main(int argc, char **argv) {
 
   cfg_batching batching;
   cfg_batching_defaults(&batching, cpu_count());
-  if (*opt.batching_parameters_file &&
-      cfg_batching_load(opt.batching_parameters_file, cpu_count(), &batching, &err)) {
+  if (platform.has_batching) {
+    batching = platform.batching;
+  } else if (*opt.batching_parameters_file && !*opt.platform_config_file &&
+             cfg_batching_load(opt.batching_parameters_file, cpu_count(), &batching, &err)) {
     fprintf(stderr, "%s\n", err.msg);
     return 1;
   }

@@ -345,3 +345,60 @@ def test_flush_filesystem_caches(tmp_path):
         s.stop()
     if fs != "tmpfs":  # tmpfs pages are the file itself: nothing to drop
         assert after_flush == 0 and kept > 0, (fs, after_flush, kept)
+
+
+PLATFORM = """
+platform_configs {
+  key: "tensorflow"
+  value {
+    source_adapter_config {
+      [type.googleapis.com/tensorflow.serving.SavedModelBundleSourceAdapterConfig] {
+        legacy_config {
+          session_config {
+            intra_op_parallelism_threads: 1
+            inter_op_parallelism_threads: 3
+            gpu_options { allow_growth: true }
+          }
+          batching_parameters { max_batch_size { value: 4 } batch_timeout_micros { value: 0 } }
+          %s
+        }
+      }
+    }
+  }
+}
+platform_configs { key: "other" value { } }
+"""
+
+
+def test_platform_config_file(tmp_path):
+    import urllib.error
+    import urllib.request
+    cfg = tmp_path / "platform.txt"
+    cfg.write_text(PLATFORM % "")
+    s = Proc(tmp_path, ["--model_name=half", f"--model_base_path={HALF}",
+                        f"--platform_config_file={cfg}"])
+    try:
+        assert s.predict("half", '{"instances": [1.0, 2.0]}')["predictions"] == [2.5, 3.0]
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{s.rest_port}/v1/models/half:predict",
+            data=b'{"instances": [1.0, 2.0, 3.0, 4.0, 5.0]}', method="POST")
+        try:
+            urllib.request.urlopen(req, timeout=30)
+            raise AssertionError("batching from the platform config is not on")
+        except urllib.error.HTTPError as e:
+            assert json.loads(e.read())["error"] == \
+                "Task size 5 is larger than maximum input batch size 4"
+    finally:
+        s.stop()
+    out = s.output()
+    assert "Engine: 3 worker threads (runs at once), 1 threads per op" in out
+    assert "Batching: max_batch_size 4" in out
+    assert "platform 'other'" in out and "no effect" in out
+    # Unknown fields and types still fail, with line and column.
+    for text, msg in [(PLATFORM % "session_targt: 'x'", "has no field named \"session_targt\""),
+                      (PLATFORM.replace("SavedModelBundleSourceAdapterConfig", "NoSuchConfig"),
+                       "unknown type 'type.googleapis.com/tensorflow.serving.NoSuchConfig'")]:
+        cfg.write_text(text)
+        r = subprocess.run([BINARY, f"--model_base_path={HALF}", f"--platform_config_file={cfg}"],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 1 and msg in r.stderr and "line " in r.stderr, r.stderr
