@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "eng_device.h"
 #include "td_metrics.h"
 
 #define N_LATENCY_BOUNDS 33 /* TF Serving: Exponential(10, 1.8, 33) */
@@ -17,7 +18,8 @@
 
 static struct {
   td_metric *request_count, *request_latency, *runtime_latency, *example_counts, *example_total;
-  td_metric *rejected, *deadline, *runs, *queue_depth, *inflight, *state, *rss;
+  td_metric *rejected, *deadline, *runs, *queue_depth, *inflight, *state, *rss, *gpu_used,
+      *gpu_limit;
   ldr_registry *registry;
   uv_mutex_t collect_mu;
 } M;
@@ -59,6 +61,13 @@ static void collect_rss(void *ctx) {
   if (fscanf(f, "%lld %lld", &size, &resident) == 2)
     td_series_set(td_metric_series(M.rss, NULL), resident * sysconf(_SC_PAGESIZE));
   fclose(f);
+}
+
+static void collect_gpu(void *ctx) {
+  if (!eng_device_active()) return; /* no series: the family is not shown on the CPU */
+  const char *dev = eng_device_name();
+  td_series_set(td_metric_series1(M.gpu_used, dev), (int64_t)eng_device_used());
+  td_series_set(td_metric_series1(M.gpu_limit, dev), (int64_t)eng_device_limit());
 }
 
 void srv_metrics_init(ldr_registry *registry) {
@@ -111,9 +120,16 @@ void srv_metrics_init(ldr_registry *registry) {
                             "1 for the state a model version is in, 0 for the others.", 3, state_l);
   M.rss = td_metric_gauge("tensord_process_resident_memory_bytes",
                           "Resident memory of the tensord process in bytes.", 0, NULL);
+  const char *const dev_l[] = {"device"};
+  M.gpu_used = td_metric_gauge("tensord_gpu_memory_used_bytes",
+                               "GPU memory tensord has in use (weights, arenas).", 1, dev_l);
+  M.gpu_limit =
+      td_metric_gauge("tensord_gpu_memory_limit_bytes",
+                      "GPU memory tensord may use (--per_process_gpu_memory_fraction).", 1, dev_l);
   M.registry = registry;
   if (registry) td_metrics_add_collector(collect_states, registry);
   td_metrics_add_collector(collect_rss, NULL);
+  td_metrics_add_collector(collect_gpu, NULL);
 }
 
 #define MODEL_SLOTS 2048 /* a power of two; at most TD_METRIC_MAX_SERIES models */

@@ -26,6 +26,9 @@
  *                                            version's current state and 0
  *                                            for the other states
  *   tensord_process_resident_memory_bytes    gauge (/proc/self/statm)
+ *   tensord_gpu_memory_used_bytes{device}, tensord_gpu_memory_limit_bytes{device}
+ *                                            gauges, only when models run
+ *                                            on a GPU (eng_device_used/limit)
  * API is "Predict", "Classify", "Regress" or "MultiInference"; entrypoint
  * "REST" or "GRPC"; status the code's name ("OK", "NOT_FOUND", ...);
  * runtime "TF1" (TF Serving's value for a SavedModel session, kept so

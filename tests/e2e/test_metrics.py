@@ -209,3 +209,17 @@ def test_real_prometheus_scrapes_and_counts(serve, tmp_path):
             prom.kill()
             prom.wait()
         log.close()
+
+
+def test_gpu_memory_gauges(serve, tmp_path):
+    # The reference device runs the GPU code path in host memory.
+    s = serve("half", HALF, monitoring(tmp_path), "--device=reference")
+    assert s.json("POST", "/v1/models/half:predict", '{"instances": [1.0]}')[0] == 200
+    text = scrape(s)
+    dev = "reference device (host memory)"
+    assert sample(text, "tensord_gpu_memory_used_bytes", device=dev) > 0
+    assert sample(text, "tensord_gpu_memory_limit_bytes", device=dev) >= \
+        sample(text, "tensord_gpu_memory_used_bytes", device=dev)
+    # On the CPU the family is absent.
+    s2 = serve("half", HALF, monitoring(tmp_path), "--device=cpu")
+    assert "tensord_gpu_memory" not in scrape(s2)
