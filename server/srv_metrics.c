@@ -19,7 +19,7 @@
 static struct {
   td_metric *request_count, *request_latency, *runtime_latency, *example_counts, *example_total;
   td_metric *rejected, *deadline, *runs, *queue_depth, *inflight, *state, *rss, *gpu_used,
-      *gpu_limit;
+      *gpu_limit, *var_bytes;
   ldr_registry *registry;
   uv_mutex_t collect_mu;
 } M;
@@ -33,6 +33,7 @@ static void collect_states(void *ctx) {
                                      LDR_STATE_UNLOADING, LDR_STATE_END};
   uv_mutex_lock(&M.collect_mu);
   td_metric_zero(M.state);
+  td_metric_zero(M.var_bytes);
   char **names = NULL;
   int n = ldr_registry_model_names(reg, &names);
   for (int i = 0; i < n; i++) {
@@ -42,6 +43,13 @@ static void collect_states(void *ctx) {
     for (int j = 0; j < k; j++) {
       char v[24];
       snprintf(v, sizeof v, "%lld", (long long)st[j].version);
+      ldr_servable *sv = NULL;
+      if (st[j].state == LDR_STATE_AVAILABLE &&
+          !ldr_registry_acquire(reg, names[i], st[j].version, &sv, NULL)) {
+        const char *bv[2] = {names[i], v};
+        td_series_set(td_metric_series(M.var_bytes, bv), (int64_t)ldr_servable_variable_bytes(sv));
+        ldr_servable_unref(sv);
+      }
       for (size_t s = 0; s < sizeof states / sizeof states[0]; s++) {
         const char *lv[3] = {names[i], v, ldr_state_name(states[s])};
         td_series_set(td_metric_series(M.state, lv), st[j].state == states[s]);
@@ -120,6 +128,11 @@ void srv_metrics_init(ldr_registry *registry) {
                             "1 for the state a model version is in, 0 for the others.", 3, state_l);
   M.rss = td_metric_gauge("tensord_process_resident_memory_bytes",
                           "Resident memory of the tensord process in bytes.", 0, NULL);
+  const char *const ver_l[] = {"model_name", "version"};
+  M.var_bytes = td_metric_gauge("tensord_model_variable_bytes",
+                                "Bytes of variables a loaded version restored from its checkpoint "
+                                "(0 once it is no longer loaded).",
+                                2, ver_l);
   const char *const dev_l[] = {"device"};
   M.gpu_used = td_metric_gauge("tensord_gpu_memory_used_bytes",
                                "GPU memory tensord has in use (weights, arenas).", 1, dev_l);

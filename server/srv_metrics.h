@@ -25,6 +25,11 @@
  *   tensord_model_version_state{model_name,version,state}  gauge, 1 for a
  *                                            version's current state and 0
  *                                            for the other states
+ *   tensord_model_variable_bytes{model_name,version}  gauge: bytes of the
+ *                                            variables an AVAILABLE version
+ *                                            restored from its checkpoint
+ *                                            (constants frozen into the
+ *                                            graph are not counted)
  *   tensord_process_resident_memory_bytes    gauge (/proc/self/statm)
  *   tensord_gpu_memory_used_bytes{device}, tensord_gpu_memory_limit_bytes{device}
  *                                            gauges, only when models run

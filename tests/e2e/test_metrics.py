@@ -120,6 +120,8 @@ def test_default_path_names_and_counts(serve, tmp_path):
     assert sample(text, "tensord_model_version_state", model_name="half", version="123",
                   state="LOADING") == 0
     assert sample(text, "tensord_process_resident_memory_bytes") > 1 << 20
+    # half_plus_two's checkpoint holds a, b and c, three float32 scalars.
+    assert sample(text, "tensord_model_variable_bytes", model_name="half", version="123") == 12
     # Loads, as TF core names them.
     assert sample(text, ":tensorflow:cc:saved_model:load_attempt_count", status="success") == 1
     # Other paths are not the metrics page.
