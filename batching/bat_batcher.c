@@ -18,6 +18,7 @@
 #include <time.h>
 #include <uv.h>
 
+#include "bat_metrics.h"
 #include "eng_model.h"
 #include "td_clock.h"
 
@@ -340,6 +341,8 @@ static td_code run_batch(bat_task *rt) {
   if (!sig->plan)
     return td_err_set(&rt->err, TD_FAILED_PRECONDITION, "signature '%s' cannot run: %s", sig->key,
                       sig->plan_error ? sig->plan_error : "no plan");
+  for (int k = 0; k < bt->n_live; k++)
+    if (bt->pieces[k].ts->t->started) bt->pieces[k].ts->t->started(bt->pieces[k].ts->t);
   int64_t total = padded_size(&bt->qp, bt->rows);
   eng_tensor *in = calloc((size_t)sig->n_inputs + 1, sizeof *in);
   eng_tensor *out = calloc((size_t)sig->n_outputs + 1, sizeof *out);
@@ -426,8 +429,10 @@ static void count_batch(bat_batcher *b, const batch *bt, uint64_t now) {
   b->stats.rows += bt->rows;
   b->stats.padding_rows += padded - bt->rows;
   if (padded > b->stats.max_batch_rows) b->stats.max_batch_rows = padded;
+  bat_metrics_batch(bt->rows, padded);
   for (int k = 0; k < bt->n; k++) {
     uint64_t wait = now - bt->pieces[k].ts->submitted_ns;
+    bat_metrics_piece(bt->pieces[k].len, wait);
     b->stats.queue_delay_ns += wait;
     if (wait > b->stats.max_queue_delay_ns) b->stats.max_queue_delay_ns = wait;
   }

@@ -57,6 +57,7 @@ static void run_task(bat_queue *q, bat_task *t) {
                          t->sig->key, t->sig->plan_error ? t->sig->plan_error : "no plan");
     return;
   }
+  if (t->started) t->started(t);
   uint64_t t0 = td_now_ns();
   if (t->run)
     t->code = t->run(t);

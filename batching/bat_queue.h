@@ -69,6 +69,10 @@ struct bat_task {
   /* Optional: td_now_ns() value (CLOCK_MONOTONIC ns, as uv_hrtime) after which the task
    * is abandoned instead of run; 0 = no deadline. */
   uint64_t deadline_ns;
+  /* Optional: called on the running thread just before the task's run
+   * starts (not for a task abandoned at its deadline); the batcher calls it
+   * for each task of a batch, once per piece of a split task. */
+  void (*started)(bat_task *t);
   /* Optional: the model's name, for per-model batching parameters. */
   const char *model;
   /* Optional, for tasks with a run hook and no inputs: units of input the

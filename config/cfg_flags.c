@@ -6,6 +6,9 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "td_log.h"
 
 typedef enum { FLAG_INT, FLAG_STRING, FLAG_BOOL, FLAG_INT64, FLAG_DOUBLE } flag_kind;
 
@@ -15,6 +18,24 @@ typedef struct flag_def {
   size_t offset;
   const char *help;
 } flag_def;
+
+/* TF Serving's flags that mean nothing here: warned about when given. */
+static const char *const no_effect_flags[] = {"prefer_tflite_model",
+                                              "num_tflite_pools",
+                                              "num_tflite_interpreters_per_pool",
+                                              "xla_cpu_compilation_enabled",
+                                              "xla_gpu_compilation_enabled",
+                                              "enable_profiler",
+                                              "use_alts_credentials",
+                                              "mixed_precision",
+                                              "skip_initialize_tpu",
+                                              "thread_pool_factory_config_file"};
+
+static bool has_no_effect(const char *name) {
+  for (size_t i = 0; i < sizeof no_effect_flags / sizeof no_effect_flags[0]; i++)
+    if (!strcmp(no_effect_flags[i], name)) return true;
+  return false;
+}
 
 #define OPT(field) offsetof(cfg_options, field)
 
@@ -93,9 +114,52 @@ static const flag_def flags[] = {
      "(default false: FP32, matching the CPU)"},
     {"tensord_cuda_plugin", FLAG_STRING, OPT(cuda_plugin),
      "path of libtensord_cuda.so (default: next to the executable, then the loader path)"},
+    {"monitoring_config_file", FLAG_STRING, OPT(monitoring_config_file),
+     "text-format MonitoringConfig: prometheus_config { enable: true path: \"...\" } serves "
+     "metrics on the REST port (default none)"},
+    {"platform_config_file", FLAG_STRING, OPT(platform_config_file),
+     "text-format PlatformConfigMap: the tensorflow platform's session thread counts and "
+     "batching parameters replace the session and batching flags (default none)"},
+    {"tensorflow_session_config_file", FLAG_STRING, OPT(tensorflow_session_config_file),
+     "text-format ConfigProto: its thread counts are used (default none)"},
+    {"thread_pool_factory_config_file", FLAG_STRING, OPT(thread_pool_factory_config_file),
+     "no effect (TF thread-pool factories): tensord keeps its own pools"},
+    {"tensorflow_inter_op_parallelism", FLAG_INT, OPT(inter_op_threads),
+     "engine worker threads (runs at once) when --tensord_num_workers is 0; 0 = one per CPU "
+     "core (default 0)"},
+    {"tensorflow_session_parallelism", FLAG_INT, OPT(session_parallelism),
+     "sets both intra- and inter-op threads when neither is given (default 0)"},
+    {"enable_per_model_batching_parameters", FLAG_BOOL, OPT(enable_per_model_batching_parameters),
+     "read batching_params.pbtxt from a model's version directory (default false)"},
+    {"num_unload_threads", FLAG_INT, OPT(num_unload_threads),
+     "accepted; versions unload on the manager's thread (default 0)"},
+    {"flush_filesystem_caches", FLAG_BOOL, OPT(flush_filesystem_caches),
+     "after a load, tell the kernel the model files' pages may go (default true)"},
+    {"enable_signature_method_name_check", FLAG_BOOL, OPT(enable_signature_method_name_check),
+     "Classify/Regress/Predict require the signature's method_name to match (default false)"},
+    {"remove_unused_fields_from_bundle_metagraph", FLAG_BOOL,
+     OPT(remove_unused_fields_from_bundle_metagraph),
+     "accepted; tensord never keeps the MetaGraphDef after a load (default true)"},
+    {"prefer_tflite_model", FLAG_BOOL, OPT(prefer_tflite_model), "no effect (TFLite)"},
+    {"num_tflite_pools", FLAG_INT, OPT(num_tflite_pools), "no effect (TFLite)"},
+    {"num_tflite_interpreters_per_pool", FLAG_INT, OPT(num_tflite_interpreters_per_pool),
+     "no effect (TFLite)"},
+    {"xla_cpu_compilation_enabled", FLAG_BOOL, OPT(xla_cpu_compilation_enabled), "no effect (XLA)"},
+    {"xla_gpu_compilation_enabled", FLAG_BOOL, OPT(xla_gpu_compilation_enabled), "no effect (XLA)"},
+    {"enable_profiler", FLAG_BOOL, OPT(enable_profiler), "no effect (TF profiler)"},
+    {"use_alts_credentials", FLAG_BOOL, OPT(use_alts_credentials), "no effect (Google ALTS)"},
+    {"mixed_precision", FLAG_STRING, OPT(mixed_precision), "no effect (mixed precision)"},
+    {"skip_initialize_tpu", FLAG_BOOL, OPT(skip_initialize_tpu), "no effect (TPU)"},
+    {"tensord_log_json", FLAG_BOOL, OPT(log_json),
+     "log lines as JSON objects: time, level, message, model, version (default false)"},
     {"help", FLAG_BOOL, OPT(help), "print this help and exit"},
     {"version", FLAG_BOOL, OPT(version), "print the version and exit"},
 };
+
+static int cpu_count(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
 
 void cfg_options_defaults(cfg_options *o) {
   *o = (cfg_options){
@@ -119,6 +183,16 @@ void cfg_options_defaults(cfg_options *o) {
       .enable_model_warmup = true,
       .shutdown_grace_seconds = 10,
       .inline_run_max_micros = 100,
+      .monitoring_config_file = "",
+      .platform_config_file = "",
+      .tensorflow_session_config_file = "",
+      .thread_pool_factory_config_file = "",
+      .flush_filesystem_caches = true,
+      .remove_unused_fields_from_bundle_metagraph = true,
+      .num_tflite_pools = cpu_count(),
+      .num_tflite_interpreters_per_pool = 1,
+      .enable_profiler = true,
+      .mixed_precision = "",
   };
 }
 
@@ -170,8 +244,8 @@ static td_code set_value(const flag_def *f, const char *value, cfg_options *o, t
       } else if (!strcmp(value, "false") || !strcmp(value, "0")) {
         *(bool *)slot = false;
       } else {
-        return td_err_set(err, TD_INVALID_ARGUMENT, "flag --%s: '%s' is not true or false",
-                          f->name, value);
+        return td_err_set(err, TD_INVALID_ARGUMENT, "flag --%s: '%s' is not true or false", f->name,
+                          value);
       }
       return TD_OK;
   }
@@ -179,15 +253,22 @@ static td_code set_value(const flag_def *f, const char *value, cfg_options *o, t
 }
 
 td_code cfg_flags_parse(int argc, char **argv, cfg_options *o, td_err *err) {
+  char no_effect[512] = "";
+  size_t used = 0;
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
-    if (arg[0] != '-' || !arg[1])
-      return td_err_set(err, TD_INVALID_ARGUMENT, "unexpected argument '%s'", arg);
-    const char *name = arg + (arg[1] == '-' ? 2 : 1);
-    const char *eq = strchr(name, '=');
-    size_t len = eq ? (size_t)(eq - name) : strlen(name);
-    const flag_def *f = find_flag(name, len);
-    if (!f) return td_err_set(err, TD_INVALID_ARGUMENT, "unknown flag '%s'", arg);
+    const flag_def *f = NULL;
+    const char *name = arg, *eq = NULL;
+    if (arg[0] == '-' && arg[1]) {
+      name = arg + (arg[1] == '-' ? 2 : 1);
+      eq = strchr(name, '=');
+      f = find_flag(name, eq ? (size_t)(eq - name) : strlen(name));
+    }
+    if (!f) {
+      /* TF Serving prints "unknown argument" and carries on. */
+      td_log_warn("unknown argument: %s (ignored)", arg);
+      continue;
+    }
     const char *value = eq ? eq + 1 : NULL;
     if (!value) {
       if (f->kind == FLAG_BOOL) {
@@ -200,7 +281,17 @@ td_code cfg_flags_parse(int argc, char **argv, cfg_options *o, td_err *err) {
     }
     td_code rc = set_value(f, value, o, err);
     if (rc) return rc;
+    if (has_no_effect(f->name) && !strstr(no_effect, f->name) && used < sizeof no_effect - 1) {
+      int n =
+          snprintf(no_effect + used, sizeof no_effect - used, "%s--%s", used ? ", " : "", f->name);
+      if (n > 0) used += (size_t)n < sizeof no_effect - used ? (size_t)n : 0;
+    }
   }
+  if (used)
+    td_log_warn(
+        "flags with no effect in tensord (TFLite, XLA, TPU, ALTS, profiler, mixed "
+        "precision, thread-pool factory): %s",
+        no_effect);
   return TD_OK;
 }
 
@@ -231,8 +322,27 @@ td_code cfg_options_validate(const cfg_options *o, td_err *err) {
     return td_err_set(err, TD_INVALID_ARGUMENT,
                       "--tensord_inline_run_max_micros must be in [0, 60000000]");
   if (o->intra_op_threads < 0)
+    return td_err_set(err, TD_INVALID_ARGUMENT, "--tensorflow_intra_op_parallelism must be >= 0");
+  if (o->inter_op_threads < 0 || o->inter_op_threads > 1024)
     return td_err_set(err, TD_INVALID_ARGUMENT,
-                      "--tensorflow_intra_op_parallelism must be >= 0");
+                      "--tensorflow_inter_op_parallelism must be in [0, 1024]");
+  if (o->session_parallelism < 0 || o->session_parallelism > 1024)
+    return td_err_set(err, TD_INVALID_ARGUMENT,
+                      "--tensorflow_session_parallelism must be in [0, 1024]");
+  /* TF Serving's rule (server.cc). */
+  if (o->session_parallelism > 0 && o->intra_op_threads > 0 && o->inter_op_threads > 0)
+    return td_err_set(err, TD_INVALID_ARGUMENT,
+                      "Either configure server_options.tensorflow_session_parallelism or "
+                      "(server_options.tensorflow_intra_op_parallelism, "
+                      "server_options.tensorflow_inter_op_parallelism), not both");
+  if (o->num_unload_threads < 0 || o->num_tflite_pools < 0 ||
+      o->num_tflite_interpreters_per_pool < 0)
+    return td_err_set(err, TD_INVALID_ARGUMENT,
+                      "--num_unload_threads, --num_tflite_pools and "
+                      "--num_tflite_interpreters_per_pool must be >= 0");
+  if (o->use_alts_credentials && *o->ssl_config_file)
+    return td_err_set(err, TD_INVALID_ARGUMENT,
+                      "--use_alts_credentials and --ssl_config_file cannot both be set");
   if (strcmp(o->device, "auto") && strcmp(o->device, "cpu") && strcmp(o->device, "gpu") &&
       strcmp(o->device, "reference"))
     return td_err_set(err, TD_INVALID_ARGUMENT,
@@ -252,8 +362,7 @@ td_code cfg_options_validate(const cfg_options *o, td_err *err) {
   if (o->max_num_load_retries < 0)
     return td_err_set(err, TD_INVALID_ARGUMENT, "--max_num_load_retries must be >= 0");
   if (o->num_request_iterations_for_warmup < 0)
-    return td_err_set(err, TD_INVALID_ARGUMENT,
-                      "--num_request_iterations_for_warmup must be >= 0");
+    return td_err_set(err, TD_INVALID_ARGUMENT, "--num_request_iterations_for_warmup must be >= 0");
   if (o->model_config_file_poll_wait_seconds < 0 || o->shutdown_grace_seconds < 0)
     return td_err_set(err, TD_INVALID_ARGUMENT,
                       "--model_config_file_poll_wait_seconds and "
@@ -268,4 +377,7 @@ void cfg_flags_usage(FILE *f, const char *argv0) {
           argv0);
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
     fprintf(f, "  --%-24s %s\n", flags[i].name, flags[i].help);
+  fprintf(f,
+          "\nEnvironment: TF_CPP_MIN_LOG_LEVEL (0 info, 1 warnings, 2 errors, 3 none), "
+          "TF_CPP_MAX_VLOG_LEVEL (1: a line per request), TF_CPP_VMODULE (module=level,...)\n");
 }

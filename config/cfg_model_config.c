@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cfg_pbtxt.h"
+#include "td_log.h"
 #include "tensorflow_serving/config/model_server_config.pb-c.h"
 
 #define PLATFORM_TENSORFLOW "tensorflow"
@@ -18,6 +19,7 @@ typedef Tensorflow__Serving__ModelConfig MC;
 typedef Tensorflow__Serving__FileSystemStoragePathSourceConfig__ServableVersionPolicy VP;
 
 static void model_free(cfg_model *m) {
+  free(m->log_filename_prefix);
   free(m->name);
   free(m->base_path);
   free(m->policy.versions);
@@ -75,7 +77,44 @@ static td_code convert_policy(const VP *vp, cfg_version_policy *out, td_err *err
   }
 }
 
-static td_code convert_model(const MC *mc, int index, cfg_model *m, td_err *err) {
+/* The fields seen that do nothing here, for one warning line. */
+typedef struct noeff_list {
+  char text[1024];
+  size_t len;
+} noeff_list;
+
+static void noeff_add(noeff_list *l, const char *model, const char *field) {
+  if (l->len >= sizeof l->text - 1) return;
+  int n = snprintf(l->text + l->len, sizeof l->text - l->len, "%s%s: %s", l->len ? ", " : "", model,
+                   field);
+  if (n > 0) l->len += (size_t)n < sizeof l->text - l->len ? (size_t)n : sizeof l->text - l->len;
+}
+
+static td_code convert_logging(const Tensorflow__Serving__LoggingConfig *lc, cfg_model *m,
+                               noeff_list *noeff, td_err *err) {
+  const Tensorflow__Serving__SamplingConfig *sc = lc->sampling_config;
+  double rate = sc ? sc->sampling_rate : 0;
+  if (!(rate >= 0 && rate <= 1))
+    return td_err_set(err, TD_INVALID_ARGUMENT, "sampling_rate %g is not in [0, 1]", rate);
+  if (sc && sc->attributes) noeff_add(noeff, m->name, "logging_config.sampling_config.attributes");
+  if (lc->custom_logging_config) noeff_add(noeff, m->name, "logging_config.custom_logging_config");
+  if (rate == 0) return TD_OK;
+  const Tensorflow__Serving__LogCollectorConfig *cc = lc->log_collector_config;
+  const char *type = cc && cc->type ? cc->type : "";
+  if (*type && strcmp(type, "tfrecord"))
+    return td_err_set(err, TD_INVALID_ARGUMENT,
+                      "log_collector_config.type '%s' is not supported (tensord writes "
+                      "'tfrecord' files)",
+                      type);
+  if (!cc || !cc->filename_prefix || !*cc->filename_prefix)
+    return td_err_set(err, TD_INVALID_ARGUMENT, "log_collector_config.filename_prefix is empty");
+  if (!(m->log_filename_prefix = strdup(cc->filename_prefix))) return oom(err);
+  m->log_sampling_rate = rate;
+  return TD_OK;
+}
+
+static td_code convert_model(const MC *mc, int index, cfg_model *m, noeff_list *noeff,
+                             td_err *err) {
   const char *name = mc->name ? mc->name : "";
   if (!*name)
     return td_err_set(err, TD_INVALID_ARGUMENT, "model_config_list entry %d has no name", index);
@@ -130,6 +169,12 @@ static td_code convert_model(const MC *mc, int index, cfg_model *m, td_err *err)
     if (rc) return td_err_prefix(err, "Model %s: batching_parameters", name);
     m->has_batching = true;
   }
+  if (mc->logging_config) {
+    rc = convert_logging(mc->logging_config, m, noeff, err);
+    if (rc) return td_err_prefix(err, "Model %s: logging_config", name);
+  }
+  if (mc->batching_parameters && mc->batching_parameters->thread_pool_name)
+    noeff_add(noeff, name, "batching_parameters.thread_pool_name");
   if (mc->batch_queue_timeout_micros < 0)
     return td_err_set(err, TD_INVALID_ARGUMENT, "Model %s: batch_queue_timeout_micros is negative",
                       name);
@@ -152,8 +197,9 @@ td_code cfg_model_config_from_proto(const MSC *p, cfg_model_config *out, td_err 
   cfg_model_config c = {0};
   if (n && !(c.models = calloc(n, sizeof *c.models))) return oom(err);
   td_code rc = TD_OK;
+  noeff_list noeff = {.len = 0};
   for (size_t i = 0; i < n && !rc; i++) {
-    rc = convert_model(list->config[i], (int)i, &c.models[i], err);
+    rc = convert_model(list->config[i], (int)i, &c.models[i], &noeff, err);
     c.n_models = (int)i + 1;
     for (size_t j = 0; j < i && !rc; j++)
       if (!strcmp(c.models[j].name, c.models[i].name))
@@ -165,6 +211,7 @@ td_code cfg_model_config_from_proto(const MSC *p, cfg_model_config *out, td_err 
     cfg_model_config_free(&c);
     return rc;
   }
+  if (noeff.len) td_log_warn("model config fields with no effect in tensord: %s", noeff.text);
   *out = c;
   return TD_OK;
 }
@@ -214,7 +261,10 @@ static td_code copy_model(const cfg_model *s, cfg_model *d, td_err *err) {
                    .n_labels = s->n_labels,
                    .has_batching = s->has_batching,
                    .batching = s->batching,
-                   .batch_queue_timeout_micros = s->batch_queue_timeout_micros};
+                   .batch_queue_timeout_micros = s->batch_queue_timeout_micros,
+                   .log_sampling_rate = s->log_sampling_rate};
+  if (s->log_filename_prefix && !(d->log_filename_prefix = strdup(s->log_filename_prefix)))
+    return oom(err);
   d->policy.versions = NULL;
   d->n_labels = 0;
   if (!(d->name = strdup(s->name)) || !(d->base_path = strdup(s->base_path))) return oom(err);
@@ -267,6 +317,10 @@ static bool batching_equal(const cfg_batching *a, const cfg_batching *b) {
 
 static bool model_equal(const cfg_model *a, const cfg_model *b) {
   if (strcmp(a->name, b->name) || strcmp(a->base_path, b->base_path)) return false;
+  if (a->log_sampling_rate != b->log_sampling_rate ||
+      strcmp(a->log_filename_prefix ? a->log_filename_prefix : "",
+             b->log_filename_prefix ? b->log_filename_prefix : ""))
+    return false;
   if (a->has_batching != b->has_batching ||
       a->batch_queue_timeout_micros != b->batch_queue_timeout_micros ||
       (a->has_batching && !batching_equal(&a->batching, &b->batching)))

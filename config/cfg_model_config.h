@@ -14,7 +14,14 @@
  *     all {}, or specific {versions} (an empty list is allowed and serves
  *     nothing, as in TF Serving);
  *   - version labels: the map as given, the last entry winning for a key
- *     that appears twice (protobuf map semantics).
+ *     that appears twice (protobuf map semantics);
+ *   - logging_config (request logging): sampling_rate in [0, 1]; with a
+ *     rate above 0 the collector type must be "tfrecord" (or empty, taken
+ *     as "tfrecord") and filename_prefix non-empty.
+ * Fields that parse but do nothing here (sampling_config.attributes,
+ * custom_logging_config, batching_parameters.thread_pool_name) are named in
+ * one warning line per conversion (td_log). Unknown fields fail in the
+ * parser with line and column.
  * A relative base path is taken as given (relative to the working
  * directory), as TF Serving does without model_config_list_root_dir.
  *
@@ -63,6 +70,11 @@ typedef struct cfg_model {
   bool has_batching;
   cfg_batching batching;
   int64_t batch_queue_timeout_micros; /* 0: none */
+  /* logging_config: with sampling_rate > 0, that share of Predict requests
+   * is logged with its response to TFRecord files named
+   * <filename_prefix>.<pid>.<n>.tfrecord (srv_reqlog). */
+  double log_sampling_rate;
+  char *log_filename_prefix; /* NULL unless log_sampling_rate > 0 */
 } cfg_model;
 
 typedef struct cfg_model_config {

@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "google/protobuf/any.pb-c.h"
 #include "td_file.h"
 
 #define MAX_DEPTH 100
@@ -487,11 +488,91 @@ static td_code skip_field(parser *ps) {
   return skip_value(ps, 0);
 }
 
+/* Types an Any may hold in expanded form, and messages whose unknown
+ * fields are skipped (cfg_pbtxt_register_*): filled before any parse. */
+#define MAX_REGISTERED 16
+static const ProtobufCMessageDescriptor *any_types[MAX_REGISTERED], *lenient_types[MAX_REGISTERED];
+static int n_any_types, n_lenient_types;
+
+void cfg_pbtxt_register_any_type(const ProtobufCMessageDescriptor *d) {
+  for (int i = 0; i < n_any_types; i++)
+    if (any_types[i] == d) return;
+  if (n_any_types < MAX_REGISTERED) any_types[n_any_types++] = d;
+}
+
+void cfg_pbtxt_register_lenient(const ProtobufCMessageDescriptor *d) {
+  for (int i = 0; i < n_lenient_types; i++)
+    if (lenient_types[i] == d) return;
+  if (n_lenient_types < MAX_REGISTERED) lenient_types[n_lenient_types++] = d;
+}
+
+static bool is_lenient(const ProtobufCMessageDescriptor *d) {
+  for (int i = 0; i < n_lenient_types; i++)
+    if (lenient_types[i] == d) return true;
+  return false;
+}
+
+/* `[type.googleapis.com/pkg.Msg] { ... }` inside a google.protobuf.Any:
+ * the message is parsed with its registered descriptor and packed into
+ * the Any's value, its URL into type_url. The current token is the '['. */
+static td_code parse_any_expansion(parser *ps, ProtobufCMessage *m, bool *seen, int depth) {
+  token open = ps->tok;
+  const char *start = ps->p;
+  while (ps->p < ps->end && *ps->p != ']' && *ps->p != '\n') advance_char(ps);
+  if (ps->p >= ps->end || *ps->p != ']') return fail(ps, &open, "unterminated '['");
+  size_t len = (size_t)(ps->p - start);
+  while (len && isspace((unsigned char)start[len - 1])) len--;
+  while (len && isspace((unsigned char)*start)) start++, len--;
+  advance_char(ps);
+  char url[512];
+  if (len >= sizeof url) return fail(ps, &open, "type URL too long");
+  memcpy(url, start, len);
+  url[len] = '\0';
+  const char *slash = strrchr(url, '/');
+  const char *type = slash ? slash + 1 : url;
+  const ProtobufCMessageDescriptor *d = NULL;
+  for (int i = 0; i < n_any_types && !d; i++)
+    if (!strcmp(any_types[i]->name, type)) d = any_types[i];
+  if (!d) return fail(ps, &open, "Any holds an unknown type '%s'", url);
+  if (seen[0] || seen[1]) return fail(ps, &open, "the Any is given twice");
+  td_code rc = next(ps);
+  if (rc) return rc;
+  if (is_punct(&ps->tok, ':') && (rc = next(ps))) return rc;
+  if (!is_punct(&ps->tok, '{') && !is_punct(&ps->tok, '<'))
+    return fail(ps, &ps->tok, "expected '{' after [%s]", url);
+  char close = ps->tok.s[0] == '{' ? '}' : '>';
+  if ((rc = next(ps))) return rc;
+  ProtobufCMessage *sub = new_message(d);
+  if (!sub) return td_err_set(ps->err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  rc = parse_message(ps, sub, close, depth + 1);
+  Google__Protobuf__Any *any = (Google__Protobuf__Any *)m;
+  if (!rc) {
+    size_t n = protobuf_c_message_get_packed_size(sub);
+    uint8_t *buf = malloc(n ? n : 1);
+    char *u = strdup(url);
+    if (!buf || !u) {
+      free(buf);
+      free(u);
+      rc = td_err_set(ps->err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    } else {
+      protobuf_c_message_pack(sub, buf);
+      any->type_url = u;
+      any->value.data = buf;
+      any->value.len = n;
+      seen[0] = seen[1] = true;
+    }
+  }
+  protobuf_c_message_free_unpacked(sub, NULL);
+  return rc;
+}
+
 static td_code parse_field(parser *ps, ProtobufCMessage *m, bool *seen, int depth) {
   token name = ps->tok;
   const ProtobufCMessageDescriptor *d = m->descriptor;
-  bool lenient = ps->flags & CFG_PBTXT_SKIP_UNKNOWN;
+  bool lenient = (ps->flags & CFG_PBTXT_SKIP_UNKNOWN) || is_lenient(d);
   if (name.kind == T_PUNCT && name.s[0] == '[') {
+    if (d == &google__protobuf__any__descriptor && n_any_types)
+      return parse_any_expansion(ps, m, seen, depth);
     if (lenient) return skip_field(ps);
     return fail(ps, &name, "extensions and Any expansion are not supported");
   }

@@ -13,8 +13,9 @@
  * (decimal, hex, octal, with sign), floats (incl. inf/nan), strings in
  * single or double quotes with C escapes and adjacent-string concatenation,
  * `#` comments, and `,` / `;` between fields. A non-repeated field given
- * twice is an error, as in protobuf's own parser. Not supported: Any
- * expansion (`[type.googleapis.com/...] { }`) and extensions.
+ * twice is an error, as in protobuf's own parser. Any expansion
+ * (`[type.googleapis.com/...] { }`) works for registered types (below);
+ * extensions are not supported.
  *
  * Errors are INVALID_ARGUMENT with "line L column C: <problem>" (prefixed
  * with the path by cfg_pbtxt_parse_file). On success *out is a message
@@ -34,6 +35,15 @@ td_code cfg_pbtxt_parse(const char *text, size_t len, const ProtobufCMessageDesc
 /* Files up to 64 MiB. */
 td_code cfg_pbtxt_parse_file(const char *path, const ProtobufCMessageDescriptor *desc,
                              ProtobufCMessage **out, td_err *err);
+
+/* Any expansion: a google.protobuf.Any field may be written
+ * `[type.googleapis.com/pkg.Msg] { ... }` for a message type registered
+ * here; it is parsed and packed (type_url, value). An unregistered type is
+ * an error naming it. Register before parsing, from one thread. */
+void cfg_pbtxt_register_any_type(const ProtobufCMessageDescriptor *d);
+/* Messages whose unknown fields are skipped even in strict parsing: for a
+ * TensorFlow message the project declares only in part (ConfigProto). */
+void cfg_pbtxt_register_lenient(const ProtobufCMessageDescriptor *d);
 
 /* Skip fields the descriptor does not know, and Any expansions, instead of
  * failing: for files written against TensorFlow's full .proto files (a

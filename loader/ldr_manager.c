@@ -2,6 +2,8 @@
  * decide, free), the load workers (each load on a short-lived thread), and
  * the config, wait and shutdown entry points. The decisions themselves are
  * in ldr_manager_decide.c; the design note is in ldr_manager_int.h. */
+#include <fcntl.h>
+#include <ftw.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
@@ -12,7 +14,9 @@
 #include <unistd.h>
 
 #include "ldr_manager_int.h"
+#include "ldr_metrics.h"
 #include "ldr_warmup.h"
+#include "td_clock.h"
 #include "td_log.h"
 
 /* --- loading ------------------------------------------------------------------- */
@@ -57,8 +61,18 @@ bool ldr_mgr_unqueue(ldr_manager *m, const char *model, int64_t version) {
 }
 
 /* Records the result of a load (mu held). Takes over sv. */
+typedef struct load_task {
+  ldr_manager *m;
+  const job *j;
+  ldr_servable *sv;
+  td_code rc;
+  bool has_batching; /* the version's batching_params.pbtxt */
+  cfg_batching batching;
+  td_err err;
+} load_task;
+
 static void finish_load(ldr_manager *m, const job *j, ldr_servable *sv, td_code rc,
-                        const td_err *lerr) {
+                        const td_err *lerr, const load_task *lt) {
   mmodel *mm = find_model(m, j->model);
   mver *x = mm ? find_version(mm, j->version) : NULL;
   if (!x || x->st != V_LOADING) {
@@ -82,8 +96,14 @@ static void finish_load(ldr_manager *m, const job *j, ldr_servable *sv, td_code 
     }
     x->st = V_READY;
     x->attempts = 0;
-    td_log_info("Successfully loaded servable version {name: %s version: %lld}", mm->name,
-                (long long)x->version);
+    if (m->opt.per_model_batching && j->version >= mm->file_batching_version) {
+      mm->file_batching_version = j->version;
+      mm->has_file_batching = lt->has_batching;
+      if (lt->has_batching) mm->file_batching = lt->batching;
+    }
+    td_logm(TD_LOG_INFO, mm->name, x->version,
+            "Successfully loaded servable version {name: %s version: %lld}", mm->name,
+            (long long)x->version);
     return;
   }
   x->attempts++;
@@ -93,15 +113,17 @@ static void finish_load(ldr_manager *m, const job *j, ldr_servable *sv, td_code 
     x->retry_at_ns = td_now_ns() + (uint64_t)us * 1000u;
     x->st = V_RETRY;
     ldr_mgr_set_reg(m, mm, x, LDR_STATE_LOADING, lerr);
-    td_log_error("Loading servable: {name: %s version: %lld} failed: %s. Retrying (%d of %d) in "
-                 "%.3f s",
-                 mm->name, (long long)x->version, lerr->msg, x->attempts,
-                 m->opt.max_num_load_retries, us / 1e6);
+    td_logm(TD_LOG_ERROR, mm->name, x->version,
+            "Loading servable: {name: %s version: %lld} failed: %s. Retrying (%d of %d) in "
+            "%.3f s",
+            mm->name, (long long)x->version, lerr->msg, x->attempts, m->opt.max_num_load_retries,
+            us / 1e6);
   } else {
     x->st = V_FAILED;
     ldr_mgr_set_reg(m, mm, x, LDR_STATE_END, lerr);
-    td_log_error("Loading servable: {name: %s version: %lld} failed: %s", mm->name,
-                 (long long)x->version, lerr->msg);
+    td_logm(TD_LOG_ERROR, mm->name, x->version,
+            "Loading servable: {name: %s version: %lld} failed: %s", mm->name,
+            (long long)x->version, lerr->msg);
   }
 }
 
@@ -118,13 +140,15 @@ static void lower_priority(void) {
     setpriority(PRIO_PROCESS, (id_t)gettid(), LOAD_NICE);
 }
 
-typedef struct load_task {
-  ldr_manager *m;
-  const job *j;
-  ldr_servable *sv;
-  td_code rc;
-  td_err err;
-} load_task;
+static int drop_cached(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+  if (type != FTW_F) return 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+  }
+  return 0;
+}
 
 /* One load and its warmup, on a thread of its own that exits afterwards,
  * so that per-thread caches filled while loading (the engine recycles
@@ -132,14 +156,33 @@ typedef struct load_task {
 static void load_main(void *arg) {
   load_task *lt = arg;
   lower_priority();
+  uint64_t t0 = td_now_ns();
   lt->rc = ldr_servable_load(lt->j->path, lt->j->version, lt->m->tags, &lt->sv, &lt->err);
+  if (!lt->rc && lt->m->opt.per_model_batching) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/" LDR_BATCHING_FILE, lt->j->path);
+    if (!access(path, F_OK)) {
+      lt->rc = cfg_batching_load(path, lt->m->opt.cpus > 0 ? lt->m->opt.cpus : 1, &lt->batching,
+                                 &lt->err);
+      lt->has_batching = !lt->rc;
+      if (lt->rc) {
+        ldr_servable_unref(lt->sv);
+        lt->sv = NULL;
+      }
+    }
+  }
+  uint64_t t1 = td_now_ns();
+  ldr_metrics_load(lt->j->path, !lt->rc, (t1 - t0) / 1000);
   if (!lt->rc && lt->m->opt.enable_warmup) {
-    lt->rc = ldr_warmup_run(lt->sv, lt->j->path, lt->m->opt.warmup_iterations, NULL, &lt->err);
+    int records = 0;
+    lt->rc = ldr_warmup_run(lt->sv, lt->j->path, lt->m->opt.warmup_iterations, &records, &lt->err);
+    if (records || lt->rc) ldr_metrics_warmup(lt->j->path, lt->rc, (td_now_ns() - t1) / 1000);
     if (lt->rc) {
       ldr_servable_unref(lt->sv);
       lt->sv = NULL;
     }
   }
+  if (!lt->rc && lt->m->opt.flush_caches) nftw(lt->j->path, drop_cached, 16, FTW_PHYS);
 }
 
 static void worker_main(void *arg) {
@@ -164,8 +207,8 @@ static void worker_main(void *arg) {
     m->loading++;
     uv_mutex_unlock(&m->mu);
 
-    td_log_info("Loading servable: {name: %s version: %lld} from %s", j->model,
-                (long long)j->version, j->path);
+    td_logm(TD_LOG_INFO, j->model, j->version, "Loading servable: {name: %s version: %lld} from %s",
+            j->model, (long long)j->version, j->path);
     load_task lt = {.m = m, .j = j};
     td_err_clear(&lt.err);
     uv_thread_t t;
@@ -176,7 +219,7 @@ static void worker_main(void *arg) {
 
     uv_mutex_lock(&m->mu);
     m->loading--;
-    finish_load(m, j, lt.sv, lt.rc, &lt.err);
+    finish_load(m, j, lt.sv, lt.rc, &lt.err, &lt);
     free(j->model);
     free(j->path);
     free(j);
@@ -316,6 +359,7 @@ td_code ldr_manager_set_config(ldr_manager *m, const cfg_model_config *c, uint64
   for (int i = 0; grown && i < c->n_models; i++) {
     if (find_model(m, c->models[i].name)) continue;
     mmodel *mm = calloc(1, sizeof *mm);
+    if (mm) mm->file_batching_version = -1;
     if (!mm || !(mm->name = strdup(c->models[i].name))) {
       free(mm);
       grown = NULL;
@@ -374,6 +418,7 @@ td_code ldr_manager_set_config(ldr_manager *m, const cfg_model_config *c, uint64
   uv_cond_signal(&m->wake);
   uv_mutex_unlock(&m->mu);
   free(fresh);
+  if (m->opt.on_config) m->opt.on_config(m->opt.on_config_ctx, c);
   if (ticket) *ticket = gen;
   return TD_OK;
 }
@@ -497,6 +542,11 @@ bool ldr_manager_model_batching(ldr_manager *m, const char *name, cfg_batching *
   const cfg_model *cm = cfg_model_config_find(&m->config, name);
   bool has = cm && cm->has_batching;
   if (has) *out = cm->batching;
+  mmodel *mm = has || !m->opt.per_model_batching ? NULL : find_model(m, name);
+  if (mm && mm->has_file_batching) {
+    *out = mm->file_batching;
+    has = true;
+  }
   *queue_timeout_micros = cm ? cm->batch_queue_timeout_micros : 0;
   uv_mutex_unlock(&m->mu);
   return has;

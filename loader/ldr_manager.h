@@ -47,7 +47,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cfg_batching.h"
 #include "cfg_model_config.h"
+
+#define LDR_BATCHING_FILE "batching_params.pbtxt"
 #include "ldr_registry.h"
 #include "td_status.h"
 
@@ -59,6 +62,23 @@ typedef struct ldr_manager_options {
   bool enable_warmup;
   int warmup_iterations;              /* per record; 0 is taken as 1 */
   bool allow_labels_for_unavailable;  /* --allow_version_labels_for_unavailable_models */
+  /* --enable_per_model_batching_parameters: a version directory's
+   * batching_params.pbtxt (text BatchingParameters) is read at its load (a
+   * malformed one fails the load) and, for a model whose config entry has
+   * no batching_parameters, the newest loaded version's file answers
+   * ldr_manager_model_batching. cpus: for the parameters' defaults. */
+  bool per_model_batching;
+  int cpus;
+  /* --flush_filesystem_caches: after a version loads (and warms up), the
+   * kernel is told the page cache of its files may go
+   * (POSIX_FADV_DONTNEED): the bytes now live in the engine's own memory,
+   * and keeping a second copy cached only crowds out other pages. */
+  bool flush_caches;
+  /* Optional: told of every config ldr_manager_set_config accepts (after
+   * the swap, on the calling thread, without the manager's lock), so a
+   * module above can follow per-model settings such as request logging. */
+  void (*on_config)(void *ctx, const cfg_model_config *c);
+  void *on_config_ctx;
 } ldr_manager_options;
 
 typedef struct ldr_manager ldr_manager;

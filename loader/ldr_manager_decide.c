@@ -184,8 +184,9 @@ void ldr_mgr_scan_merge(ldr_manager *m, scan_model *s, int n, uint64_t gen) {
       } else if (x->st == V_IDLE || x->st == V_WAITING) {
         x->complete = false;
         if (x->st != V_WAITING || strcmp(x->last_err.msg, sd->err.msg))
-          td_log_warn("Not loading servable {name: %s version: %lld} yet: %s", mm->name,
-                      (long long)x->version, sd->err.msg);
+          td_logm(TD_LOG_WARN, mm->name, x->version,
+                  "Not loading servable {name: %s version: %lld} yet: %s", mm->name,
+                  (long long)x->version, sd->err.msg);
         x->st = V_WAITING;
         x->last_err = sd->err;
         ldr_mgr_set_reg(m, mm, x, LDR_STATE_START, &sd->err);
@@ -197,8 +198,8 @@ void ldr_mgr_scan_merge(ldr_manager *m, scan_model *s, int n, uint64_t gen) {
 /* --- decisions (mu held) ---------------------------------------------------------- */
 
 static void retire(ldr_manager *m, mmodel *mm, mver *x) {
-  td_log_info("Unloading servable version {name: %s version: %lld}", mm->name,
-              (long long)x->version);
+  td_logm(TD_LOG_INFO, mm->name, x->version, "Unloading servable version {name: %s version: %lld}",
+          mm->name, (long long)x->version);
   x->held = ldr_registry_retire(m->reg, mm->name, x->version);
   x->st = V_DRAINING;
 }
@@ -281,8 +282,9 @@ uint64_t ldr_mgr_reconcile(ldr_manager *m, mmodel *mm, freelist *fl, bool *drain
     }
     x->st = V_UNLOADED;
     ldr_mgr_set_reg(m, mm, x, LDR_STATE_END, NULL);
-    td_log_info("Done unloading servable version {name: %s version: %lld}", mm->name,
-                (long long)x->version);
+    td_logm(TD_LOG_INFO, mm->name, x->version,
+            "Done unloading servable version {name: %s version: %lld}", mm->name,
+            (long long)x->version);
   }
   /* Versions gone from disk and holding nothing are forgotten here; the
    * registry keeps reporting those that reached END. */

@@ -61,6 +61,11 @@ typedef struct mmodel {
   int scan_state;     /* 0 ok, 1 no versions, 2 base path unreadable: logged on change */
   int n, cap;
   mver *v; /* sorted by version */
+  /* --enable_per_model_batching_parameters: the newest loaded version's
+   * batching_params.pbtxt (file_batching_version -1: none seen). */
+  bool has_file_batching;
+  int64_t file_batching_version;
+  cfg_batching file_batching;
 } mmodel;
 
 typedef struct job {

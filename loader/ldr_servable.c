@@ -30,6 +30,7 @@ struct ldr_servable {
   eng_model *model;
   int n_sigs;
   ldr_signature *sigs;
+  uint64_t variable_bytes; /* restored from the checkpoint */
 };
 
 static char *join(const char *a, const char *b) {
@@ -194,11 +195,19 @@ static td_code convert_signatures(const Tensorflow__MetaGraphDef *mg, ldr_servab
 
 /* --- restore and init -------------------------------------------------- */
 
+typedef struct restore_ctx {
+  const ldr_bundle *b;
+  ldr_servable *sv;
+} restore_ctx;
+
 static td_code bundle_restore(void *ctx, const char *prefix, const char *key, eng_dtype dtype,
                               eng_tensor *out, td_err *err) {
-  const ldr_bundle *b = ctx;
-  if (!b) return td_err_set(err, TD_NOT_FOUND, "no checkpoint to restore '%s' from (%s)", key, prefix);
-  return ldr_bundle_read(b, key, dtype, out, err);
+  restore_ctx *rx = ctx;
+  if (!rx->b)
+    return td_err_set(err, TD_NOT_FOUND, "no checkpoint to restore '%s' from (%s)", key, prefix);
+  td_code rc = ldr_bundle_read(rx->b, key, dtype, out, err);
+  if (!rc) rx->sv->variable_bytes += eng_tensor_nbytes(out);
+  return rc;
 }
 
 static td_code string_scalar(const char *s, eng_tensor *t, td_err *err) {
@@ -463,7 +472,8 @@ td_code ldr_servable_load(const char *dir, int64_t version, const char *tags, ld
       goto done;
     }
   }
-  eng_io io = {.restore = bundle_restore, .ctx = bundle};
+  restore_ctx rx = {.b = bundle, .sv = sv};
+  eng_io io = {.restore = bundle_restore, .ctx = &rx};
   rc = eng_model_create(g, lib, &io, &sv->model, err);
   if (rc) goto done;
   rc = restore_and_init(sv, mg, dir, bundle, prefix, err);
@@ -483,6 +493,8 @@ done:
   *out = sv;
   return TD_OK;
 }
+
+uint64_t ldr_servable_variable_bytes(const ldr_servable *s) { return s->variable_bytes; }
 
 int64_t ldr_servable_version(const ldr_servable *s) { return s->version; }
 const char *ldr_servable_path(const ldr_servable *s) { return s->path; }

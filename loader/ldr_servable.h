@@ -39,6 +39,9 @@ void ldr_servable_unref(ldr_servable *s);
 int ldr_servable_refs(const ldr_servable *s);
 
 int64_t ldr_servable_version(const ldr_servable *s);
+/* Bytes of the variables restored from the version's checkpoint (weights
+ * frozen into the graph as constants are not counted). */
+uint64_t ldr_servable_variable_bytes(const ldr_servable *s);
 const char *ldr_servable_path(const ldr_servable *s);
 int ldr_servable_signature_count(const ldr_servable *s);
 /* Signatures sorted by key. */

@@ -30,17 +30,24 @@
 #include "bat_queue.h"
 #include "cfg_batching.h"
 #include "cfg_flags.h"
+#include "cfg_monitoring.h"
+#include "cfg_platform.h"
+#include "cfg_session.h"
 #include "eng_device.h"
 #include "eng_threads.h"
 #include "ldr_inspect.h"
 #include "ldr_manager.h"
 #include "ldr_registry.h"
 #include "ldr_watch.h"
+#include "srv_api.h"
 #include "srv_grpc.h"
+#include "srv_metrics.h"
+#include "srv_reqlog.h"
 #include "srv_rest.h"
 #include "srv_stats.h"
 #include "srv_v2repo.h"
 #include "td_log.h"
+#include "td_metrics.h"
 
 #define MAX_QUEUED_REQUESTS 4096
 
@@ -133,6 +140,11 @@ int main(int argc, char **argv) {
     }
     return 0;
   }
+  td_log_init_from_env();        /* TF_CPP_MIN_LOG_LEVEL, TF_CPP_MAX_VLOG_LEVEL, TF_CPP_VMODULE */
+  for (int i = 1; i < argc; i++) /* before the flags' own warnings */
+    if (!strcmp(argv[i], "--tensord_log_json") || !strcmp(argv[i], "--tensord_log_json=true") ||
+        !strcmp(argv[i], "--tensord_log_json=1"))
+      td_log_set_json(true);
   cfg_options_defaults(&opt);
   if (cfg_flags_parse(argc, argv, &opt, &err)) {
     fprintf(stderr, "%s: %s\n\n", argv[0], err.msg);
@@ -149,12 +161,36 @@ int main(int argc, char **argv) {
                               : "not built");
     return 0;
   }
+  td_log_set_json(opt.log_json);
   if (cfg_options_validate(&opt, &err)) {
     fprintf(stderr, "%s: %s\n\n", argv[0], err.msg);
     cfg_flags_usage(stderr, argv[0]);
     return 2;
   }
-  eng_threads_set(opt.intra_op_threads); /* before any engine work */
+  /* Thread counts: the flags, else --tensorflow_session_parallelism, else
+   * the session config file's ConfigProto. */
+  cfg_session session = {0};
+  if (*opt.tensorflow_session_config_file &&
+      cfg_session_load(opt.tensorflow_session_config_file, &session, &err)) {
+    fprintf(stderr, "%s\n", err.msg);
+    return 1;
+  }
+  /* --platform_config_file replaces the session and batching flags, as in
+   * TF Serving. */
+  cfg_platform platform = {0};
+  if (*opt.platform_config_file) {
+    if (cfg_platform_load(opt.platform_config_file, cpu_count(), &platform, &err)) {
+      fprintf(stderr, "%s\n", err.msg);
+      return 1;
+    }
+    opt.intra_op_threads = opt.inter_op_threads = opt.session_parallelism = 0;
+    session = platform.session;
+    opt.enable_batching = platform.has_batching;
+  }
+  int intra = opt.intra_op_threads      ? opt.intra_op_threads
+              : opt.session_parallelism ? opt.session_parallelism
+                                        : session.intra_op_threads;
+  eng_threads_set(intra); /* before any engine work */
   {
     eng_device_opts dopt = {.memory_fraction = opt.per_process_gpu_memory_fraction,
                             .allow_tf32 = opt.gpu_allow_tf32,
@@ -188,15 +224,36 @@ int main(int argc, char **argv) {
   srv_stats *stats = NULL;
   srv_v2repo *repo = NULL;
   int rc = 1;
-  int workers = opt.num_workers ? opt.num_workers : cpu_count();
+  /* Engine workers bound the runs computing at once, as TF's inter-op pool
+   * does; --tensord_num_workers wins over TF Serving's names. */
+  int inter = opt.inter_op_threads      ? opt.inter_op_threads
+              : opt.session_parallelism ? opt.session_parallelism
+                                        : session.inter_op_threads;
+  int workers = opt.num_workers ? opt.num_workers : inter ? inter : cpu_count();
+  td_log_info("Engine: %d worker threads (runs at once), %d threads per op", workers,
+              intra ? intra : cpu_count());
 
   cfg_batching batching;
   cfg_batching_defaults(&batching, cpu_count());
-  if (*opt.batching_parameters_file &&
-      cfg_batching_load(opt.batching_parameters_file, cpu_count(), &batching, &err)) {
+  if (platform.has_batching) {
+    batching = platform.batching;
+  } else if (*opt.batching_parameters_file && !*opt.platform_config_file &&
+             cfg_batching_load(opt.batching_parameters_file, cpu_count(), &batching, &err)) {
     fprintf(stderr, "%s\n", err.msg);
     return 1;
   }
+  cfg_monitoring monitoring = {0};
+  if (*opt.monitoring_config_file &&
+      cfg_monitoring_load(opt.monitoring_config_file, &monitoring, &err)) {
+    fprintf(stderr, "%s\n", err.msg);
+    return 1;
+  }
+  if (monitoring.prometheus_enable && !opt.rest_api_port)
+    td_log_warn(
+        "--monitoring_config_file enables Prometheus, which is served on the REST port: "
+        "set --rest_api_port");
+  td_metrics_set_enabled(monitoring.prometheus_enable);
+  srv_api_set_method_name_check(opt.enable_signature_method_name_check);
   cfg_model_config models;
   if (initial_config(&opt, &models, &err)) {
     fprintf(stderr, "%s\n", err.msg);
@@ -209,7 +266,12 @@ int main(int argc, char **argv) {
       .load_retry_interval_micros = opt.load_retry_interval_micros,
       .enable_warmup = opt.enable_model_warmup,
       .warmup_iterations = opt.num_request_iterations_for_warmup,
-      .allow_labels_for_unavailable = opt.allow_version_labels_for_unavailable_models};
+      .allow_labels_for_unavailable = opt.allow_version_labels_for_unavailable_models,
+      .per_model_batching = opt.enable_per_model_batching_parameters,
+      .cpus = cpu_count(),
+      .flush_caches = opt.flush_filesystem_caches};
+  mo.on_config = srv_reqlog_configure; /* logging_config, before the first config */
+  srv_reqlog_start();
   uint64_t ticket = 0;
   if (ldr_registry_create(opt.saved_model_tags, &registry, &err) ||
       ldr_manager_create(registry, &mo, &manager, &err) ||
@@ -219,6 +281,7 @@ int main(int argc, char **argv) {
     goto out;
   }
   cfg_model_config_free(&models);
+  srv_metrics_init(registry);
 
   /* Signals work from here on, also while the first versions load. */
   uv_loop_t *loop = uv_default_loop();
@@ -313,12 +376,17 @@ int main(int argc, char **argv) {
         .batcher = batcher,
         .manager = manager,
         .stats = stats,
-        .repo = repo};
+        .repo = repo,
+
+        .metrics_path = monitoring.prometheus_enable ? monitoring.prometheus_path : NULL};
     if (srv_rest_start(&ro, &rest, &err)) {
       td_log_error("%s", err.msg);
       goto out_grpc;
     }
     td_log_info("Exporting HTTP/REST API at:localhost:%d ...", srv_rest_port(rest));
+    if (monitoring.prometheus_enable)
+      td_log_info("Prometheus metrics at http://localhost:%d%s", srv_rest_port(rest),
+                  monitoring.prometheus_path);
   }
 
   drain.rest = rest;
@@ -340,6 +408,7 @@ out_grpc:
   batcher = NULL;
   bat_queue_destroy(queue);
   queue = NULL;
+  srv_reqlog_stop(); /* every run is over: what was logged reaches the files */
   grpc_shutdown();
 out_loop:
   drain.rest = NULL;

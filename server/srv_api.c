@@ -1,16 +1,18 @@
 #include "srv_api.h"
 
-#include "bat_batcher.h"
-
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bat_batcher.h"
 #include "cfg_model_config.h"
 #include "ldr_manager.h"
+#include "srv_metrics.h"
 #include "srv_stats.h"
+#include "td_clock.h"
 #include "td_log.h"
-#include <uv.h>
+#include "td_metrics.h"
 #include "tensorflow_serving/config/model_server_config.pb-c.h"
 
 /* The rows a run carried: the first input's leading dimension. */
@@ -23,12 +25,38 @@ static uint64_t call_rows(const srv_call *c) {
 static void count(const srv_call *c) {
   if (!c->api->stats) return;
   srv_stats_record(c->api->stats, c->model, c->version, c->task.code == TD_OK, call_rows(c),
-                   uv_hrtime() - c->begin_ns);
+                   td_now_ns() - c->begin_ns);
+}
+
+#define PREDICT_METHOD "tensorflow/serving/predict"
+
+static bool method_name_check;
+void srv_api_set_method_name_check(bool on) { method_name_check = on; }
+bool srv_api_method_name_check(void) { return method_name_check; }
+
+/* Queue depth counts a call from submission until its run starts (or it
+ * is abandoned), in-flight runs from the start until done. */
+static void call_started(bat_task *t) {
+  srv_call *c = t->user;
+  if (__atomic_exchange_n(&c->started, true, __ATOMIC_RELAXED)) return; /* a later piece */
+  c->run_start_ns = td_now_ns();
+  if (c->queued) srv_metrics_queue_add(c->mstats, -1);
+  srv_metrics_inflight_add(c->mstats, 1, !c->queued);
+}
+
+static void call_finished(srv_call *c) {
+  if (c->started) {
+    c->run_ns = td_now_ns() - c->run_start_ns;
+    srv_metrics_inflight_add(c->mstats, -1, false);
+  } else if (c->queued) {
+    srv_metrics_queue_add(c->mstats, -1);
+  }
 }
 
 static void call_done(bat_task *t) {
   srv_call *c = t->user;
   count(c);
+  if (c->metered) call_finished(c);
   c->done(c);
 }
 
@@ -36,7 +64,11 @@ td_code srv_call_begin(srv_call *c, srv_api *api, const srv_model_spec *spec, td
   memset(c, 0, offsetof(srv_call, task.err));
   td_err_clear(&c->task.err);
   c->api = api;
-  if (api->stats) c->begin_ns = uv_hrtime();
+  if (api->stats) c->begin_ns = td_now_ns();
+  if (spec->name) {
+    snprintf(c->metric_model, sizeof c->metric_model, "%s", spec->name);
+    c->mstats = srv_metrics_model(spec->name);
+  }
   if (!spec->name || !*spec->name)
     return td_err_set(err, TD_INVALID_ARGUMENT, "ModelSpec has no name specified.");
   int64_t version = spec->has_version ? spec->version : -1;
@@ -56,6 +88,14 @@ td_code srv_call_begin(srv_call *c, srv_api *api, const srv_model_spec *spec, td
     else
       rc = td_err_set(err, TD_FAILED_PRECONDITION, "Serving signature key \"%s\" not found.",
                       key);
+    goto fail;
+  }
+  if (method_name_check && spec->sig_errors != SRV_SIG_ERRORS_INFER &&
+      strcmp(c->sig->method_name ? c->sig->method_name : "", PREDICT_METHOD)) {
+    rc = td_err_set(err, TD_INVALID_ARGUMENT,
+                    "Expected prediction signature method_name to be " PREDICT_METHOD ". Was: %s",
+                    c->sig->method_name ? c->sig->method_name : "");
+    c->sig = NULL; /* no tensors yet for srv_call_end to release */
     goto fail;
   }
   c->version = ldr_servable_version(c->servable);
@@ -88,6 +128,7 @@ static void set_task(srv_call *c) {
   t->run = NULL;
   t->deadline_ns = c->deadline_ns;
   t->model = c->model;
+  t->started = c->metered ? call_started : NULL;
   t->user = c;
   t->next = NULL;
   td_err_clear(&t->err);
@@ -95,19 +136,28 @@ static void set_task(srv_call *c) {
 
 bool srv_call_try_run_here(srv_call *c) {
   if (!c->api->queue) return false;
-  set_task(c);
   /* With batching on, the batcher decides: only a request with nothing to
    * merge with runs here. */
+  c->metered = c->mstats != NULL;
+  c->queued = c->started = false;
+  set_task(c);
   bool ran = c->api->batcher ? bat_batcher_try_run_here(c->api->batcher, &c->task)
                              : bat_queue_try_run_here(c->api->queue, &c->task);
   if (ran) count(c);
+  if (ran && c->metered) call_finished(c);
   return ran;
 }
 
 td_code srv_call_submit(srv_call *c, td_err *err) {
+  c->metered = c->mstats != NULL;
+  c->started = false;
+  c->queued = c->metered;
   set_task(c);
-  if (c->api->batcher) return bat_batcher_submit(c->api->batcher, &c->task, err);
-  return bat_queue_submit(c->api->queue, &c->task, err);
+  if (c->queued) srv_metrics_queue_add(c->mstats, 1); /* before a worker can start it */
+  td_code rc = c->api->batcher ? bat_batcher_submit(c->api->batcher, &c->task, err)
+                               : bat_queue_submit(c->api->queue, &c->task, err);
+  if (rc && c->queued) srv_metrics_queue_add(c->mstats, -1);
+  return rc;
 }
 
 void srv_call_end(srv_call *c) {

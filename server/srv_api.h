@@ -81,17 +81,34 @@ struct srv_call {
   int64_t version;          /* the version actually served */
   char *model;              /* the model's name, kept when batching (per-model
                                parameters) or counting (api->stats) */
-  uint64_t begin_ns;        /* uv_hrtime() at srv_call_begin, with api->stats */
+  uint64_t begin_ns;        /* td_now_ns() at srv_call_begin, with api->stats */
   eng_tensor *inputs;       /* sig->n_inputs, filled by the transport */
   eng_tensor *outputs;      /* sig->n_outputs, filled by the engine */
   uint64_t deadline_ns;     /* set after begin; copied to task.deadline_ns (0 = none) */
   void (*done)(srv_call *c);
   void *user;
+  /* Metrics (srv_metrics; only while td_metrics_enabled()): the model's
+   * name as asked (kept after srv_call_end, cut at 127 bytes), and the
+   * engine run's time, set once the run is over. */
+  char metric_model[128];
+  struct srv_mstats *mstats; /* the model's series; NULL: metrics off */
+  uint64_t run_ns;
+  uint64_t run_start_ns;
+  bool metered; /* queue depth / in-flight accounting is on for this call */
+  bool queued, started;
   /* task.code / task.err hold the run's result. Last, with task.err last
    * in it: srv_call_begin zeroes the call up to task.err (2 KiB, cleared
    * before each run instead). */
   bat_task task;
 };
+
+/* --enable_signature_method_name_check, process-wide (set once from main
+ * before the transports start): Predict then requires the signature's
+ * method_name "tensorflow/serving/predict" (INVALID_ARGUMENT "Expected
+ * prediction signature method_name to be tensorflow/serving/predict. Was:
+ * ..."), and srv_infer checks Classify's and Regress's. */
+void srv_api_set_method_name_check(bool on);
+bool srv_api_method_name_check(void);
 
 /* On failure the call holds nothing, but srv_call_end is still safe. */
 td_code srv_call_begin(srv_call *c, srv_api *api, const srv_model_spec *spec, td_err *err);

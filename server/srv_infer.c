@@ -38,6 +38,12 @@ static td_code sig_error(td_err *err, const char *what, const ldr_signature *sig
 }
 
 td_code srv_infer_check_signature(srv_infer_kind kind, const ldr_signature *sig, td_err *err) {
+  const char *want = kind == SRV_INFER_CLASSIFY ? "tensorflow/serving/classify"
+                                                : "tensorflow/serving/regress";
+  if (srv_api_method_name_check() && strcmp(sig->method_name ? sig->method_name : "", want))
+    return td_err_set(err, TD_INVALID_ARGUMENT, "Expected %s signature method_name to be %s. Was: %s",
+                      kind == SRV_INFER_CLASSIFY ? "classification" : "regression", want,
+                      sig->method_name ? sig->method_name : "");
   if (sig->n_inputs != 1) return td_err_set(err, TD_INVALID_ARGUMENT, "Expected one input Tensor.");
   if (kind == SRV_INFER_CLASSIFY) {
     if (sig->n_outputs != 1 && sig->n_outputs != 2)

@@ -22,8 +22,10 @@
  *   "Input batch size did not match output batch size: 2 vs. 3", ...
  * all INVALID_ARGUMENT. <signature> is a text-format dump of the SignatureDef
  * in the spirit of protobuf's DebugString (not byte-identical to it).
- * Method names are not checked (TF Serving's default, without
- * --enable_signature_method_name_check).
+ * Method names are checked only with srv_api_method_name_check()
+ * (--enable_signature_method_name_check): then "tensorflow/serving/classify"
+ * or ".../regress" is required (INVALID_ARGUMENT "Expected classification
+ * signature method_name to be tensorflow/serving/classify. Was: ...").
  *
  * Context merging: with a context, element i of the input tensor is the
  * context's serialized bytes followed by example i's, which protobuf parsing

@@ -32,6 +32,7 @@
 #include "cfg_pbtxt.h"
 #include "srv_grpc_call.h"
 #include "td_clock.h"
+#include "srv_metrics.h"
 #include "td_log.h"
 #include "tensorflow_serving/config/ssl_config.pb-c.h"
 
@@ -44,32 +45,33 @@ typedef struct method {
   const char *path;
   srv_gmethod_fn fn; /* NULL: answer UNIMPLEMENTED with `why` */
   const char *why;
+  int api; /* counted in srv_metrics as this srv_metric_api; -1: not */
 } method;
 
 static const method methods[] = {
-    {"/tensorflow.serving.PredictionService/Predict", srv_grpc_predict, NULL},
-    {"/tensorflow.serving.PredictionService/GetModelMetadata", srv_grpc_get_model_metadata, NULL},
-    {"/tensorflow.serving.PredictionService/Classify", srv_grpc_classify, NULL},
-    {"/tensorflow.serving.PredictionService/Regress", srv_grpc_regress, NULL},
-    {"/tensorflow.serving.PredictionService/MultiInference", srv_grpc_multi_inference, NULL},
-    {"/tensorflow.serving.ModelService/GetModelStatus", srv_grpc_get_model_status, NULL},
-    {"/tensorflow.serving.ModelService/HandleReloadConfigRequest", srv_grpc_reload_config, NULL},
-    {"/grpc.health.v1.Health/Check", srv_grpc_health_check, NULL},
+    {"/tensorflow.serving.PredictionService/Predict", srv_grpc_predict, NULL, SRV_METRIC_PREDICT},
+    {"/tensorflow.serving.PredictionService/GetModelMetadata", srv_grpc_get_model_metadata, NULL, -1},
+    {"/tensorflow.serving.PredictionService/Classify", srv_grpc_classify, NULL, SRV_METRIC_CLASSIFY},
+    {"/tensorflow.serving.PredictionService/Regress", srv_grpc_regress, NULL, SRV_METRIC_REGRESS},
+    {"/tensorflow.serving.PredictionService/MultiInference", srv_grpc_multi_inference, NULL, -1},
+    {"/tensorflow.serving.ModelService/GetModelStatus", srv_grpc_get_model_status, NULL, -1},
+    {"/tensorflow.serving.ModelService/HandleReloadConfigRequest", srv_grpc_reload_config, NULL, -1},
+    {"/grpc.health.v1.Health/Check", srv_grpc_health_check, NULL, -1},
 #define V2 "/inference.GRPCInferenceService/"
-    {V2 "ServerLive", srv_grpc_v2_server_live, NULL},
-    {V2 "ServerReady", srv_grpc_v2_server_ready, NULL},
-    {V2 "ServerMetadata", srv_grpc_v2_server_metadata, NULL},
-    {V2 "ModelReady", srv_grpc_v2_model_ready, NULL},
-    {V2 "ModelMetadata", srv_grpc_v2_model_metadata, NULL},
-    {V2 "ModelConfig", srv_grpc_v2_model_config, NULL},
-    {V2 "ModelInfer", srv_grpc_v2_model_infer, NULL},
-    {V2 "ModelStatistics", srv_grpc_v2_model_statistics, NULL},
-    {V2 "RepositoryIndex", srv_grpc_v2_repository_index, NULL},
-    {V2 "RepositoryModelLoad", srv_grpc_v2_repository_load, NULL},
-    {V2 "RepositoryModelUnload", srv_grpc_v2_repository_unload, NULL},
+    {V2 "ServerLive", srv_grpc_v2_server_live, NULL, -1},
+    {V2 "ServerReady", srv_grpc_v2_server_ready, NULL, -1},
+    {V2 "ServerMetadata", srv_grpc_v2_server_metadata, NULL, -1},
+    {V2 "ModelReady", srv_grpc_v2_model_ready, NULL, -1},
+    {V2 "ModelMetadata", srv_grpc_v2_model_metadata, NULL, -1},
+    {V2 "ModelConfig", srv_grpc_v2_model_config, NULL, -1},
+    {V2 "ModelInfer", srv_grpc_v2_model_infer, NULL, -1},
+    {V2 "ModelStatistics", srv_grpc_v2_model_statistics, NULL, -1},
+    {V2 "RepositoryIndex", srv_grpc_v2_repository_index, NULL, -1},
+    {V2 "RepositoryModelLoad", srv_grpc_v2_repository_load, NULL, -1},
+    {V2 "RepositoryModelUnload", srv_grpc_v2_repository_unload, NULL, -1},
 #undef V2
     {"/grpc.health.v1.Health/Watch", NULL,
-     "grpc.health.v1.Health/Watch is not supported by tensord; poll Check instead"},
+     "grpc.health.v1.Health/Watch is not supported by tensord; poll Check instead", -1},
 };
 
 typedef enum { CALL_REQUESTED, CALL_READING, CALL_RUNNING, CALL_FINISHING } call_state;
@@ -88,6 +90,8 @@ typedef struct call_ctx {
   grpc_slice status_details;
   bool has_details;
   int cancelled;
+  uint64_t start_ns; /* metrics: the request's arrival */
+  td_code answer_code;
   ProtobufCAllocator pb_alloc; /* request messages: arena first, then malloc */
   size_t arena_used;
   _Alignas(16) unsigned char arena[ARENA_BYTES];
@@ -141,6 +145,14 @@ static void request_call(srv_grpc *s, grpc_completion_queue *cq) {
 }
 
 static void free_call(call_ctx *c) {
+  if (c->start_ns && c->m && c->m->api >= 0) {
+    td_code code = c->cancelled ? TD_CANCELLED : c->answer_code;
+    srv_metrics_request(c->g.call.mstats, (srv_metric_api)c->m->api, SRV_EP_GRPC, code, c->start_ns,
+                        c->g.call.run_ns);
+    td_vlog(1, "gRPC request: model %s, %s: %s in %llu us", c->g.call.metric_model,
+            srv_metrics_api_name((srv_metric_api)c->m->api), td_code_name(code),
+            (unsigned long long)((td_now_ns() - c->start_ns) / 1000));
+  }
   if (c->g.cleanup) c->g.cleanup(&c->g);
   srv_call_end(&c->g.call);
   if (c->call) grpc_call_unref(c->call);
@@ -157,6 +169,7 @@ static void free_call(call_ctx *c) {
 /* The one answering batch. `msg` NULL: no status message. */
 static void finish(call_ctx *c, grpc_status_code code, grpc_byte_buffer *reply, const char *msg) {
   c->state = CALL_FINISHING;
+  c->answer_code = (td_code)code; /* td_code values are the gRPC codes */
   c->send_buf = reply;
   if (msg && *msg) {
     size_t len = strlen(msg);
@@ -302,6 +315,7 @@ static void run_handler(call_ctx *c) {
   grpc_byte_buffer_destroy(bb);
   c->recv_buf = NULL;
   c->g.deadline_ns = call_deadline(c->details.deadline);
+  c->start_ns = td_now_ns();
   c->state = CALL_RUNNING;
   /* From here on the context may be answered (and freed) by another thread. */
   c->m->fn(&c->g, GRPC_SLICE_START_PTR(req), GRPC_SLICE_LENGTH(req));

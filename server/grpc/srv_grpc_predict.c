@@ -16,6 +16,7 @@
 #include "ldr_proto.h"
 #include "ldr_registry.h"
 #include "srv_grpc_call.h"
+#include "srv_reqlog.h"
 #include "srv_tensorproto.h"
 #include "td_buf.h"
 #include "tensorflow_serving/apis/get_model_metadata.pb-c.h"
@@ -249,6 +250,7 @@ static void predict_done(srv_call *call) {
     srv_gspec spec;
     srv_gspec_make(&spec, ps->model_name, call->version, sig->key);
     resp.model_spec = &spec.spec;
+    srv_reqlog_predict(call);
     srv_gcall_reply(c, &resp.base); /* packs before returning; c is gone after */
   }
   for (size_t j = 0; j < k; j++) srv_tensorproto_clear(&tps[j]);

@@ -32,8 +32,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <strings.h>
+#include <unistd.h>
 #include <uv.h>
 #include <zlib.h>
 
@@ -42,6 +42,8 @@
 #include "srv_json.h"
 #include "srv_jsonexample.h"
 #include "srv_jsonmeta.h"
+#include "srv_metrics.h"
+#include "srv_reqlog.h"
 #include "srv_route.h"
 #include "srv_v2rest.h"
 #include "td_buf.h"
@@ -108,6 +110,9 @@ struct rest_req {
   rest_run *run; /* owned by the connection unless handed to the worker */
   srv_v2_route *v2;      /* SRV_ROUTE_V2 only */
   srv_v2_reply *v2_job;  /* a repository request's reply, filled on its thread */
+  uint64_t start_ns; /* metrics: arrival, the answer's code, the run's time */
+  td_code answer_code;
+  uint64_t run_ns;
   /* Last and not zeroed (2 KiB each): read only once their code is set. */
   td_err route_err;
   td_err body_err;
@@ -222,6 +227,7 @@ static enum MHD_Result send_json(rest_req *q, unsigned status, td_buf *b) {
 }
 
 static enum MHD_Result send_error(rest_req *q, const td_err *e) {
+  q->answer_code = e->code;
   td_buf b;
   td_buf_init(&b);
   srv_json_encode_error(e->msg, &b);
@@ -238,6 +244,7 @@ static enum MHD_Result send_too_large(rest_req *q) {
   td_buf_init(&b);
   srv_json_encode_error(e.msg, &b);
   q->answered = true;
+  q->answer_code = e.code;
   return send_json(q, MHD_HTTP_CONTENT_TOO_LARGE, &b);
 }
 
@@ -415,6 +422,19 @@ static enum MHD_Result handle_probe(rest_req *q) {
   return send_buf(q, ready ? 200 : 503, &b, "application/json", false);
 }
 
+static enum MHD_Result handle_metrics(rest_req *q, const char *method) {
+  td_buf b;
+  td_buf_init(&b);
+  if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+    td_err e;
+    td_err_set(&e, TD_INVALID_ARGUMENT, "Malformed request: %s %s", method,
+               q->srv->opt.metrics_path);
+    return send_error(q, &e);
+  }
+  srv_metrics_render(&b);
+  return send_buf(q, 200, &b, "text/plain; version=0.0.4", false);
+}
+
 static enum MHD_Result handle_preflight(rest_req *q, const char *method, const char *url) {
   td_err err;
   if (!q->srv->opt.cors) {
@@ -552,17 +572,20 @@ static enum MHD_Result send_timeout(rest_req *q) {
 /* Encodes the result of the connection's finished run. */
 static enum MHD_Result answer_run(rest_req *q) {
   rest_run *r = q->run;
+  q->run_ns = r->call.run_ns;
   if (r->kind == SRV_ROUTE_V2) {
     srv_v2_reply rep;
     srv_v2rest_infer_encode(r->v2, &r->call, &rep);
     return send_v2(q, &rep);
   }
   if (r->call.task.code) return send_error(q, &r->call.task.err);
+  if (r->kind != SRV_ROUTE_PREDICT) srv_metrics_examples(r->call.mstats, r->n_examples);
   td_buf b;
   td_buf_init(&b);
   td_err err;
   td_code rc = TD_OK;
   if (r->kind == SRV_ROUTE_PREDICT) {
+    srv_reqlog_predict(&r->call);
     rc = srv_json_encode_predict(r->call.sig, r->call.outputs, r->fmt, &b, &err);
   } else if (r->kind == SRV_ROUTE_CLASSIFY) {
     srv_classify_result cr;
@@ -678,6 +701,7 @@ static enum MHD_Result first_call(srv_rest *s, struct MHD_Connection *conn, cons
   memset(q, 0, offsetof(rest_req, route_err));
   q->srv = s;
   q->conn = conn;
+  q->start_ns = td_now_ns();
   td_buf_init(&q->body);
   q->route_rc = srv_route_parse(method, url, &q->route, &q->route_err);
   *con_cls = q;
@@ -725,6 +749,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return finish_run(q);
   }
   /* Whole request read. */
+  if (s->opt.metrics_path && *s->opt.metrics_path && !strcmp(url, s->opt.metrics_path))
+    return handle_metrics(q, method);
   switch (q->route.kind) {
     case SRV_ROUTE_NOT_V1: {
       static const char nf[] = "<html><title>404 Not Found</title><body>Not Found</body></html>";
@@ -782,6 +808,15 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
   rest_req *q = *con_cls;
   if (!q) return;
+  if (q->route.kind >= SRV_ROUTE_PREDICT && q->route.kind <= SRV_ROUTE_REGRESS) {
+    td_code code = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? q->answer_code : TD_CANCELLED;
+    srv_metric_api api = (srv_metric_api)(SRV_METRIC_PREDICT + (q->route.kind - SRV_ROUTE_PREDICT));
+    srv_metrics_request(srv_metrics_model(q->route.name), api, SRV_EP_REST, code, q->start_ns,
+                        q->run_ns);
+    td_vlog(1, "REST request: model %s, %s: %s in %llu us", q->route.name ? q->route.name : "",
+            srv_metrics_api_name(api), td_code_name(code),
+            (unsigned long long)((td_now_ns() - q->start_ns) / 1000));
+  }
   rest_run *r = q->run;
   if (r) {
     srv_rest *s = q->srv;

@@ -70,6 +70,11 @@ typedef struct srv_rest_options {
   struct ldr_manager *manager; /* the v2 repository extension; may be NULL */
   struct srv_stats *stats;     /* run counters (srv_stats.h); may be NULL */
   struct srv_v2repo *repo;     /* v2 load/unload/index; NULL: refused */
+  /* GET on exactly this path answers the Prometheus text exposition
+   * (srv_metrics_render, Content-Type text/plain; version=0.0.4); NULL or
+   * "": no metrics page. Predict/Classify/Regress requests are counted in
+   * srv_metrics whenever td_metrics_enabled(). */
+  const char *metrics_path;
 } srv_rest_options;
 
 td_code srv_rest_start(const srv_rest_options *opt, srv_rest **out, td_err *err);

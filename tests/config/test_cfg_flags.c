@@ -93,7 +93,9 @@ START_TEST(bool_forms) {
   ck_assert_int_eq(parse(&o, &err, "--help", "--port=7", NULL), TD_OK);
   ck_assert(o.help);
   ck_assert_int_eq(o.port, 7);
-  ck_assert_int_eq(parse(&o, &err, "--help", "false", NULL), TD_INVALID_ARGUMENT);
+  /* ... so "false" after it is a stray argument: warned about, skipped. */
+  ck_assert_int_eq(parse(&o, &err, "--help", "false", NULL), TD_OK);
+  ck_assert(o.help);
 
   ck_err(parse(&o, &err, "--help=yes", NULL), err, TD_INVALID_ARGUMENT, "help");
   ck_err(parse(&o, &err, "--version=", NULL), err, TD_INVALID_ARGUMENT, "version");
@@ -102,17 +104,75 @@ START_TEST(bool_forms) {
 END_TEST
 
 START_TEST(unknown_flags) {
+  /* As TF Serving: an unknown argument is named in a warning and skipped. */
   cfg_options o;
   td_err err;
-  ck_err(parse(&o, &err, "--bogus=1", NULL), err, TD_INVALID_ARGUMENT, "--bogus");
-  ck_err(parse(&o, &err, "--por=1", NULL), err, TD_INVALID_ARGUMENT, "por");
-  ck_err(parse(&o, &err, "--portx=1", NULL), err, TD_INVALID_ARGUMENT, "portx");
-  ck_err(parse(&o, &err, "--PORT=1", NULL), err, TD_INVALID_ARGUMENT, "PORT");
-  ck_err(parse(&o, &err, "--", NULL), err, TD_INVALID_ARGUMENT, "--");
-  ck_err(parse(&o, &err, "---port=1", NULL), err, TD_INVALID_ARGUMENT, "---port");
-  ck_err(parse(&o, &err, "-", NULL), err, TD_INVALID_ARGUMENT, "-");
-  ck_err(parse(&o, &err, "positional", NULL), err, TD_INVALID_ARGUMENT, "positional");
-  ck_err(parse(&o, &err, "--port=1", "stray", NULL), err, TD_INVALID_ARGUMENT, "stray");
+  ck_assert_int_eq(parse(&o, &err, "--bogus=1", "--por=1", "--PORT=1", "--", "---port=1", "-",
+                         "positional", "--port=9", "stray", NULL),
+                   TD_OK);
+  ck_assert_int_eq(o.port, 9);
+  /* A known flag's malformed value is still an error. */
+  ck_err(parse(&o, &err, "--bogus", "--port=x", NULL), err, TD_INVALID_ARGUMENT, "port");
+}
+END_TEST
+
+START_TEST(tf_serving_2_20_flags) {
+  /* Every flag of tensorflow_model_server 2.20, with a value of its type. */
+  cfg_options o;
+  td_err err;
+  ck_assert_int_eq(
+      parse(&o, &err, "--port=8500", "--grpc_socket_path=", "--rest_api_port=8501",
+            "--rest_api_num_threads=4", "--rest_api_timeout_in_ms=30000",
+            "--rest_api_enable_cors_support=false", "--enable_batching=false",
+            "--allow_version_labels_for_unavailable_models=false",
+            "--batching_parameters_file=", "--enable_per_model_batching_parameters=true",
+            "--model_config_file=", "--model_config_file_poll_wait_seconds=0", "--model_name=m",
+            "--model_base_path=/models/m", "--num_load_threads=0", "--num_unload_threads=2",
+            "--max_num_load_retries=5", "--load_retry_interval_micros=60000000",
+            "--file_system_poll_wait_seconds=1", "--flush_filesystem_caches=true",
+            "--tensorflow_session_parallelism=0",
+            "--tensorflow_session_config_file=", "--tensorflow_intra_op_parallelism=2",
+            "--tensorflow_inter_op_parallelism=3", "--use_alts_credentials=false",
+            "--ssl_config_file=", "--platform_config_file=", "--per_process_gpu_memory_fraction=0",
+            "--saved_model_tags=serve", NULL),
+      TD_OK);
+  ck_assert_int_eq(o.inter_op_threads, 3);
+  ck_assert_int_eq(o.num_unload_threads, 2);
+  ck_assert(o.enable_per_model_batching_parameters);
+  ck_assert_int_eq(
+      parse(&o, &err, "--grpc_channel_arguments=", "--grpc_max_threads=4",
+            "--enable_model_warmup=true", "--num_request_iterations_for_warmup=0",
+            "--version=false", "--monitoring_config_file=/m.txt",
+            "--remove_unused_fields_from_bundle_metagraph=true", "--prefer_tflite_model=false",
+            "--num_tflite_pools=2", "--num_tflite_interpreters_per_pool=1",
+            "--enable_signature_method_name_check=true", "--xla_cpu_compilation_enabled=false",
+            "--xla_gpu_compilation_enabled=false", "--enable_profiler=true",
+            "--thread_pool_factory_config_file=", "--mixed_precision=bfloat16",
+            "--skip_initialize_tpu=false", "--enable_grpc_healthcheck_service=true",
+            "--enable_serialization_as_tensor_content=false", NULL),
+      TD_OK);
+  ck_assert_str_eq(o.monitoring_config_file, "/m.txt");
+  ck_assert_str_eq(o.mixed_precision, "bfloat16");
+  ck_assert(o.enable_signature_method_name_check);
+  /* Defaults of the added flags are TF Serving's. */
+  cfg_options_defaults(&o);
+  ck_assert(o.flush_filesystem_caches);
+  ck_assert(o.remove_unused_fields_from_bundle_metagraph);
+  ck_assert(o.enable_profiler);
+  ck_assert_int_eq(o.num_tflite_interpreters_per_pool, 1);
+  ck_assert_int_ge(o.num_tflite_pools, 1);
+  /* Typed: a no-effect flag's malformed value still fails. */
+  ck_err(parse(&o, &err, "--num_tflite_pools=many", NULL), err, TD_INVALID_ARGUMENT,
+         "num_tflite_pools");
+  ck_err(parse(&o, &err, "--xla_cpu_compilation_enabled=maybe", NULL), err, TD_INVALID_ARGUMENT,
+         "xla_cpu_compilation_enabled");
+  /* TF Serving refuses all three thread counts at once. */
+  ck_assert_int_eq(
+      parse(&o, &err, "--model_base_path=/m", "--tensorflow_session_parallelism=1",
+            "--tensorflow_intra_op_parallelism=1", "--tensorflow_inter_op_parallelism=1", NULL),
+      TD_OK);
+  ck_assert_int_eq(cfg_options_validate(&o, &err), TD_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(err.msg, "tensorflow_session_parallelism"));
 }
 END_TEST
 
@@ -239,12 +299,12 @@ START_TEST(lifecycle_flags) {
   ck_assert(o.enable_model_warmup);
   ck_assert(!o.allow_version_labels_for_unavailable_models);
   ck_assert_int_eq(o.num_load_threads, 0);
-  ck_assert_int_eq(parse(&o, &err, "--model_config_file=/c", "--file_system_poll_wait_seconds=0.25",
-                         "--model_config_file_poll_wait_seconds", "2",
-                         "--load_retry_interval_micros=5000000000", "--enable_model_warmup=false",
-                         "--allow_version_labels_for_unavailable_models", "--num_load_threads=4",
-                         NULL),
-                   TD_OK);
+  ck_assert_int_eq(
+      parse(&o, &err, "--model_config_file=/c", "--file_system_poll_wait_seconds=0.25",
+            "--model_config_file_poll_wait_seconds", "2", "--load_retry_interval_micros=5000000000",
+            "--enable_model_warmup=false", "--allow_version_labels_for_unavailable_models",
+            "--num_load_threads=4", NULL),
+      TD_OK);
   ck_assert_str_eq(o.model_config_file, "/c");
   ck_assert(o.file_system_poll_wait_seconds == 0.25);
   ck_assert(o.model_config_file_poll_wait_seconds == 2.0);
@@ -300,6 +360,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, equals_and_space_forms);
   tcase_add_test(tc, bool_forms);
   tcase_add_test(tc, unknown_flags);
+  tcase_add_test(tc, tf_serving_2_20_flags);
   tcase_add_test(tc, missing_values);
   tcase_add_test(tc, bad_integers);
   tcase_add_test(tc, validate);
