@@ -253,7 +253,8 @@ int main(int argc, char **argv) {
                            .api = {.registry = registry,
                                    .queue = queue,
                                    .batcher = batcher,
-                                   .manager = manager}};
+                                   .manager = manager,
+                                   .max_input_bytes = (size_t)opt.max_request_input_bytes}};
     if (srv_grpc_start(&go, &grpc, &err)) {
       td_log_error("%s", err.msg);
       goto out_grpc;
