@@ -66,6 +66,8 @@ td_code ldr_proto_tensor_peek(const Tensorflow__TensorProto *p, ldr_proto_info *
   if (dt == ENG_DT_INVALID || dt == ENG_DT_RESOURCE || dt == ENG_DT_VARIANT)
     return td_err_set(err, TD_UNIMPLEMENTED, "tensors of DataType %d are not supported", p->dtype);
   int64_t numel = eng_shape_numel(&shape);
+  if (numel == INT64_MAX) /* saturated: TensorFlow's shapes stop at int64 too */
+    return td_err_set(err, TD_INVALID_ARGUMENT, "the shape has more than 2^63-1 elements");
   uint64_t n = (uint64_t)numel;
   info->numel = numel;
 

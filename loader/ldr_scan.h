@@ -1,9 +1,11 @@
 /* ldr_scan: lists the version directories under a model's base path.
  *
  * A child is a version when its whole name parses as a non-negative int64
- * ("00000123" is 123); other names are skipped. When two names give the same
+ * ("00000123" is 123); other names are skipped. An all-digit name that is
+ * still skipped (a number past int64, a link loop, a plain file) is logged
+ * once per path for the life of the process. When two names give the same
  * number the later one in the listing wins, with a warning, as in TF Serving.
- * Pure file-system reads; thread-safe. */
+ * File-system reads and that log; thread-safe. */
 #ifndef LDR_SCAN_H
 #define LDR_SCAN_H
 

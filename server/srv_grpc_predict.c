@@ -156,8 +156,10 @@ static td_code decode_inputs(const Tensorflow__Serving__PredictRequest *r, const
     /* TensorFlow's Tensor::FromProto refuses what cannot be a tensor (no
      * dtype, a _REF dtype, bad shape, value counts that do not fit); tensord
      * also answers UNIMPLEMENTED for the types its engine does not store.
-     * All of it, the dtype and the shape against the signature, and the
-     * request's byte budget are checked before anything is allocated. */
+     * All of it, the dtype against the signature, and the request's byte
+     * budget are checked before anything is allocated. The shape is left
+     * to the run, as in TensorFlow (a batching error comes first): what
+     * the bytes can hold already bounds the allocation. */
     ldr_proto_info info;
     td_code rc = tp->dtype == TENSORFLOW__DATA_TYPE__DT_INVALID
                      ? TD_INVALID_ARGUMENT
@@ -173,13 +175,6 @@ static td_code decode_inputs(const Tensorflow__Serving__PredictRequest *r, const
     if (want != ENG_DT_INVALID && sent != want)
       return td_err_set(err, TD_INVALID_ARGUMENT, "Expects arg[%d] to be %s but %s is provided",
                         arg, eng_dtype_name(want), eng_dtype_name(sent));
-    if (!eng_shape_fits(&ti->shape, &info.shape)) {
-      char got[128], exp[128];
-      return td_err_set(err, TD_INVALID_ARGUMENT,
-                        "input '%s': shape %s does not match the signature's shape %s", alias,
-                        eng_shape_str(&info.shape, got, sizeof got),
-                        eng_shape_str(&ti->shape, exp, sizeof exp));
-    }
     rc = ldr_proto_tensor_bounded(tp, budget, &inputs[i], &why);
     if (rc == TD_INVALID_ARGUMENT)
       return td_err_set(err, TD_INVALID_ARGUMENT, "tensor parsing error: %s", alias);

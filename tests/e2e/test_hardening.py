@@ -148,8 +148,8 @@ AMPLIFY = [
     ("int16", tensor_proto(5, [10**8]), grpc.StatusCode.INVALID_ARGUMENT),
     # more values than elements
     ("overfull", tensor_proto(1, [1], floats=[1.0, 2.0]), grpc.StatusCode.INVALID_ARGUMENT),
-    # a shape the signature (rank 1) cannot take
-    ("rank", tensor_proto(1, [2**14, 2**14]), grpc.StatusCode.INVALID_ARGUMENT),
+    # a shape the signature (rank 1) cannot take, and 1 GiB of zeros
+    ("rank", tensor_proto(1, [2**14, 2**14]), grpc.StatusCode.RESOURCE_EXHAUSTED),
     # the product of the dims overflows int64
     ("overflow", tensor_proto(1, [2**62, 2**62]), grpc.StatusCode.INVALID_ARGUMENT),
 ]
@@ -219,3 +219,86 @@ def test_explicit_version_minus_one_is_not_found(hpt):
         assert e.value.details() == "Servable not found for request: Specific(hpt, -1)"
     finally:
         ch.close()
+
+
+# --- 6: REST answers stay JSON ---------------------------------------------------------------
+
+def raw_http(port, data, timeout=10):
+    """Sends raw bytes, returns (status, body bytes) of the reply."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as c:
+        c.sendall(data)
+        c.shutdown(socket.SHUT_WR)
+        reply = b""
+        while True:
+            try:
+                chunk = c.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            reply += chunk
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1."), reply[:200]
+    return int(head.split(b" ")[1]), head, body
+
+
+def dechunk(head, body):
+    if b"chunked" not in head.lower():
+        return body
+    out = b""
+    while body:
+        size, _, rest = body.partition(b"\r\n")
+        n = int(size, 16)
+        if not n:
+            break
+        out += rest[:n]
+        body = rest[n + 2:]
+    return out
+
+
+def test_invalid_utf8_model_name_keeps_the_body_json(hpt):
+    s, _ = hpt
+    status, head, body = raw_http(s.rest_port, b"GET /v1/models/ab\xff\xfecd HTTP/1.1\r\n"
+                                               b"Host: x\r\nConnection: close\r\n\r\n")
+    assert status == 404
+    err = json.loads(dechunk(head, body).decode("utf-8"))["error"]
+    assert "ab\ufffd\ufffdcd" in err
+
+
+def test_chunked_body_past_the_limit_gets_its_413(serve, tmp_path):
+    base = tmp_path / "hpt"
+    shutil.copytree(HPT, base / "1")
+    s = serve("hpt", str(base), "--tensord_rest_max_body_bytes=1000")
+    # 8 MiB past the limit, in 64 KiB chunks.
+    chunk = b" " * 65536
+    body = b"%x\r\n%s\r\n" % (len(chunk), chunk) * 128 + b"0\r\n\r\n"
+    status, head, reply = raw_http(s.rest_port,
+                                   b"POST /v1/models/hpt:predict HTTP/1.1\r\nHost: x\r\n"
+                                   b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + body)
+    assert status == 413
+    assert "1000 bytes" in json.loads(dechunk(head, reply))["error"]
+    assert rest_predict(s) == (200, {"predictions": [2.5]})
+
+
+def test_skipped_version_names_are_logged_once(hpt):
+    s, base = hpt
+    os.symlink("7", base / "7")  # a link to itself
+    shutil.copytree(HPT, base / "12345678901234567890123")  # past int64
+    # Version 2 arriving and serving shows that scans ran after the names
+    # appeared; by then each must have been logged, and only once.
+    tmp = base / ".incoming"
+    shutil.copytree(HPT, tmp)
+    os.rename(tmp, base / "2")
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        code, body = s.json("GET", "/v1/models/hpt/versions/2")
+        if code == 200 and body["model_version_status"][0]["state"] == "AVAILABLE":
+            break
+        time.sleep(0.1)
+    time.sleep(0.5)  # a few more polls at 0.2 s: more chances to log twice
+    out = s.output()
+    loop = [l for l in out.splitlines() if "Ignoring version directory" in l and "/7:" in l]
+    big = [l for l in out.splitlines()
+           if "Ignoring version directory" in l and "12345678901234567890123" in l]
+    assert len(loop) == 1 and "symbolic links" in loop[0], out
+    assert len(big) == 1 and "64 bits" in big[0], out
