@@ -153,8 +153,17 @@ static td_code check_saved_model(const char *dir, bool *has_saver, td_err *err) 
 
 td_code ldr_scan_check_complete(const char *version_dir, td_err *err) {
   bool has_saver = false;
-  td_code rc = check_saved_model(version_dir, &has_saver, err);
-  if (rc) return rc;
+  td_err e;
+  td_err_clear(&e);
+  td_code rc = check_saved_model(version_dir, &has_saver, &e);
+  /* Nested past the protobuf depth bound: no later read will parse it, so
+   * the version is as complete as it gets and its load reports the error
+   * (a failed version rather than one waiting for its files). */
+  if (rc == TD_RESOURCE_EXHAUSTED) return TD_OK;
+  if (rc) {
+    if (err) *err = e;
+    return rc;
+  }
   char prefix[4096], index[4200];
   snprintf(prefix, sizeof prefix, "%s/variables/variables", version_dir);
   snprintf(index, sizeof index, "%s.index", prefix);

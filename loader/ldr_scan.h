@@ -31,7 +31,10 @@ bool ldr_scan_parse_version(const char *name, int64_t *version);
  * verifies and every data shard it names is present. A directory still
  * being copied fails here and is retried later instead of being loaded
  * half-written. The error names the file and the problem (NOT_FOUND,
- * DATA_LOSS, PERMISSION_DENIED, ...). Reads the files; thread-safe. */
+ * DATA_LOSS, PERMISSION_DENIED, ...). A saved_model.pb whose messages nest
+ * past TD_PB_MAX_DEPTH counts as complete, so that its load fails and
+ * reports it as a failed version.
+ * Reads the files; thread-safe. */
 td_code ldr_scan_check_complete(const char *version_dir, td_err *err);
 
 #endif

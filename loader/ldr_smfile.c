@@ -43,8 +43,8 @@ td_code ldr_smfile_read(const char *dir, Tensorflow__SavedModel **out, size_t *b
                                                   data, &why);
     free(data);
     size = len;
-    if (!*out && why.code == TD_INVALID_ARGUMENT) /* too deep: not worth a retry */
-      return td_err_set(err, TD_INVALID_ARGUMENT, "%s: %s", pb, why.msg);
+    if (!*out && why.code == TD_INVALID_ARGUMENT) /* too deep: no later read will parse */
+      return td_err_set(err, TD_RESOURCE_EXHAUSTED, "%s: %s", pb, why.msg);
     if (!*out)
       return td_err_set(err, TD_DATA_LOSS,
                         "%s: cannot parse the SavedModel protocol buffer (%zu bytes; truncated, "

@@ -110,8 +110,10 @@ def hpt(serve, tmp_path):
 
 # --- 1: nesting depth --------------------------------------------------------------------
 
-def test_nested_attr_version_fails_while_the_old_one_serves(hpt):
-    s, base = hpt
+def test_nested_attr_version_fails_while_the_old_one_serves(serve, tmp_path):
+    base = tmp_path / "hpt"
+    shutil.copytree(HPT, base / "1")
+    s = serve("hpt", str(base), "--file_system_poll_wait_seconds=0.2", "--max_num_load_retries=0")
     bad = base / "2"
     tmp = base / ".incoming"
     shutil.copytree(HPT, tmp)
@@ -123,11 +125,13 @@ def test_nested_attr_version_fails_while_the_old_one_serves(hpt):
     while time.time() < deadline:
         code, body = s.json("GET", "/v1/models/hpt")
         status = {v["version"]: v for v in body.get("model_version_status", [])}
-        if "2" in status and status["2"]["status"]["error_code"] != "OK":
+        if "2" in status and status["2"]["state"] == "END":
             break
         time.sleep(0.1)
     assert s.proc.poll() is None, s.output()
     assert "2" in status, status
+    assert status["2"]["state"] == "END", status
+    assert status["2"]["status"]["error_code"] == "RESOURCE_EXHAUSTED", status
     assert "nested deeper than 100 levels" in status["2"]["status"]["error_message"]
     assert status["1"]["state"] == "AVAILABLE"
     assert rest_predict(s) == (200, {"predictions": [2.5]})
