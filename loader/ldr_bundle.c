@@ -26,8 +26,8 @@
 #include <unistd.h>
 
 #include "ldr_crc32c.h"
-#include "tensorflow/core/protobuf/tensor_bundle.pb-c.h"
 #include "td_pbdepth.h"
+#include "tensorflow/core/protobuf/tensor_bundle.pb-c.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "ldr_bundle copies little-endian tensor bytes as-is; big-endian hosts need byte swapping"

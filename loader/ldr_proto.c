@@ -36,21 +36,41 @@ td_code ldr_proto_shape(const Tensorflow__TensorShapeProto *p, eng_shape *out, t
  * dtype whose values only tensor_content can carry here. */
 static bool typed_count(const Tensorflow__TensorProto *p, eng_dtype dt, size_t *count) {
   switch (dt) {
-    case ENG_DT_FLOAT: *count = p->n_float_val; return true;
-    case ENG_DT_DOUBLE: *count = p->n_double_val; return true;
-    case ENG_DT_INT32: case ENG_DT_INT16: case ENG_DT_INT8: case ENG_DT_UINT8:
-    case ENG_DT_UINT16: *count = p->n_int_val; return true;
-    case ENG_DT_INT64: *count = p->n_int64_val; return true;
-    case ENG_DT_BOOL: *count = p->n_bool_val; return true;
-    case ENG_DT_HALF: case ENG_DT_BFLOAT16: *count = p->n_half_val; return true;
-    case ENG_DT_UINT32: *count = p->n_uint32_val; return true;
-    case ENG_DT_UINT64: *count = p->n_uint64_val; return true;
-    default: return false;
+    case ENG_DT_FLOAT:
+      *count = p->n_float_val;
+      return true;
+    case ENG_DT_DOUBLE:
+      *count = p->n_double_val;
+      return true;
+    case ENG_DT_INT32:
+    case ENG_DT_INT16:
+    case ENG_DT_INT8:
+    case ENG_DT_UINT8:
+    case ENG_DT_UINT16:
+      *count = p->n_int_val;
+      return true;
+    case ENG_DT_INT64:
+      *count = p->n_int64_val;
+      return true;
+    case ENG_DT_BOOL:
+      *count = p->n_bool_val;
+      return true;
+    case ENG_DT_HALF:
+    case ENG_DT_BFLOAT16:
+      *count = p->n_half_val;
+      return true;
+    case ENG_DT_UINT32:
+      *count = p->n_uint32_val;
+      return true;
+    case ENG_DT_UINT64:
+      *count = p->n_uint64_val;
+      return true;
+    default:
+      return false;
   }
 }
 
-td_code ldr_proto_tensor_peek(const Tensorflow__TensorProto *p, ldr_proto_info *info,
-                              td_err *err) {
+td_code ldr_proto_tensor_peek(const Tensorflow__TensorProto *p, ldr_proto_info *info, td_err *err) {
   memset(info, 0, sizeof *info);
   eng_dtype dt = eng_dtype_from_tf(p->dtype, &info->is_ref);
   info->dtype = dt;
@@ -87,16 +107,17 @@ td_code ldr_proto_tensor_peek(const Tensorflow__TensorProto *p, ldr_proto_info *
   }
   size_t es = eng_dtype_size(dt);
   size_t wide = eng_dtype_size(eng_dtype_widened(dt));
-  if (!es) return td_err_set(err, TD_UNIMPLEMENTED, "tensors of type %s are not supported",
-                             eng_dtype_name(dt));
+  if (!es)
+    return td_err_set(err, TD_UNIMPLEMENTED, "tensors of type %s are not supported",
+                      eng_dtype_name(dt));
   unsigned __int128 need = (unsigned __int128)n * es;
   if (p->tensor_content.len) {
     if (need != p->tensor_content.len)
-      return td_err_set(err, TD_INVALID_ARGUMENT,
-                        "tensor_content has %zu bytes, a %s tensor of %lld elements needs %llu",
-                        p->tensor_content.len, eng_dtype_name(dt), (long long)numel,
-                        need > UINT64_MAX ? (unsigned long long)UINT64_MAX
-                                          : (unsigned long long)need);
+      return td_err_set(
+          err, TD_INVALID_ARGUMENT,
+          "tensor_content has %zu bytes, a %s tensor of %lld elements needs %llu",
+          p->tensor_content.len, eng_dtype_name(dt), (long long)numel,
+          need > UINT64_MAX ? (unsigned long long)UINT64_MAX : (unsigned long long)need);
   } else {
     size_t count = 0;
     if (!typed_count(p, dt, &count))

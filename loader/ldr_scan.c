@@ -42,7 +42,6 @@ static bool all_digits(const char *s) {
   return true;
 }
 
-
 bool ldr_scan_parse_version(const char *name, int64_t *version) {
   if (!*name) return false;
   int64_t v = 0;

@@ -14,11 +14,11 @@
 #include "ldr_bundle.h"
 #include "ldr_import.h"
 #include "ldr_proto.h"
+#include "ldr_smfile.h"
 #include "td_file.h"
 #include "td_log.h"
-#include "ldr_smfile.h"
-#include "tensorflow/core/protobuf/saved_model.pb-c.h"
 #include "td_pbdepth.h"
+#include "tensorflow/core/protobuf/saved_model.pb-c.h"
 
 #define DEFAULT_SIGNATURE "serving_default"
 #define INIT_OP_SIGNATURE "__saved_model_init_op"

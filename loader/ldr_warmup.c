@@ -13,11 +13,11 @@
 #include "eng_model.h"
 #include "ldr_crc32c.h"
 #include "ldr_proto.h"
-#include "td_log.h"
 #include "td_file.h"
+#include "td_log.h"
+#include "td_pbdepth.h"
 #include "tensord/raw_input.pb-c.h"
 #include "tensorflow_serving/apis/prediction_log.pb-c.h"
-#include "td_pbdepth.h"
 
 #define MAX_FILE_BYTES ((size_t)1 << 30)
 #define TFRECORD_HINT ". Please verify your warmup data is in TFRecord format."

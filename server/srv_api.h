@@ -45,7 +45,7 @@ typedef struct srv_api {
   bat_queue *queue;
   struct bat_batcher *batcher; /* --enable_batching; NULL: calls go to the queue directly */
   struct ldr_manager *manager; /* for srv_api_reload_config; NULL: reloads refused */
-  size_t max_input_bytes; /* most bytes one request's decoded inputs may take; 0: no bound */
+  size_t max_input_bytes;      /* most bytes one request's decoded inputs may take; 0: no bound */
 } srv_api;
 
 /* TF Serving words a missing signature differently per API; the call

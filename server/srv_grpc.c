@@ -32,8 +32,8 @@
 #include "cfg_pbtxt.h"
 #include "srv_grpc_call.h"
 #include "td_log.h"
-#include "tensorflow_serving/config/ssl_config.pb-c.h"
 #include "td_pbdepth.h"
+#include "tensorflow_serving/config/ssl_config.pb-c.h"
 
 #define CALLS_PER_CQ 32
 #define GRPC_MSG_LIMIT 1024 /* TF Serving's kErrorMessageLimit */

@@ -685,9 +685,10 @@ td_code srv_json_encode_predict(const ldr_signature *sig, const eng_tensor *outp
 /* The length of the valid UTF-8 sequence at s (n bytes left), 0 if none. */
 static size_t utf8_seq(const unsigned char *s, size_t n) {
   if (s[0] < 0x80) return 1;
-  size_t len = s[0] >= 0xC2 && s[0] <= 0xDF ? 2 : s[0] >= 0xE0 && s[0] <= 0xEF ? 3
-               : s[0] >= 0xF0 && s[0] <= 0xF4                                 ? 4
-                                                                              : 0;
+  size_t len = s[0] >= 0xC2 && s[0] <= 0xDF   ? 2
+               : s[0] >= 0xE0 && s[0] <= 0xEF ? 3
+               : s[0] >= 0xF0 && s[0] <= 0xF4 ? 4
+                                              : 0;
   if (!len || len > n) return 0;
   unsigned char lo = 0x80, hi = 0xBF; /* the second byte's range */
   if (s[0] == 0xE0) lo = 0xA0;
