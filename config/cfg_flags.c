@@ -51,6 +51,9 @@ static const flag_def flags[] = {
      "add CORS headers and answer OPTIONS preflights (default false)"},
     {"tensord_rest_max_body_bytes", FLAG_INT, OPT(rest_max_body_bytes),
      "largest REST request body, after gunzip; 413 above (default 268435456)"},
+    {"tensord_max_request_input_bytes", FLAG_INT64, OPT(max_request_input_bytes),
+     "most bytes one gRPC request's input tensors may decode to; RESOURCE_EXHAUSTED above "
+     "(default 4294967296)"},
     {"model_name", FLAG_STRING, OPT(model_name), "name of the served model (default \"default\")"},
     {"model_base_path", FLAG_STRING, OPT(model_base_path),
      "directory holding the model's numbered version directories"},
@@ -176,6 +179,7 @@ void cfg_options_defaults(cfg_options *o) {
       .ssl_config_file = "",
       .rest_api_timeout_in_ms = 30000,
       .rest_max_body_bytes = 256 << 20,
+      .max_request_input_bytes = (int64_t)4 << 30,
       .model_config_file = "",
       .file_system_poll_wait_seconds = 1,
       .max_num_load_retries = 5,
@@ -357,6 +361,8 @@ td_code cfg_options_validate(const cfg_options *o, td_err *err) {
     return td_err_set(err, TD_INVALID_ARGUMENT, "--rest_api_num_threads must be in [0, 1024]");
   if (o->rest_max_body_bytes < 1)
     return td_err_set(err, TD_INVALID_ARGUMENT, "--tensord_rest_max_body_bytes must be >= 1");
+  if (o->max_request_input_bytes < 1)
+    return td_err_set(err, TD_INVALID_ARGUMENT, "--tensord_max_request_input_bytes must be >= 1");
   if (o->num_load_threads < 0 || o->num_load_threads > 1024)
     return td_err_set(err, TD_INVALID_ARGUMENT, "--num_load_threads must be in [0, 1024]");
   if (o->max_num_load_retries < 0)

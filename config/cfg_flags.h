@@ -35,6 +35,7 @@ typedef struct cfg_options {
   int rest_api_timeout_in_ms;        /* --rest_api_timeout_in_ms (30000); <= 0: no deadline */
   bool rest_api_enable_cors_support; /* --rest_api_enable_cors_support (false) */
   int rest_max_body_bytes;           /* --tensord_rest_max_body_bytes (256 MiB): 413 above */
+  int64_t max_request_input_bytes; /* --tensord_max_request_input_bytes (4 GiB): decoded inputs */
   const char *model_name;            /* --model_name ("default") */
   const char *model_base_path;       /* --model_base_path (required) */
   const char *saved_model_tags;      /* --saved_model_tags ("serve") */

@@ -130,14 +130,16 @@ eng_shape eng_shape_unknown(void) { return (eng_shape){.rank = -1}; }
 int64_t eng_shape_numel(const eng_shape *s) {
   if (s->rank < 0) return -1;
   int64_t n = 1;
-  bool huge = false;
+  bool huge = false, empty = false;
   for (int i = 0; i < s->rank; i++) {
     if (s->dim[i] < 0) return -1;
     /* A count past int64 (a shape from a request) saturates: allocating
-     * it fails cleanly in check_shape. */
+     * it fails cleanly in check_shape. The wrapped product may be 0
+     * ([2^62, 2^62]), so only a zero dim makes the tensor empty. */
+    empty |= s->dim[i] == 0;
     if (__builtin_mul_overflow(n, s->dim[i], &n)) huge = true;
   }
-  return huge && n != 0 ? INT64_MAX : n;
+  return empty ? 0 : huge ? INT64_MAX : n;
 }
 
 bool eng_shape_equal(const eng_shape *a, const eng_shape *b) {

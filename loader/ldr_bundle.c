@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "ldr_crc32c.h"
+#include "td_pbdepth.h"
 #include "tensorflow/core/protobuf/tensor_bundle.pb-c.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -342,8 +343,12 @@ static td_code read_block(const index_ctx *c, uint64_t off, uint64_t size, uint8
 /* --- entries ----------------------------------------------------------- */
 
 static td_code parse_header(index_ctx *c, const uint8_t *val, size_t len, td_err *err) {
-  Tensorflow__BundleHeaderProto *h = tensorflow__bundle_header_proto__unpack(NULL, len, val);
-  if (!h) return td_err_set(err, TD_DATA_LOSS, "%s: cannot parse the bundle header", c->path);
+  td_err why;
+  Tensorflow__BundleHeaderProto *h = (Tensorflow__BundleHeaderProto *)td_pb_unpack(
+      &tensorflow__bundle_header_proto__descriptor, NULL, len, val, &why);
+  if (!h)
+    return td_err_set(err, TD_DATA_LOSS, "%s: cannot parse the bundle header: %s", c->path,
+                      why.msg);
   td_code rc = TD_OK;
   if (h->endianness == TENSORFLOW__BUNDLE_HEADER_PROTO__ENDIANNESS__BIG) {
     rc = td_err_set(err, TD_UNIMPLEMENTED, "%s: big-endian checkpoints are not supported", c->path);
@@ -459,10 +464,12 @@ static td_code add_entry(index_ctx *c, const uint8_t *key, size_t klen, const ui
   if (!k) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "%s: out of memory", c->path);
   memcpy(k, key, klen);
   k[klen] = '\0';
-  Tensorflow__BundleEntryProto *p = tensorflow__bundle_entry_proto__unpack(NULL, vlen, val);
+  td_err why;
+  Tensorflow__BundleEntryProto *p = (Tensorflow__BundleEntryProto *)td_pb_unpack(
+      &tensorflow__bundle_entry_proto__descriptor, NULL, vlen, val, &why);
   if (!p) {
-    td_err_set(err, TD_DATA_LOSS, "%s: cannot parse the bundle entry for key '%s'", c->path,
-               show_key(kb, sizeof kb, k, klen));
+    td_err_set(err, TD_DATA_LOSS, "%s: cannot parse the bundle entry for key '%s': %s", c->path,
+               show_key(kb, sizeof kb, k, klen), why.msg);
     free(k);
     return TD_DATA_LOSS;
   }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "td_pbdepth.h"
 #include "tensorflow/core/protobuf/trackable_object_graph.pb-c.h"
 
 #define OBJECT_GRAPH_KEY "_CHECKPOINTABLE_OBJECT_GRAPH"
@@ -53,14 +54,18 @@ static td_code read_objgraph(const ldr_bundle *b, objgraph **out, td_err *err) {
   td_code rc = ldr_bundle_read(b, OBJECT_GRAPH_KEY, ENG_DT_STRING, &t, err);
   if (rc) return td_err_prefix(err, "reading the checkpoint's object graph");
   *out = NULL;
+  td_err why;
+  td_err_clear(&why);
   if (eng_tensor_numel(&t) == 1) {
     const eng_str *s = eng_tensor_strs(&t);
-    *out = tensorflow__trackable_object_graph__unpack(NULL, s->len, (const uint8_t *)s->data);
+    /* Bytes from outside: the nesting is checked before protobuf-c recurses. */
+    *out = (objgraph *)td_pb_unpack(&tensorflow__trackable_object_graph__descriptor, NULL, s->len,
+                                    (const uint8_t *)s->data, &why);
   }
   eng_tensor_release(&t);
   if (!*out)
-    return td_err_set(err, TD_DATA_LOSS, "the checkpoint's object graph (%s) does not parse",
-                      OBJECT_GRAPH_KEY);
+    return td_err_set(err, TD_DATA_LOSS, "the checkpoint's object graph (%s): %s",
+                      OBJECT_GRAPH_KEY, why.msg[0] ? why.msg : "not one scalar string");
   return TD_OK;
 }
 

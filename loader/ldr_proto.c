@@ -32,9 +32,48 @@ td_code ldr_proto_shape(const Tensorflow__TensorShapeProto *p, eng_shape *out, t
       dst[i] = (T)(src)[(size_t)i < (count) ? (size_t)i : (count)-1]; \
   } while (0)
 
-static td_code decode_tensor(const Tensorflow__TensorProto *p, eng_tensor *out, td_err *err) {
-  bool is_ref;
-  eng_dtype dt = eng_dtype_from_tf(p->dtype, &is_ref);
+/* The typed repeated field's value count for a numeric dtype; false for a
+ * dtype whose values only tensor_content can carry here. */
+static bool typed_count(const Tensorflow__TensorProto *p, eng_dtype dt, size_t *count) {
+  switch (dt) {
+    case ENG_DT_FLOAT:
+      *count = p->n_float_val;
+      return true;
+    case ENG_DT_DOUBLE:
+      *count = p->n_double_val;
+      return true;
+    case ENG_DT_INT32:
+    case ENG_DT_INT16:
+    case ENG_DT_INT8:
+    case ENG_DT_UINT8:
+    case ENG_DT_UINT16:
+      *count = p->n_int_val;
+      return true;
+    case ENG_DT_INT64:
+      *count = p->n_int64_val;
+      return true;
+    case ENG_DT_BOOL:
+      *count = p->n_bool_val;
+      return true;
+    case ENG_DT_HALF:
+    case ENG_DT_BFLOAT16:
+      *count = p->n_half_val;
+      return true;
+    case ENG_DT_UINT32:
+      *count = p->n_uint32_val;
+      return true;
+    case ENG_DT_UINT64:
+      *count = p->n_uint64_val;
+      return true;
+    default:
+      return false;
+  }
+}
+
+td_code ldr_proto_tensor_peek(const Tensorflow__TensorProto *p, ldr_proto_info *info, td_err *err) {
+  memset(info, 0, sizeof *info);
+  eng_dtype dt = eng_dtype_from_tf(p->dtype, &info->is_ref);
+  info->dtype = dt;
   eng_shape shape;
   td_code rc = ldr_proto_shape(p->tensor_shape, &shape, err);
   if (rc) return rc;
@@ -43,19 +82,69 @@ static td_code decode_tensor(const Tensorflow__TensorProto *p, eng_tensor *out, 
   for (int i = 0; i < shape.rank; i++)
     if (shape.dim[i] < 0)
       return td_err_set(err, TD_INVALID_ARGUMENT, "tensor has an unknown dimension");
+  info->shape = shape;
   if (dt == ENG_DT_INVALID || dt == ENG_DT_RESOURCE || dt == ENG_DT_VARIANT)
     return td_err_set(err, TD_UNIMPLEMENTED, "tensors of DataType %d are not supported", p->dtype);
   int64_t numel = eng_shape_numel(&shape);
+  if (numel == INT64_MAX) /* saturated: TensorFlow's shapes stop at int64 too */
+    return td_err_set(err, TD_INVALID_ARGUMENT, "the shape has more than 2^63-1 elements");
+  uint64_t n = (uint64_t)numel;
+  info->numel = numel;
 
   if (dt == ENG_DT_STRING) {
+    size_t count = p->n_string_val;
+    if (count > n)
+      return td_err_set(err, TD_INVALID_ARGUMENT, "%zu strings for a tensor of %lld elements",
+                        count, (long long)numel);
+    /* As eng_tensor_alloc_strings lays them out: a table entry and a NUL
+     * per element, then the bytes, the last string repeated to fill. */
+    unsigned __int128 bytes = (unsigned __int128)n * (sizeof(eng_str) + 1);
+    for (size_t i = 0; i < count; i++) bytes += p->string_val[i].len;
+    if (count && count < n) bytes += (unsigned __int128)(n - count) * p->string_val[count - 1].len;
+    info->bytes = bytes > SIZE_MAX ? SIZE_MAX : (size_t)bytes;
+    info->filled = count < n;
+    return TD_OK;
+  }
+  size_t es = eng_dtype_size(dt);
+  size_t wide = eng_dtype_size(eng_dtype_widened(dt));
+  if (!es)
+    return td_err_set(err, TD_UNIMPLEMENTED, "tensors of type %s are not supported",
+                      eng_dtype_name(dt));
+  unsigned __int128 need = (unsigned __int128)n * es;
+  if (p->tensor_content.len) {
+    if (need != p->tensor_content.len)
+      return td_err_set(
+          err, TD_INVALID_ARGUMENT,
+          "tensor_content has %zu bytes, a %s tensor of %lld elements needs %llu",
+          p->tensor_content.len, eng_dtype_name(dt), (long long)numel,
+          need > UINT64_MAX ? (unsigned long long)UINT64_MAX : (unsigned long long)need);
+  } else {
+    size_t count = 0;
+    if (!typed_count(p, dt, &count))
+      return td_err_set(err, TD_UNIMPLEMENTED, "tensors of type %s are not supported",
+                        eng_dtype_name(dt));
+    if (count > n)
+      return td_err_set(err, TD_INVALID_ARGUMENT, "%zu values for a %s tensor of %lld elements",
+                        count, eng_dtype_name(dt), (long long)numel);
+    info->filled = count < n;
+  }
+  unsigned __int128 bytes = (unsigned __int128)n * (wide > es ? wide : es);
+  info->bytes = bytes > SIZE_MAX ? SIZE_MAX : (size_t)bytes;
+  return TD_OK;
+}
+
+/* Fills a tensor peek has accepted. */
+static td_code decode_tensor(const Tensorflow__TensorProto *p, const ldr_proto_info *info,
+                             eng_tensor *out, td_err *err) {
+  eng_dtype dt = info->dtype;
+  int64_t numel = info->numel;
+  td_code rc;
+  if (dt == ENG_DT_STRING) {
     size_t n = p->n_string_val;
-    if (n > (size_t)numel)
-      return td_err_set(err, TD_INVALID_ARGUMENT, "%zu strings for a tensor of %lld elements", n,
-                        (long long)numel);
     size_t *lens = calloc((size_t)(numel ? numel : 1), sizeof *lens);
     if (!lens) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
     for (int64_t i = 0; i < numel && n; i++) lens[i] = p->string_val[(size_t)i < n ? (size_t)i : n - 1].len;
-    rc = eng_tensor_alloc_strings(out, &shape, lens, err);
+    rc = eng_tensor_alloc_strings(out, &info->shape, lens, err);
     free(lens);
     if (rc) return rc;
     for (int64_t i = 0; i < numel && n; i++) {
@@ -64,44 +153,14 @@ static td_code decode_tensor(const Tensorflow__TensorProto *p, eng_tensor *out, 
     }
     return TD_OK;
   }
-
-  size_t es = eng_dtype_size(dt);
-  if (!es) return td_err_set(err, TD_UNIMPLEMENTED, "tensors of type %s are not supported",
-                             eng_dtype_name(dt));
-  rc = eng_tensor_alloc(out, dt, &shape, err);
+  rc = eng_tensor_alloc(out, dt, &info->shape, err);
   if (rc) return rc;
   if (p->tensor_content.len) {
-    if (p->tensor_content.len != (size_t)numel * es) {
-      eng_tensor_release(out);
-      return td_err_set(err, TD_INVALID_ARGUMENT,
-                        "tensor_content has %zu bytes, a %s tensor of %lld elements needs %zu",
-                        p->tensor_content.len, eng_dtype_name(dt), (long long)numel,
-                        (size_t)numel * es);
-    }
     memcpy(eng_tensor_data(out), p->tensor_content.data, p->tensor_content.len);
     return TD_OK;
   }
   size_t count = 0;
-  switch (dt) {
-    case ENG_DT_FLOAT: count = p->n_float_val; break;
-    case ENG_DT_DOUBLE: count = p->n_double_val; break;
-    case ENG_DT_INT32: case ENG_DT_INT16: case ENG_DT_INT8: case ENG_DT_UINT8:
-    case ENG_DT_UINT16: count = p->n_int_val; break;
-    case ENG_DT_INT64: count = p->n_int64_val; break;
-    case ENG_DT_BOOL: count = p->n_bool_val; break;
-    case ENG_DT_HALF: case ENG_DT_BFLOAT16: count = p->n_half_val; break;
-    case ENG_DT_UINT32: count = p->n_uint32_val; break;
-    case ENG_DT_UINT64: count = p->n_uint64_val; break;
-    default:
-      eng_tensor_release(out);
-      return td_err_set(err, TD_UNIMPLEMENTED, "tensors of type %s are not supported",
-                        eng_dtype_name(dt));
-  }
-  if (count > (size_t)numel) {
-    eng_tensor_release(out);
-    return td_err_set(err, TD_INVALID_ARGUMENT, "%zu values for a %s tensor of %lld elements",
-                      count, eng_dtype_name(dt), (long long)numel);
-  }
+  typed_count(p, dt, &count);
   if (!count) return TD_OK; /* zeros */
   switch (dt) {
     case ENG_DT_FLOAT: FILL(float, p->float_val, count); break;
@@ -121,10 +180,34 @@ static td_code decode_tensor(const Tensorflow__TensorProto *p, eng_tensor *out, 
   return TD_OK;
 }
 
-td_code ldr_proto_tensor(const Tensorflow__TensorProto *p, eng_tensor *out, td_err *err) {
-  td_code rc = decode_tensor(p, out, err);
+static td_code decode_checked(const Tensorflow__TensorProto *p, const ldr_proto_info *info,
+                              eng_tensor *out, td_err *err) {
+  td_code rc = decode_tensor(p, info, out, err);
   if (!rc && (rc = eng_tensor_widen(out, err))) eng_tensor_release(out);
   return rc;
+}
+
+td_code ldr_proto_tensor(const Tensorflow__TensorProto *p, eng_tensor *out, td_err *err) {
+  ldr_proto_info info;
+  td_code rc = ldr_proto_tensor_peek(p, &info, err);
+  return rc ? rc : decode_checked(p, &info, out, err);
+}
+
+td_code ldr_proto_tensor_bounded(const Tensorflow__TensorProto *p, size_t max_bytes,
+                                 eng_tensor *out, td_err *err) {
+  ldr_proto_info info;
+  td_code rc = ldr_proto_tensor_peek(p, &info, err);
+  if (rc) return rc;
+  if (info.bytes > max_bytes)
+    return td_err_set(err, TD_RESOURCE_EXHAUSTED,
+                      "the tensor would take %zu bytes, more than the %zu this request may use",
+                      info.bytes, max_bytes);
+  if (info.filled && info.bytes > LDR_PROTO_MAX_FILL_BYTES)
+    return td_err_set(err, TD_RESOURCE_EXHAUSTED,
+                      "%lld elements (%zu bytes) from fewer values: filling by repetition is "
+                      "limited to %d bytes; send every value",
+                      (long long)info.numel, info.bytes, LDR_PROTO_MAX_FILL_BYTES);
+  return decode_checked(p, &info, out, err);
 }
 
 static bool dup_bytes(eng_bytes *b, const ProtobufCBinaryData *src) {

@@ -8,6 +8,7 @@
 
 #include "cfg_pbtxt.h"
 #include "td_file.h"
+#include "td_pbdepth.h"
 
 #define MAX_SAVED_MODEL_BYTES ((size_t)2 << 30)
 
@@ -37,9 +38,13 @@ td_code ldr_savedmodel_read(const char *dir, Tensorflow__SavedModel **out, size_
     size_t len = 0;
     td_code rc = td_file_read(pb, MAX_SAVED_MODEL_BYTES, &data, &len, err);
     if (rc) return rc;
-    *out = tensorflow__saved_model__unpack(NULL, len, data);
+    td_err why;
+    *out = (Tensorflow__SavedModel *)td_pb_unpack(&tensorflow__saved_model__descriptor, NULL, len,
+                                                  data, &why);
     free(data);
     size = len;
+    if (!*out && why.code == TD_INVALID_ARGUMENT) /* too deep: no later read will parse */
+      return td_err_set(err, TD_RESOURCE_EXHAUSTED, "%s: %s", pb, why.msg);
     if (!*out)
       return td_err_set(err, TD_DATA_LOSS,
                         "%s: cannot parse the SavedModel protocol buffer (%zu bytes; truncated, "

@@ -7,7 +7,9 @@
  * the same way). Errors: NOT_FOUND when neither file exists; DATA_LOSS for
  * a file that does not parse (truncated, still being written, or corrupt),
  * with the parser's line and column for text; INVALID_ARGUMENT for a
- * SavedModel with no MetaGraph, or a file over 2 GiB. Thread-safe. */
+ * SavedModel with no MetaGraph, or a file over 2 GiB; RESOURCE_EXHAUSTED
+ * for a binary file whose messages nest past TD_PB_MAX_DEPTH (checked
+ * before protobuf-c recurses). Thread-safe. */
 #ifndef LDR_SAVEDMODEL_H
 #define LDR_SAVEDMODEL_H
 

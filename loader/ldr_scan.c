@@ -6,11 +6,41 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <uv.h>
 
 #include "ldr_bundle.h"
-#include "td_log.h"
 #include "ldr_savedmodel.h"
+#include "td_log.h"
 
+/* Skipped names are logged once per path: the base path is rescanned every
+ * poll interval. The set is process-wide and bounded; past SKIPPED_MAX
+ * paths, further ones are skipped without a word. */
+#define SKIPPED_MAX 256
+static uv_once_t skipped_once = UV_ONCE_INIT;
+static uv_mutex_t skipped_mu;
+static char *skipped[SKIPPED_MAX];
+static int n_skipped;
+
+static void skipped_init(void) { uv_mutex_init(&skipped_mu); }
+
+static void log_skip_once(const char *path, const char *why) {
+  uv_once(&skipped_once, skipped_init);
+  uv_mutex_lock(&skipped_mu);
+  bool seen = false;
+  for (int i = 0; i < n_skipped && !seen; i++) seen = !strcmp(skipped[i], path);
+  if (!seen && n_skipped < SKIPPED_MAX && (skipped[n_skipped] = strdup(path))) {
+    n_skipped++;
+    td_log_warn("Ignoring version directory %s: %s", path, why);
+  }
+  uv_mutex_unlock(&skipped_mu);
+}
+
+static bool all_digits(const char *s) {
+  if (!*s) return false;
+  for (; *s; s++)
+    if (*s < '0' || *s > '9') return false;
+  return true;
+}
 
 bool ldr_scan_parse_version(const char *name, int64_t *version) {
   if (!*name) return false;
@@ -40,7 +70,8 @@ td_code ldr_scan_versions(const char *base_path, ldr_version_dir **out, int *n, 
   td_code rc = TD_OK;
   while ((e = readdir(d))) {
     int64_t ver;
-    if (!ldr_scan_parse_version(e->d_name, &ver)) continue;
+    bool is_version = ldr_scan_parse_version(e->d_name, &ver);
+    if (!is_version && !all_digits(e->d_name)) continue;
     size_t len = strlen(base_path) + strlen(e->d_name) + 2;
     char *path = malloc(len);
     if (!path) {
@@ -48,8 +79,21 @@ td_code ldr_scan_versions(const char *base_path, ldr_version_dir **out, int *n, 
       break;
     }
     snprintf(path, len, "%s/%s", base_path, e->d_name);
+    if (!is_version) {
+      log_skip_once(path, "the version number does not fit in 64 bits");
+      free(path);
+      continue;
+    }
     struct stat st;
-    if (stat(path, &st) || !S_ISDIR(st.st_mode)) {
+    int failed = stat(path, &st);
+    if (failed || !S_ISDIR(st.st_mode)) {
+      /* A name gone since the listing is not worth a word; a link loop or
+       * a plain file named like a version is. */
+      int e2 = failed ? errno : 0;
+      if (!failed)
+        log_skip_once(path, "not a directory");
+      else if (e2 != ENOENT)
+        log_skip_once(path, strerror(e2));
       free(path);
       continue;
     }
@@ -104,8 +148,17 @@ static td_code check_saved_model(const char *dir, bool *has_saver, td_err *err) 
 
 td_code ldr_scan_check_complete(const char *version_dir, td_err *err) {
   bool has_saver = false;
-  td_code rc = check_saved_model(version_dir, &has_saver, err);
-  if (rc) return rc;
+  td_err e;
+  td_err_clear(&e);
+  td_code rc = check_saved_model(version_dir, &has_saver, &e);
+  /* Nested past the protobuf depth bound: no later read will parse it, so
+   * the version is as complete as it gets and its load reports the error
+   * (a failed version rather than one waiting for its files). */
+  if (rc == TD_RESOURCE_EXHAUSTED) return TD_OK;
+  if (rc) {
+    if (err) *err = e;
+    return rc;
+  }
   char prefix[4096], index[4200];
   snprintf(prefix, sizeof prefix, "%s/variables/variables", version_dir);
   snprintf(index, sizeof index, "%s.index", prefix);

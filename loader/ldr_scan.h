@@ -1,9 +1,11 @@
 /* ldr_scan: lists the version directories under a model's base path.
  *
  * A child is a version when its whole name parses as a non-negative int64
- * ("00000123" is 123); other names are skipped. When two names give the same
+ * ("00000123" is 123); other names are skipped. An all-digit name that is
+ * still skipped (a number past int64, a link loop, a plain file) is logged
+ * once per path for the life of the process. When two names give the same
  * number the later one in the listing wins, with a warning, as in TF Serving.
- * Pure file-system reads; thread-safe. */
+ * File-system reads and that log; thread-safe. */
 #ifndef LDR_SCAN_H
 #define LDR_SCAN_H
 
@@ -29,7 +31,10 @@ bool ldr_scan_parse_version(const char *name, int64_t *version);
  * verifies and every data shard it names is present. A directory still
  * being copied fails here and is retried later instead of being loaded
  * half-written. The error names the file and the problem (NOT_FOUND,
- * DATA_LOSS, PERMISSION_DENIED, ...). Reads the files; thread-safe. */
+ * DATA_LOSS, PERMISSION_DENIED, ...). A saved_model.pb whose messages nest
+ * past TD_PB_MAX_DEPTH counts as complete, so that its load fails and
+ * reports it as a failed version.
+ * Reads the files; thread-safe. */
 td_code ldr_scan_check_complete(const char *version_dir, td_err *err);
 
 #endif

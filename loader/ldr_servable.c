@@ -18,6 +18,7 @@
 #include "td_file.h"
 #include "td_log.h"
 #include "ldr_savedmodel.h"
+#include "td_pbdepth.h"
 #include "tensorflow/core/protobuf/saved_model.pb-c.h"
 
 #define DEFAULT_SIGNATURE "serving_default"
@@ -278,9 +279,10 @@ static td_code asset_feeds(const Tensorflow__MetaGraphDef *mg, const char *dir, 
   if (!c || c->kind_case != TENSORFLOW__COLLECTION_DEF__KIND_ANY_LIST) return TD_OK;
   for (size_t i = 0; i < c->any_list->n_value && !rc; i++) {
     const Google__Protobuf__Any *any = c->any_list->value[i];
-    Tensorflow__AssetFileDef *a =
-        tensorflow__asset_file_def__unpack(NULL, any->value.len, any->value.data);
-    if (!a) return td_err_set(err, TD_DATA_LOSS, "saved_model_assets: unparsable AssetFileDef");
+    td_err why;
+    Tensorflow__AssetFileDef *a = (Tensorflow__AssetFileDef *)td_pb_unpack(
+        &tensorflow__asset_file_def__descriptor, NULL, any->value.len, any->value.data, &why);
+    if (!a) return td_err_set(err, TD_DATA_LOSS, "saved_model_assets: %s", why.msg);
     rc = add_asset(fs, dir, a, err);
     tensorflow__asset_file_def__free_unpacked(a, NULL);
   }

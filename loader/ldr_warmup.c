@@ -16,6 +16,8 @@
 #include "td_clock.h"
 #include "td_log.h"
 #include "td_file.h"
+#include "td_log.h"
+#include "td_pbdepth.h"
 #include "tensord/raw_input.pb-c.h"
 #include "tensorflow_serving/apis/prediction_log.pb-c.h"
 
@@ -152,8 +154,10 @@ static td_code run_infer(const ldr_servable *sv, const Tensorflow__Serving__Mode
  * a MultiInference runs on the one input). */
 static td_code run_other(const ldr_servable *sv, const uint8_t *body, size_t n, int iterations,
                          const char **type, td_err *err) {
-  Tensord__Wire__PredictionLogRaw *log = tensord__wire__prediction_log_raw__unpack(NULL, n, body);
-  if (!log) return td_err_set(err, TD_INVALID_ARGUMENT, "cannot parse the record");
+  td_err why;
+  Tensord__Wire__PredictionLogRaw *log = (Tensord__Wire__PredictionLogRaw *)td_pb_unpack(
+      &tensord__wire__prediction_log_raw__descriptor, NULL, n, body, &why);
+  if (!log) return td_err_set(err, TD_INVALID_ARGUMENT, "cannot parse the record: %s", why.msg);
   td_code rc = TD_OK;
   switch (log->log_type_case) {
     case TENSORD__WIRE__PREDICTION_LOG_RAW__LOG_TYPE_CLASSIFY_LOG:
@@ -234,11 +238,12 @@ td_code ldr_warmup_run(const ldr_servable *sv, const char *version_dir, int iter
                       LDR_WARMUP_MAX_RECORDS, path);
       break;
     }
-    Tensorflow__Serving__PredictionLog *log =
-        tensorflow__serving__prediction_log__unpack(NULL, (size_t)n, body);
+    td_err why;
+    Tensorflow__Serving__PredictionLog *log = (Tensorflow__Serving__PredictionLog *)td_pb_unpack(
+        &tensorflow__serving__prediction_log__descriptor, NULL, (size_t)n, body, &why);
     if (!log) {
-      rc = td_err_set(err, TD_INVALID_ARGUMENT, "Failed to parse warmup record %d from %s", count,
-                      path);
+      rc = td_err_set(err, TD_INVALID_ARGUMENT, "Failed to parse warmup record %d from %s: %s",
+                      count, path, why.msg);
       break;
     }
     if (log->log_type_case != TENSORFLOW__SERVING__PREDICTION_LOG__LOG_TYPE_PREDICT_LOG) {

@@ -355,7 +355,9 @@ int main(int argc, char **argv) {
                                    .batcher = batcher,
                                    .manager = manager,
                                    .stats = stats,
-                                   .repo = repo}};
+                                   .repo = repo,
+
+                                   .max_input_bytes = (size_t)opt.max_request_input_bytes}};
     if (srv_grpc_start(&go, &grpc, &err)) {
       td_log_error("%s", err.msg);
       goto out_grpc;

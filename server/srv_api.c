@@ -71,6 +71,11 @@ td_code srv_call_begin(srv_call *c, srv_api *api, const srv_model_spec *spec, td
   }
   if (!spec->name || !*spec->name)
     return td_err_set(err, TD_INVALID_ARGUMENT, "ModelSpec has no name specified.");
+  /* The registry reads a negative version as "latest"; one a client names
+   * is a version like any other, and none is negative (TF: NOT_FOUND). */
+  if (spec->has_version && spec->version < 0)
+    return td_err_set(err, TD_NOT_FOUND, "Servable not found for request: Specific(%s, %lld)",
+                      spec->name, (long long)spec->version);
   int64_t version = spec->has_version ? spec->version : -1;
   td_code rc = TD_OK;
   if (spec->label) rc = ldr_registry_resolve_label(api->registry, spec->name, spec->label, &version, err);

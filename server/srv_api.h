@@ -51,6 +51,7 @@ typedef struct srv_api {
   struct ldr_manager *manager; /* for srv_api_reload_config; NULL: reloads refused */
   struct srv_stats *stats;     /* every finished run is recorded here; NULL: none */
   struct srv_v2repo *repo;     /* the v2 repository extension; NULL: refused */
+  size_t max_input_bytes;      /* most bytes one request's decoded inputs may take; 0: no bound */
 } srv_api;
 
 /* TF Serving words a missing signature differently per API; the call

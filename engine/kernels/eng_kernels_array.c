@@ -7,6 +7,7 @@
  * (tensorflow/core/util/strided_slice_op.cc): an implicit trailing
  * ellipsis, new axes, shrink axes, and clamping of masked/out-of-range
  * bounds. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -25,15 +26,20 @@ void eng_copy_nd(int rank, const int64_t *dims, size_t es, const char *src,
   int64_t idx[ENG_MAX_RANK] = {0};
   int64_t so = 0, doff = 0;
   for (int64_t done = 0; done < total; done += inner) {
+    /* Offsets are signed (a reversed slice walks its source backwards from
+     * the far end), so they stay ptrdiff_t: adding a negative offset cast
+     * to size_t wraps the pointer, which is undefined. */
     if (is == 1 && id == 1) {
-      memcpy(dst + (size_t)doff * es, src + (size_t)so * es, (size_t)inner * es);
+      memcpy(dst + (ptrdiff_t)doff * (ptrdiff_t)es, src + (ptrdiff_t)so * (ptrdiff_t)es,
+             (size_t)inner * es);
     } else if (es == 4) {
       const uint32_t *s = (const uint32_t *)src + so;
       uint32_t *t = (uint32_t *)dst + doff;
       for (int64_t k = 0; k < inner; k++) t[k * id] = s[k * is];
     } else {
       for (int64_t k = 0; k < inner; k++)
-        memcpy(dst + (size_t)(doff + k * id) * es, src + (size_t)(so + k * is) * es, es);
+        memcpy(dst + (ptrdiff_t)(doff + k * id) * (ptrdiff_t)es,
+               src + (ptrdiff_t)(so + k * is) * (ptrdiff_t)es, es);
     }
     for (int d = rank - 2; d >= 0; d--) {
       if (++idx[d] < dims[d]) {

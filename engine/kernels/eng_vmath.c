@@ -9,14 +9,20 @@
 #include <stdatomic.h>
 #include <string.h>
 
-__m512 _ZGVeN16v_erff(__m512);
-__m512 _ZGVeN16v_erfcf(__m512);
-__m512 _ZGVeN16v_expf(__m512);
-__m512 _ZGVeN16v_tanhf(__m512);
-__m256 _ZGVdN8v_erff(__m256);
-__m256 _ZGVdN8v_erfcf(__m256);
-__m256 _ZGVdN8v_expf(__m256);
-__m256 _ZGVdN8v_tanhf(__m256);
+/* The target attributes say which registers carry the vectors; clang
+ * refuses a vector-ABI declaration without them. */
+#define V512 __attribute__((target("avx512f"))) __m512
+#define V256 __attribute__((target("avx2,fma"))) __m256
+V512 _ZGVeN16v_erff(__m512);
+V512 _ZGVeN16v_erfcf(__m512);
+V512 _ZGVeN16v_expf(__m512);
+V512 _ZGVeN16v_tanhf(__m512);
+V256 _ZGVdN8v_erff(__m256);
+V256 _ZGVdN8v_erfcf(__m256);
+V256 _ZGVdN8v_expf(__m256);
+V256 _ZGVdN8v_tanhf(__m256);
+#undef V512
+#undef V256
 
 enum { ISA_UNKNOWN, ISA_NONE, ISA_AVX2, ISA_AVX512 };
 

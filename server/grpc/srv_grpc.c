@@ -34,6 +34,7 @@
 #include "td_clock.h"
 #include "srv_metrics.h"
 #include "td_log.h"
+#include "td_pbdepth.h"
 #include "tensorflow_serving/config/ssl_config.pb-c.h"
 
 #define CALLS_PER_CQ 32
@@ -262,8 +263,12 @@ ProtobufCMessage *srv_gcall_unpack(srv_gcall *g, const ProtobufCMessageDescripto
                                    const uint8_t *req, size_t len) {
   call_ctx *c = (call_ctx *)g;
   c->pb_alloc = (ProtobufCAllocator){.alloc = arena_alloc, .free = arena_free, .allocator_data = c};
-  ProtobufCMessage *m = protobuf_c_message_unpack(desc, &c->pb_alloc, len, req);
-  if (!m)
+  td_err why;
+  ProtobufCMessage *m = td_pb_unpack(desc, &c->pb_alloc, len, req, &why);
+  if (m) return m;
+  if (why.code == TD_INVALID_ARGUMENT)
+    srv_gcall_failf(g, TD_INVALID_ARGUMENT, "cannot parse the request: %s", why.msg);
+  else
     srv_gcall_failf(g, TD_INTERNAL, "cannot parse the request as %s (%zu bytes)", desc->name, len);
   return m;
 }

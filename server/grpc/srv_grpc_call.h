@@ -69,9 +69,10 @@ void srv_gcall_run(srv_gcall *c, void (*done)(srv_call *call));
 void srv_gcall_failf(srv_gcall *c, td_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Unpacks a request into memory of the call (a small arena, then malloc);
- * on failure answers INTERNAL as gRPC's C++ servers do for bytes that are
- * not the method's message, and returns NULL. Release the message with
+/* Unpacks a request into memory of the call (a small arena, then malloc)
+ * through td_pb_unpack; on failure answers INTERNAL as gRPC's C++ servers
+ * do for bytes that are not the method's message (INVALID_ARGUMENT for
+ * messages nested past TD_PB_MAX_DEPTH), and returns NULL. Release the message with
  * srv_gcall_free (never with a NULL allocator) before answering, or it
  * leaks what did not fit the arena. One request message per call. */
 ProtobufCMessage *srv_gcall_unpack(srv_gcall *c, const ProtobufCMessageDescriptor *desc,

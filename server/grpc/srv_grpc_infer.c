@@ -320,8 +320,10 @@ static void multi_answer(multi_state *m) {
     resp.results = resp_p;
     srv_gcall_reply(c, &resp.base);
   }
+  /* The reply (or failure) ends the call, and with it m: what to free is
+   * read from res, which is ours. */
   for (size_t i = 0; i < built; i++) {
-    if (m->tasks[i].kind == SRV_INFER_CLASSIFY)
+    if (res[i].result_case == TENSORFLOW__SERVING__INFERENCE_RESULT__RESULT_CLASSIFICATION_RESULT)
       free_classification(&ks[i]);
     else
       free_regression(&gs[i]);

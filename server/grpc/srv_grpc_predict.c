@@ -126,11 +126,12 @@ static td_code size_mismatch(const Tensorflow__Serving__PredictRequest *r, const
 /* Fills inputs[i] for every signature input from the request's map. On
  * failure the filled tensors stay in `inputs` (srv_call_end releases them). */
 static td_code decode_inputs(const Tensorflow__Serving__PredictRequest *r, const ldr_signature *sig,
-                             eng_tensor *inputs, td_err *err) {
+                             size_t max_bytes, eng_tensor *inputs, td_err *err) {
   size_t distinct = 0;
   for (size_t j = 0; j < r->n_inputs; j++) distinct += last_of_key(r, j);
   if (distinct != (size_t)sig->n_inputs) return size_mismatch(r, sig, distinct, err);
   int arg = 0; /* the feed's position, as TensorFlow numbers call-frame args */
+  size_t budget = max_bytes ? max_bytes : SIZE_MAX;
   for (size_t j = 0; j < r->n_inputs; j++) {
     if (!last_of_key(r, j)) continue;
     const char *alias = r->inputs[j]->key;
@@ -154,18 +155,32 @@ static td_code decode_inputs(const Tensorflow__Serving__PredictRequest *r, const
     }
     td_err why;
     /* TensorFlow's Tensor::FromProto refuses what cannot be a tensor (no
-     * dtype, bad shape, value counts that do not fit); tensord also answers
-     * UNIMPLEMENTED for the types its engine does not store. */
+     * dtype, a _REF dtype, bad shape, value counts that do not fit); tensord
+     * also answers UNIMPLEMENTED for the types its engine does not store.
+     * All of it, the dtype against the signature, and the request's byte
+     * budget are checked before anything is allocated. The shape is left
+     * to the run, as in TensorFlow (a batching error comes first): what
+     * the bytes can hold already bounds the allocation. */
+    ldr_proto_info info;
     td_code rc = tp->dtype == TENSORFLOW__DATA_TYPE__DT_INVALID
                      ? TD_INVALID_ARGUMENT
-                     : ldr_proto_tensor(tp, &inputs[i], &why);
+                     : ldr_proto_tensor_peek(tp, &info, &why);
+    if (!rc && info.is_ref) rc = TD_INVALID_ARGUMENT;
     if (rc == TD_INVALID_ARGUMENT)
       return td_err_set(err, TD_INVALID_ARGUMENT, "tensor parsing error: %s", alias);
     if (rc) return td_err_set(err, rc, "input '%s': %s", alias, why.msg);
-    eng_dtype want = sig->inputs[i].dtype;
-    if (want != ENG_DT_INVALID && inputs[i].dtype != want)
+    /* The dtypes as declared and sent: a half input is not a float one,
+     * even though the engine widens both to float32. */
+    const ldr_tensor_info *ti = &sig->inputs[i];
+    eng_dtype want = eng_dtype_from_tf(ti->tf_dtype, NULL), sent = info.dtype;
+    if (want != ENG_DT_INVALID && sent != want)
       return td_err_set(err, TD_INVALID_ARGUMENT, "Expects arg[%d] to be %s but %s is provided",
-                        arg, eng_dtype_name(want), eng_dtype_name(inputs[i].dtype));
+                        arg, eng_dtype_name(want), eng_dtype_name(sent));
+    rc = ldr_proto_tensor_bounded(tp, budget, &inputs[i], &why);
+    if (rc == TD_INVALID_ARGUMENT)
+      return td_err_set(err, TD_INVALID_ARGUMENT, "tensor parsing error: %s", alias);
+    if (rc) return td_err_set(err, rc, "input '%s': %s", alias, why.msg);
+    budget -= info.bytes < budget ? info.bytes : budget;
     arg++;
   }
   return TD_OK;
@@ -280,7 +295,7 @@ void srv_grpc_predict(srv_gcall *c, const uint8_t *req, size_t len) {
     } else {
       rc = td_err_set(&err, TD_RESOURCE_EXHAUSTED, "out of memory");
     }
-    if (!rc) rc = decode_inputs(r, sig, c->call.inputs, &err);
+    if (!rc) rc = decode_inputs(r, sig, c->api->max_input_bytes, c->call.inputs, &err);
     if (!rc) rc = check_output_filter(r, sig, ps->keep, &err);
   }
   srv_gcall_free(c, &r->base);

@@ -682,11 +682,47 @@ td_code srv_json_encode_predict(const ldr_signature *sig, const eng_tensor *outp
   return rc;
 }
 
+/* The length of the valid UTF-8 sequence at s (n bytes left), 0 if none. */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+  if (s[0] < 0x80) return 1;
+  size_t len = s[0] >= 0xC2 && s[0] <= 0xDF   ? 2
+               : s[0] >= 0xE0 && s[0] <= 0xEF ? 3
+               : s[0] >= 0xF0 && s[0] <= 0xF4 ? 4
+                                              : 0;
+  if (!len || len > n) return 0;
+  unsigned char lo = 0x80, hi = 0xBF; /* the second byte's range */
+  if (s[0] == 0xE0) lo = 0xA0;
+  if (s[0] == 0xED) hi = 0x9F; /* no surrogates */
+  if (s[0] == 0xF0) lo = 0x90;
+  if (s[0] == 0xF4) hi = 0x8F; /* nothing past U+10FFFF */
+  if (s[1] < lo || s[1] > hi) return 0;
+  for (size_t i = 2; i < len; i++)
+    if ((s[i] & 0xC0) != 0x80) return 0;
+  return len;
+}
+
 void srv_json_encode_error(const char *message, td_buf *out) {
+  /* Messages quote what clients sent (model names, aliases): bytes that are
+   * not UTF-8 become U+FFFD so that the body stays valid JSON. */
+  const char *m = message ? message : "";
+  size_t len = strlen(m);
+  td_buf clean;
+  td_buf_init(&clean);
+  for (size_t i = 0; i < len;) {
+    size_t k = utf8_seq((const unsigned char *)m + i, len - i);
+    if (k) {
+      td_buf_append(&clean, m + i, k);
+      i += k;
+    } else {
+      td_buf_puts(&clean, "\xEF\xBF\xBD");
+      i++;
+    }
+  }
   srv_json_writer w;
   srv_json_writer_init(&w, out);
   srv_json_writer_begin_object(&w);
   srv_json_writer_key(&w, "error", 5);
-  srv_json_writer_string(&w, message ? message : "", message ? strlen(message) : 0);
+  srv_json_writer_string(&w, clean.data ? clean.data : "", clean.len);
   srv_json_writer_end_object(&w);
+  td_buf_free(&clean);
 }

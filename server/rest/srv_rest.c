@@ -53,9 +53,11 @@
 #define PRESIZE_MAX ((size_t)4 << 20) /* trust Content-Length this far */
 #define INFLATE_STEP ((size_t)64 << 10)
 /* MHD can queue a reply only before the body or after all of it: a body
- * found too large midway is discarded up to this much more, then answered
- * 413; past it the connection is closed. */
-#define DRAIN_MAX ((size_t)4 << 20)
+ * found too large midway (chunked, or gzip inflating past the limit) is
+ * read and discarded up to this much more, then answered 413; past it the
+ * connection is closed. Discarding costs no memory, so the bound is wide:
+ * clients that stream a body past the limit still get their 413. */
+#define DRAIN_MAX ((size_t)64 << 20)
 
 typedef struct rest_req rest_req;
 typedef struct rest_run rest_run;

@@ -321,6 +321,17 @@ START_TEST(copy_strings) {
 }
 END_TEST
 
+/* A product past int64 saturates even when the wrapped value is 0. */
+START_TEST(numel_saturates_on_overflow) {
+  int64_t wraps_to_zero[2] = {(int64_t)1 << 62, (int64_t)1 << 62};
+  eng_shape s = eng_shape_make(2, wraps_to_zero);
+  ck_assert_int_eq(eng_shape_numel(&s), INT64_MAX);
+  int64_t with_zero[3] = {(int64_t)1 << 62, (int64_t)1 << 62, 0};
+  s = eng_shape_make(3, with_zero);
+  ck_assert_int_eq(eng_shape_numel(&s), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("eng_tensor");
   TCase *tc = tcase_create("core");
@@ -338,6 +349,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, share_release_refcounts);
   tcase_add_test(tc, copy_numeric);
   tcase_add_test(tc, copy_strings);
+  tcase_add_test(tc, numel_saturates_on_overflow);
   suite_add_tcase(s, tc);
   return s;
 }

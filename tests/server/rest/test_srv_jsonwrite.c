@@ -94,15 +94,16 @@ START_TEST(test_format_float_matches_printf) {
       check_float(-q);
     }
   }
-  for (int i = 0; i < 50000; i++) {
+  for (int i = 0; i < 2000; i++) {
     check_float((float)i / 1000.0f);
     check_float((float)i * 0.1f);
     check_float(0.5f * (float)i + 2.0f);
     check_float((float)i + 0.5f);
   }
-  /* Random bit patterns: every exponent, including subnormals. */
+  /* Random bit patterns: every exponent, including subnormals. A fixed
+   * sample: the exhaustive sweep is the srv_jsonwrite fuzzer's job. */
   uint32_t x = 2463534242u;
-  for (int i = 0; i < 600000; i++) {
+  for (int i = 0; i < 5000; i++) {
     x ^= x << 13;
     x ^= x >> 17;
     x ^= x << 5;
