@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ldr_manager_int.h"
+#include "ldr_objstore.h"
 #include "ldr_warmup.h"
 #include "td_log.h"
 
@@ -69,6 +70,7 @@ static void finish_load(ldr_manager *m, const job *j, ldr_servable *sv, td_code 
     /* No longer wanted (the directory went, the policy changed): never
      * serve it. */
     ldr_servable_unref(sv);
+    ldr_mgr_evict(m, x);
     x->st = V_UNLOADED;
     ldr_mgr_set_reg(m, mm, x, LDR_STATE_END, NULL);
     return;
@@ -132,14 +134,24 @@ typedef struct load_task {
 static void load_main(void *arg) {
   load_task *lt = arg;
   lower_priority();
-  lt->rc = ldr_servable_load(lt->j->path, lt->j->version, lt->m->tags, &lt->sv, &lt->err);
+  const char *dir = lt->j->path;
+  char *local = NULL;
+  bool remote = ldr_objstore_is_remote(dir);
+  if (remote) {
+    lt->rc = ldr_objstore_fetch(dir, lt->m->cache_dir, &local, &lt->err);
+    if (lt->rc) return;
+    dir = local;
+  }
+  lt->rc = ldr_servable_load(dir, lt->j->version, lt->m->tags, &lt->sv, &lt->err);
   if (!lt->rc && lt->m->opt.enable_warmup) {
-    lt->rc = ldr_warmup_run(lt->sv, lt->j->path, lt->m->opt.warmup_iterations, NULL, &lt->err);
+    lt->rc = ldr_warmup_run(lt->sv, dir, lt->m->opt.warmup_iterations, NULL, &lt->err);
     if (lt->rc) {
       ldr_servable_unref(lt->sv);
       lt->sv = NULL;
     }
   }
+  if (remote && lt->rc) ldr_objstore_evict(lt->j->path, lt->m->cache_dir);
+  free(local);
 }
 
 static void worker_main(void *arg) {
@@ -276,6 +288,9 @@ td_code ldr_manager_create(ldr_registry *r, const ldr_manager_options *opt, ldr_
     return td_err_set(err, TD_RESOURCE_EXHAUSTED, "cannot create the model manager");
   }
   m->opt.tags = m->tags;
+  snprintf(m->cache_dir, sizeof m->cache_dir, "%s",
+           opt->object_cache_dir ? opt->object_cache_dir : "");
+  m->opt.object_cache_dir = m->cache_dir;
   uv_cond_init(&m->wake);
   uv_cond_init(&m->work);
   uv_cond_init(&m->settled);

@@ -27,6 +27,11 @@
  * Serving emits nothing then); an empty one logs TF Serving's "No versions
  * of servable M found under base path P..." once and unloads nothing new.
  *
+ * Base paths in object storage (s3://, gs://; ldr_objstore) are scanned by
+ * listing their prefix; a version's load first downloads it into the cache
+ * directory (a failed download is a failed load, retried like one), and its
+ * cache copy is removed when it is unloaded or its load fails.
+ *
  * Config changes (set_config) add models, remove models (all their versions
  * unload, then the model disappears from the registry) and change policies.
  * Labels are applied when the config has settled (see ldr_manager_wait),
@@ -59,6 +64,7 @@ typedef struct ldr_manager_options {
   bool enable_warmup;
   int warmup_iterations;              /* per record; 0 is taken as 1 */
   bool allow_labels_for_unavailable;  /* --allow_version_labels_for_unavailable_models */
+  const char *object_cache_dir;       /* s3:// and gs:// versions; NULL: see ldr_objstore.h */
 } ldr_manager_options;
 
 typedef struct ldr_manager ldr_manager;

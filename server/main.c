@@ -176,7 +176,8 @@ int main(int argc, char **argv) {
       .load_retry_interval_micros = opt.load_retry_interval_micros,
       .enable_warmup = opt.enable_model_warmup,
       .warmup_iterations = opt.num_request_iterations_for_warmup,
-      .allow_labels_for_unavailable = opt.allow_version_labels_for_unavailable_models};
+      .allow_labels_for_unavailable = opt.allow_version_labels_for_unavailable_models,
+      .object_cache_dir = opt.object_cache_dir};
   uint64_t ticket = 0;
   if (ldr_registry_create(opt.saved_model_tags, &registry, &err) ||
       ldr_manager_create(registry, &mo, &manager, &err) ||
