@@ -235,13 +235,13 @@ static td_code gcs_error(const char *bucket, const char *prefix, long st, const 
 static bool parse_crc(const char *s, uint32_t *out) {
   static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   if (!s || strlen(s) != 8 || strcmp(s + 6, "==")) return false;
-  uint32_t bits = 0;
+  uint64_t bits = 0;
   for (int i = 0; i < 6; i++) {
     const char *p = strchr(al, s[i]);
     if (!p || !s[i]) return false;
-    bits = bits << 6 | (uint32_t)(p - al);
+    bits = bits << 6 | (uint64_t)(p - al);
   }
-  *out = bits >> 4; /* 36 bits carry the 32 */
+  *out = (uint32_t)(bits >> 4); /* 36 bits carry the 32 */
   return true;
 }
 

@@ -371,8 +371,8 @@ static td_code download(const char *url, const ldr_os_backend *be, const char *b
     *slash = '/';
     fetch_file *f = &ff[nf++];
     f->o = &o[i];
-    f->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (f->fd < 0 || ftruncate(f->fd, o[i].size)) {
+    f->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (f->fd < 0) {
       rc = td_err_set(err, TD_INTERNAL, "cache %s: %s", path, strerror(errno));
       break;
     }
