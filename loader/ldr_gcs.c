@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "ldr_http.h"
+#include "ldr_rsa.h"
 #include "td_buf.h"
 
 #define RETRY_NS (300ull * 1000000000ull)
@@ -73,6 +74,86 @@ static bool take_token(const char *json) {
   return ok;
 }
 
+/* Trades a form body at token_uri for an access token. */
+static td_code exchange(const char *uri, td_buf *form, td_err *err) {
+  td_buf resp;
+  td_buf_init(&resp);
+  const char *h[1] = {"Content-Type: application/x-www-form-urlencoded"};
+  ldr_http_req r = {.method = "POST",
+                    .url = uri,
+                    .headers = h,
+                    .n_headers = 1,
+                    .body = form->data,
+                    .body_len = form->len,
+                    .timeout_ms = 10000};
+  long st = 0;
+  td_code rc = form->oom ? td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory")
+                         : ldr_http_do(&r, 2, &st, &resp, err);
+  if (!rc && (st != 200 || !take_token(resp.data)))
+    rc = td_err_set(err, TD_UNAUTHENTICATED, "%s refused the credentials (HTTP %ld)", uri, st);
+  if (form->data) memset(form->data, 0, form->len);
+  td_buf_free(&resp);
+  return rc;
+}
+
+/* A service-account key: an RS256-signed JWT asserting the account, for
+ * read access to storage, traded at token_uri. */
+static td_code from_service_account(const char *path, cJSON *j, td_err *err) {
+  const char *email = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "client_email"));
+  const char *key = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "private_key"));
+  const char *uri = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "token_uri"));
+  if (!uri) uri = "https://oauth2.googleapis.com/token";
+  if (!email || !key)
+    return td_err_set(err, TD_UNAUTHENTICATED,
+                      "GOOGLE_APPLICATION_CREDENTIALS %s: client_email or private_key missing",
+                      path);
+  cJSON *claims = cJSON_CreateObject();
+  long now = (long)time(NULL);
+  cJSON_AddStringToObject(claims, "iss", email);
+  cJSON_AddStringToObject(claims, "scope", "https://www.googleapis.com/auth/devstorage.read_only");
+  cJSON_AddStringToObject(claims, "aud", uri);
+  cJSON_AddNumberToObject(claims, "iat", (double)now);
+  cJSON_AddNumberToObject(claims, "exp", (double)(now + 3600));
+  char *cl = cJSON_PrintUnformatted(claims);
+  cJSON_Delete(claims);
+  static const char hdr[] = "{\"alg\":\"RS256\",\"typ\":\"JWT\"}";
+  size_t cn = cl ? strlen(cl) : 0;
+  char *jwt = malloc(4 * (sizeof hdr + cn) / 3 + 1024);
+  td_code rc = TD_OK;
+  if (!cl || !jwt) {
+    rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  } else {
+    ldr_base64url_encode((const uint8_t *)hdr, sizeof hdr - 1, jwt);
+    size_t o = strlen(jwt);
+    jwt[o++] = '.';
+    ldr_base64url_encode((const uint8_t *)cl, cn, jwt + o);
+    o += strlen(jwt + o);
+    uint8_t *sig = NULL;
+    size_t sl = 0;
+    rc = ldr_rsa_sign_sha256(key, jwt, o, &sig, &sl, err);
+    if (rc) {
+      char why[TD_ERR_MSG_MAX];
+      snprintf(why, sizeof why, "%s", err->msg);
+      rc = td_err_set(err, TD_UNAUTHENTICATED, "GOOGLE_APPLICATION_CREDENTIALS %s: %s", path, why);
+    } else {
+      jwt[o++] = '.';
+      ldr_base64url_encode(sig, sl, jwt + o);
+      free(sig);
+      td_buf form;
+      td_buf_init(&form);
+      td_buf_puts(&form,
+                  "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer"
+                  "&assertion=");
+      td_buf_puts(&form, jwt);
+      rc = exchange(uri, &form, err);
+      td_buf_free(&form);
+    }
+  }
+  free(cl);
+  free(jwt);
+  return rc;
+}
+
 static td_code from_key_file(const char *path, td_err *err) {
   FILE *f = fopen(path, "r");
   if (!f)
@@ -92,10 +173,7 @@ static td_code from_key_file(const char *path, td_err *err) {
     rc = td_err_set(err, TD_UNAUTHENTICATED, "GOOGLE_APPLICATION_CREDENTIALS %s: not a key file",
                     path);
   } else if (!strcmp(type, "service_account")) {
-    rc = td_err_set(err, TD_UNIMPLEMENTED,
-                    "GOOGLE_APPLICATION_CREDENTIALS %s: service-account keys (RS256-signed JWT) "
-                    "are not supported yet; use the metadata server or an authorized_user file",
-                    path);
+    rc = from_service_account(path, j, err);
   } else if (!strcmp(type, "authorized_user")) {
     const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "client_id"));
     const char *sec = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "client_secret"));
@@ -107,31 +185,16 @@ static td_code from_key_file(const char *path, td_err *err) {
                       "refresh_token missing",
                       path);
     } else {
-      td_buf form, resp;
+      td_buf form;
       td_buf_init(&form);
-      td_buf_init(&resp);
       td_buf_puts(&form, "grant_type=refresh_token&client_id=");
       url_encode(&form, id);
       td_buf_puts(&form, "&client_secret=");
       url_encode(&form, sec);
       td_buf_puts(&form, "&refresh_token=");
       url_encode(&form, ref);
-      const char *h[1] = {"Content-Type: application/x-www-form-urlencoded"};
-      const char *u = uri ? uri : "https://oauth2.googleapis.com/token";
-      ldr_http_req r = {.method = "POST",
-                        .url = u,
-                        .headers = h,
-                        .n_headers = 1,
-                        .body = form.data,
-                        .body_len = form.len,
-                        .timeout_ms = 10000};
-      long st = 0;
-      rc = ldr_http_do(&r, 2, &st, &resp, err);
-      if (!rc && (st != 200 || !take_token(resp.data)))
-        rc = td_err_set(err, TD_UNAUTHENTICATED, "%s refused the refresh token (HTTP %ld)", u, st);
-      if (form.data) memset(form.data, 0, form.len);
+      rc = exchange(uri ? uri : "https://oauth2.googleapis.com/token", &form, err);
       td_buf_free(&form);
-      td_buf_free(&resp);
     }
   } else {
     rc = td_err_set(err, TD_UNIMPLEMENTED,
@@ -170,7 +233,8 @@ static td_code auth_header(char **hdr, td_err *err) {
     const char *file = env("GOOGLE_APPLICATION_CREDENTIALS");
     if (file)
       rc = from_key_file(file, err);
-    else if (!env("STORAGE_EMULATOR_HOST") && now >= meta_retry_ns && !from_metadata())
+    else if ((env("GCE_METADATA_HOST") || !env("STORAGE_EMULATOR_HOST")) && now >= meta_retry_ns &&
+             !from_metadata())
       meta_retry_ns = now + RETRY_NS;
   }
   if (!rc && tok[0]) {

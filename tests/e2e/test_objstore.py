@@ -62,6 +62,7 @@ class CutProxy:
         self.cut = 0
         self.cut_match = "variables.data"
         self.cuts_done = 0
+        self.auth = []  # Authorization headers seen
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", self.port))
@@ -113,6 +114,9 @@ class CutProxy:
                         break
                     resp += chunk
             path = req.split(b" ", 2)[1].decode()
+            for line in req.split(b"\r\n\r\n")[0].split(b"\r\n"):
+                if line.lower().startswith(b"authorization:"):
+                    self.auth.append(line.split(b":", 1)[1].strip().decode())
             if self.cut > 0 and self.cut_match in urllib.parse.unquote(path):
                 self.cut -= 1
                 self.cuts_done += 1
@@ -477,6 +481,98 @@ def test_s3_container_credentials_endpoint(tmp_path, tensord, monkeypatch):
         # Kept until near its expiry: one fetch, not one per poll.
         time.sleep(0.6)
         assert asked == ["container-token"]
+    finally:
+        srv.shutdown()
+        store.stop()
+
+
+@pytest.mark.parametrize("kind", ["service_account", "authorized_user", "metadata"])
+def test_gcs_tokens(kind, tmp_path, tensord):
+    """A token endpoint that checks what tensord sends (for a service
+    account: the JWT's RS256 signature, with the account's public key) and
+    hands out a token, which must then reach the store on every request."""
+    import base64
+    import http.server
+
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption()).decode()
+    asked, errors = [], []
+
+    def b64(x):
+        return base64.urlsafe_b64decode(x + "=" * (-len(x) % 4))
+
+    class Token(http.server.BaseHTTPRequestHandler):
+        def reply(self, ok):
+            body = json.dumps({"access_token": f"tok-{kind}", "expires_in": 3600,
+                               "token_type": "Bearer"}).encode()
+            self.send_response(200 if ok else 401)
+            self.end_headers()
+            self.wfile.write(body if ok else b"{}")
+
+        def do_POST(self):
+            form = urllib.parse.parse_qs(self.rfile.read(int(self.headers["Content-Length"]))
+                                         .decode())
+            asked.append(form)
+            try:
+                if kind == "service_account":
+                    assert form["grant_type"] == ["urn:ietf:params:oauth:grant-type:jwt-bearer"]
+                    h, c, sig = form["assertion"][0].split(".")
+                    key.public_key().verify(b64(sig), f"{h}.{c}".encode(), padding.PKCS1v15(),
+                                            hashes.SHA256())
+                    claims = json.loads(b64(c))
+                    assert json.loads(b64(h))["alg"] == "RS256"
+                    assert claims["iss"] == "sa@tensord-test.iam.gserviceaccount.com"
+                    assert claims["aud"] == token_uri and claims["exp"] > claims["iat"]
+                    assert "devstorage" in claims["scope"]
+                else:
+                    assert form["grant_type"] == ["refresh_token"]
+                    assert form["refresh_token"] == ["refresh-me"]
+                self.reply(True)
+            except Exception as e:  # noqa: BLE001 - reported by the test
+                errors.append(repr(e))
+                self.reply(False)
+
+        def do_GET(self):
+            asked.append(self.path)
+            self.reply(self.headers.get("Metadata-Flavor") == "Google" and
+                       self.path.endswith("/service-accounts/default/token"))
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Token)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    token_uri = f"http://127.0.0.1:{srv.server_address[1]}/token"
+    store = GCS(tmp_path)
+    try:
+        upload(store, HP2, "m/1")
+        env = {}
+        if kind == "metadata":
+            env["GCE_METADATA_HOST"] = f"127.0.0.1:{srv.server_address[1]}"
+        else:
+            cred = tmp_path / "key.json"
+            if kind == "service_account":
+                cred.write_text(json.dumps({
+                    "type": "service_account", "client_email":
+                    "sa@tensord-test.iam.gserviceaccount.com", "private_key": pem,
+                    "token_uri": token_uri}))
+            else:
+                cred.write_text(json.dumps({
+                    "type": "authorized_user", "client_id": "id", "client_secret": "sec",
+                    "refresh_token": "refresh-me", "token_uri": token_uri}))
+            env["GOOGLE_APPLICATION_CREDENTIALS"] = str(cred)
+        env.update(store.env())
+        s = tensord(store, "gs://models/m", env=env)
+        assert wait_for(lambda: available(s, 1)), s.output()
+        assert predict(s) == (200, 3.0)
+        assert errors == []
+        assert len(asked) == 1  # one token, kept for the polls that follow
+        assert store.proxy.auth and set(store.proxy.auth) == {f"Bearer tok-{kind}"}
+        assert "tok-" not in s.output() and "refresh-me" not in s.output()
     finally:
         srv.shutdown()
         store.stop()
