@@ -23,8 +23,9 @@
  * times, load_retry_interval_micros apart (state LOADING with the error as
  * status meanwhile), then ends in END with the error; the version serving
  * before keeps serving; nothing stops the process. A base path that cannot
- * be read is logged and leaves the model's versions as they are (TF
- * Serving emits nothing then); an empty one logs TF Serving's "No versions
+ * be read is logged, its reason is kept for the status API
+ * (ldr_registry_set_source_error), and the model's versions stay as they
+ * are (TF Serving emits nothing then); an empty one logs TF Serving's "No versions
  * of servable M found under base path P..." once and unloads nothing new.
  *
  * Base paths in object storage (s3://, gs://; ldr_objstore) are scanned by

@@ -180,8 +180,10 @@ void ldr_mgr_scan_merge(ldr_manager *m, scan_model *s, int n, uint64_t gen) {
                      "(servable %s); its versions stay as they are",
                      s[i].err.msg, mm->name);
       mm->scan_state = 2;
+      ldr_registry_set_source_error(m->reg, mm->name, s[i].err.msg);
       continue;
     }
+    if (mm->scan_state == 2) ldr_registry_set_source_error(m->reg, mm->name, NULL);
     if (!s[i].n && mm->scan_state != 1)
       td_log_warn("No versions of servable %s found under base path %s. Did you forget to name "
                   "your leaf directory as a number (eg. '/1/')?",

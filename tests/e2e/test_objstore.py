@@ -379,7 +379,7 @@ def test_missing_bucket_is_reported_while_the_other_model_serves(store, tensord,
     assert predict(s) == (200, 3.0)
     assert wait_for(lambda: "no-such-bucket/m: HTTP 404" in s.output()), s.output()
     code, out = s.json("GET", "/v1/models/gone")
-    assert code == 404 and "error" in out
+    assert code == 404 and "no-such-bucket/m: HTTP 404" in out["error"], out
 
 
 def test_killed_store_mid_download_keeps_serving_and_retries(store, tensord, tmp_path):
@@ -412,6 +412,8 @@ def test_s3_signature_checked_and_secret_never_logged(tmp_path, tensord):
         s = tensord(store, "s3://models/m", env=env)
         assert wait_for(lambda: "SignatureDoesNotMatch" in s.output()), s.output()
         assert states(s) == {}
+        code, out = s.json("GET", "/v1/models/m")
+        assert code == 404 and "HTTP 403 SignatureDoesNotMatch" in out["error"], out
         assert predict(s)[0] in (404, 503)
     finally:
         store.stop()
