@@ -63,6 +63,7 @@ class CutProxy:
         self.cut_match = "variables.data"
         self.cuts_done = 0
         self.auth = []  # Authorization headers seen
+        self.ranges = []  # (path, Range header) of each request
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", self.port))
@@ -117,6 +118,9 @@ class CutProxy:
             for line in req.split(b"\r\n\r\n")[0].split(b"\r\n"):
                 if line.lower().startswith(b"authorization:"):
                     self.auth.append(line.split(b":", 1)[1].strip().decode())
+                if line.lower().startswith(b"range:"):
+                    self.ranges.append((urllib.parse.unquote(path),
+                                        line.split(b":", 1)[1].strip().decode()))
             if self.cut > 0 and self.cut_match in urllib.parse.unquote(path):
                 self.cut -= 1
                 self.cuts_done += 1
@@ -402,6 +406,28 @@ def test_killed_store_mid_download_keeps_serving_and_retries(store, tensord, tmp
     store.proxy.cut = 0
     assert wait_for(lambda: available(s, 2), 30), s.output()
     assert wait_for(lambda: predict(s) == (200, 4.0))
+
+
+def test_large_object_in_parallel_parts(store, tensord, tmp_path):
+    """A 20 MiB object comes in 8 MiB ranged parts; a part cut short is
+    fetched again by itself, without failing the load."""
+    import random
+
+    big = random.Random(7).randbytes(20 << 20)
+    upload(store, HP2, "m/1")
+    store.put("m/1/assets/big.bin", big)
+    store.proxy.cut_match, store.proxy.cut = "big.bin", 1
+    s = tensord(store, f"{store.scheme}://models/m")
+    assert wait_for(lambda: available(s, 1), 60), s.output()
+    assert "Retrying" not in s.output()
+    assert store.proxy.cuts_done == 1
+    ranges = sorted(r for p, r in store.proxy.ranges if "big.bin" in p)
+    assert set(ranges) == {"bytes=0-8388607", "bytes=8388608-16777215",
+                           "bytes=16777216-20971519"}, ranges
+    assert len(ranges) == 4  # one part twice
+    cached = [n for n in os.listdir(tmp_path / "cache") if n.startswith("1-")]
+    with open(tmp_path / "cache" / cached[0] / "assets" / "big.bin", "rb") as f:
+        assert f.read() == big
 
 
 def test_s3_signature_checked_and_secret_never_logged(tmp_path, tensord):
