@@ -11,7 +11,8 @@
  * again at the next scan.
  *
  * ldr_objstore_fetch downloads one version into the cache directory: it
- * lists the version again, downloads every object (large ones in 8 MiB
+ * lists the base path again (the same request as a scan) for the version's
+ * objects, downloads every object (large ones in 8 MiB
  * parts, up to 8 transfers at once, each retried with backoff) into
  * <cache>/<name>.partial, checks each file's size against the listing (and
  * its CRC32C where the store lists one: GCS), checks the checkpoint (index
@@ -20,7 +21,10 @@
  * ldr_servable_load. Nothing is left under <name> on failure, so a failed
  * download never touches what is loaded. <name> is the version number
  * followed by a hash of the version's URL, so that models and versions
- * never share a directory. One process per cache directory.
+ * never share a directory. One process per cache directory. Requests are
+ * signed when the download starts: a part that starts more than 15 minutes
+ * later is refused by S3 (the signature's validity) and the load is retried
+ * whole.
  *
  * Backends (ldr_s3, ldr_gcs) list, and prepare authenticated GETs; this
  * module does the rest. Credentials are found by the backends (see their

@@ -240,12 +240,14 @@ static bool parse_meta(const char *json, ldr_s3_key *k, time_t *exp) {
 }
 
 static bool meta_get(const char *url, const char **hdrs, int nh, const char *method, td_buf *out) {
+  /* One short try, as the SDKs do: off EC2 nothing answers, and the scan
+   * thread waits for it (a failure is remembered for 5 minutes). */
   ldr_http_req r = {
-      .method = method, .url = url, .headers = hdrs, .n_headers = nh, .timeout_ms = 2000};
+      .method = method, .url = url, .headers = hdrs, .n_headers = nh, .timeout_ms = 1000};
   long st = 0;
   td_err e;
   td_buf_reset(out);
-  return !ldr_http_do(&r, 1, &st, out, &e) && st == 200 && out->data;
+  return !ldr_http_do(&r, 0, &st, out, &e) && st == 200 && out->data;
 }
 
 static bool from_container(ldr_s3_key *k, time_t *exp) {
