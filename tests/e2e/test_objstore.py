@@ -136,19 +136,20 @@ class CutProxy:
 class S3:
     scheme = "s3"
 
-    def __init__(self, tmp):
+    def __init__(self, tmp, tls=False):
         import boto3  # the emulator's own client, for setting up only
 
         self.port = free_port()
         env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="3")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port),
+             *(["--ssl"] if tls else [])],
             env=env, stdout=open(tmp / "moto.log", "w"), stderr=subprocess.STDOUT)
         wait_port(self.port, self.proc)
-        ep = f"http://127.0.0.1:{self.port}"
+        ep = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         # Three unauthenticated actions make a user with a key; from then on
         # moto checks every request's signature and the user's policy.
-        iam = boto3.client("iam", endpoint_url=ep, region_name="us-east-1",
+        iam = boto3.client("iam", endpoint_url=ep, region_name="us-east-1", verify=False,
                            aws_access_key_id="setup", aws_secret_access_key="setup")
         iam.create_user(UserName="tensord")
         key = iam.create_access_key(UserName="tensord")["AccessKey"]
@@ -156,7 +157,7 @@ class S3:
             {"Version": "2012-10-17",
              "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
         self.key_id, self.secret = key["AccessKeyId"], key["SecretAccessKey"]
-        self.client = boto3.client("s3", endpoint_url=ep, region_name="us-east-1",
+        self.client = boto3.client("s3", endpoint_url=ep, region_name="us-east-1", verify=False,
                                    aws_access_key_id=self.key_id,
                                    aws_secret_access_key=self.secret)
         self.client.create_bucket(Bucket="models")
@@ -603,4 +604,29 @@ def test_gcs_tokens(kind, tmp_path, tensord):
         assert "tok-" not in s.output() and "refresh-me" not in s.output()
     finally:
         srv.shutdown()
+        store.stop()
+
+
+@pytest.mark.filterwarnings("ignore")  # boto3's own unverified setup calls
+@pytest.mark.parametrize("style", ["tf_http", "tf_https_unverified", "tf_https_verified"])
+def test_s3_tf_endpoint_variables(style, tmp_path, tensord):
+    """TF's S3 variables: S3_ENDPOINT as a bare host:port, its scheme from
+    S3_USE_HTTPS, and S3_VERIFY_SSL=0 for a self-signed certificate."""
+    tls = style != "tf_http"
+    store = S3(tmp_path, tls=tls)
+    try:
+        upload(store, HP2, "m/1")
+        env = {k: v for k, v in store.env().items() if k != "AWS_ENDPOINT_URL"}
+        env.update(S3_ENDPOINT=f"127.0.0.1:{store.port}", S3_USE_HTTPS="1" if tls else "0")
+        if style == "tf_https_unverified":
+            env["S3_VERIFY_SSL"] = "0"
+        s = tensord(store, "s3://models/m", env=env)
+        if style == "tf_https_verified":  # a self-signed certificate is refused
+            assert wait_for(lambda: "certificate" in s.output().lower()), s.output()
+            code, out = s.json("GET", "/v1/models/m")
+            assert code == 404 and "https://127.0.0.1" in out["error"], out
+        else:
+            assert wait_for(lambda: available(s, 1)), s.output()
+            assert predict(s) == (200, 3.0)
+    finally:
         store.stop()
