@@ -56,7 +56,11 @@ static const flag_def flags[] = {
      "(default 4294967296)"},
     {"model_name", FLAG_STRING, OPT(model_name), "name of the served model (default \"default\")"},
     {"model_base_path", FLAG_STRING, OPT(model_base_path),
-     "directory holding the model's numbered version directories"},
+     "directory (or s3://bucket/prefix, gs://bucket/prefix) holding the model's numbered "
+     "version directories"},
+    {"tensord_object_cache_dir", FLAG_STRING, OPT(object_cache_dir),
+     "where s3:// and gs:// model versions are downloaded before loading (default: "
+     "$TMPDIR/tensord-cache-PID)"},
     {"saved_model_tags", FLAG_STRING, OPT(saved_model_tags),
      "comma-separated MetaGraph tags to load (default \"serve\")"},
     {"tensord_num_workers", FLAG_INT, OPT(num_workers),
@@ -173,6 +177,7 @@ void cfg_options_defaults(cfg_options *o) {
       .device = "auto",
       .cuda_plugin = "",
       .model_base_path = "",
+      .object_cache_dir = "",
       .saved_model_tags = "serve",
       .grpc_socket_path = "",
       .grpc_channel_arguments = "",

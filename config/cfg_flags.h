@@ -37,7 +37,8 @@ typedef struct cfg_options {
   int rest_max_body_bytes;           /* --tensord_rest_max_body_bytes (256 MiB): 413 above */
   int64_t max_request_input_bytes; /* --tensord_max_request_input_bytes (4 GiB): decoded inputs */
   const char *model_name;            /* --model_name ("default") */
-  const char *model_base_path;       /* --model_base_path (required) */
+  const char *model_base_path;       /* --model_base_path (required): a directory, s3:// or gs:// */
+  const char *object_cache_dir;      /* --tensord_object_cache_dir (""): s3:// and gs:// downloads */
   const char *saved_model_tags;      /* --saved_model_tags ("serve") */
   int num_workers;                   /* --tensord_num_workers: engine threads; 0 = one per core */
   int64_t inline_run_max_micros;     /* --tensord_inline_run_max_micros (100): 0 = no inline runs */

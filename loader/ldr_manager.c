@@ -15,6 +15,7 @@
 
 #include "ldr_manager_int.h"
 #include "ldr_metrics.h"
+#include "ldr_objstore.h"
 #include "ldr_warmup.h"
 #include "td_clock.h"
 #include "td_log.h"
@@ -83,6 +84,7 @@ static void finish_load(ldr_manager *m, const job *j, ldr_servable *sv, td_code 
     /* No longer wanted (the directory went, the policy changed): never
      * serve it. */
     ldr_servable_unref(sv);
+    ldr_mgr_evict(m, x);
     x->st = V_UNLOADED;
     ldr_mgr_set_reg(m, mm, x, LDR_STATE_END, NULL);
     return;
@@ -156,11 +158,19 @@ static int drop_cached(const char *path, const struct stat *st, int type, struct
 static void load_main(void *arg) {
   load_task *lt = arg;
   lower_priority();
+  const char *dir = lt->j->path;
+  char *local = NULL;
+  bool remote = ldr_objstore_is_remote(dir);
+  if (remote) {
+    lt->rc = ldr_objstore_fetch(dir, lt->m->cache_dir, &local, &lt->err);
+    if (lt->rc) return;
+    dir = local;
+  }
   uint64_t t0 = td_now_ns();
-  lt->rc = ldr_servable_load(lt->j->path, lt->j->version, lt->m->tags, &lt->sv, &lt->err);
+  lt->rc = ldr_servable_load(dir, lt->j->version, lt->m->tags, &lt->sv, &lt->err);
   if (!lt->rc && lt->m->opt.per_model_batching) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/" LDR_BATCHING_FILE, lt->j->path);
+    snprintf(path, sizeof path, "%s/" LDR_BATCHING_FILE, dir);
     if (!access(path, F_OK)) {
       lt->rc = cfg_batching_load(path, lt->m->opt.cpus > 0 ? lt->m->opt.cpus : 1, &lt->batching,
                                  &lt->err);
@@ -175,14 +185,16 @@ static void load_main(void *arg) {
   ldr_metrics_load(lt->j->path, !lt->rc, (t1 - t0) / 1000);
   if (!lt->rc && lt->m->opt.enable_warmup) {
     int records = 0;
-    lt->rc = ldr_warmup_run(lt->sv, lt->j->path, lt->m->opt.warmup_iterations, &records, &lt->err);
+    lt->rc = ldr_warmup_run(lt->sv, dir, lt->m->opt.warmup_iterations, &records, &lt->err);
     if (records || lt->rc) ldr_metrics_warmup(lt->j->path, lt->rc, (td_now_ns() - t1) / 1000);
     if (lt->rc) {
       ldr_servable_unref(lt->sv);
       lt->sv = NULL;
     }
   }
-  if (!lt->rc && lt->m->opt.flush_caches) nftw(lt->j->path, drop_cached, 16, FTW_PHYS);
+  if (!lt->rc && lt->m->opt.flush_caches) nftw(dir, drop_cached, 16, FTW_PHYS);
+  if (remote && lt->rc) ldr_objstore_evict(lt->j->path, lt->m->cache_dir);
+  free(local);
 }
 
 static void worker_main(void *arg) {
@@ -319,6 +331,9 @@ td_code ldr_manager_create(ldr_registry *r, const ldr_manager_options *opt, ldr_
     return td_err_set(err, TD_RESOURCE_EXHAUSTED, "cannot create the model manager");
   }
   m->opt.tags = m->tags;
+  snprintf(m->cache_dir, sizeof m->cache_dir, "%s",
+           opt->object_cache_dir ? opt->object_cache_dir : "");
+  m->opt.object_cache_dir = m->cache_dir;
   uv_cond_init(&m->wake);
   uv_cond_init(&m->work);
   uv_cond_init(&m->settled);

@@ -23,9 +23,15 @@
  * times, load_retry_interval_micros apart (state LOADING with the error as
  * status meanwhile), then ends in END with the error; the version serving
  * before keeps serving; nothing stops the process. A base path that cannot
- * be read is logged and leaves the model's versions as they are (TF
- * Serving emits nothing then); an empty one logs TF Serving's "No versions
+ * be read is logged, its reason is kept for the status API
+ * (ldr_registry_set_source_error), and the model's versions stay as they
+ * are (TF Serving emits nothing then); an empty one logs TF Serving's "No versions
  * of servable M found under base path P..." once and unloads nothing new.
+ *
+ * Base paths in object storage (s3://, gs://; ldr_objstore) are scanned by
+ * listing their prefix; a version's load first downloads it into the cache
+ * directory (a failed download is a failed load, retried like one), and its
+ * cache copy is removed when it is unloaded or its load fails.
  *
  * Config changes (set_config) add models, remove models (all their versions
  * unload, then the model disappears from the registry) and change policies.
@@ -79,6 +85,7 @@ typedef struct ldr_manager_options {
    * module above can follow per-model settings such as request logging. */
   void (*on_config)(void *ctx, const cfg_model_config *c);
   void *on_config_ctx;
+  const char *object_cache_dir;       /* s3:// and gs:// versions; NULL: see ldr_objstore.h */
 } ldr_manager_options;
 
 typedef struct ldr_manager ldr_manager;

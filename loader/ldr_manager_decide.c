@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ldr_manager_int.h"
+#include "ldr_objstore.h"
 #include "ldr_scan.h"
 #include "td_log.h"
 
@@ -87,9 +88,37 @@ void ldr_mgr_scan_free(scan_model *s, int n) {
   free(s);
 }
 
+/* An object-store base path: one listing says what is there and what is
+ * complete (mu NOT held). */
+static void scan_remote(scan_model *s) {
+  ldr_os_version *v = NULL;
+  int nv = 0;
+  s->rc = ldr_objstore_scan(s->base_path, &v, &nv, &s->err);
+  if (s->rc) return;
+  s->dirs = nv ? calloc((size_t)nv, sizeof *s->dirs) : NULL;
+  if (nv && !s->dirs) {
+    s->rc = td_err_set(&s->err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    ldr_objstore_scan_free(v, nv);
+    return;
+  }
+  for (int d = 0; d < nv; d++) {
+    scan_dir *sd = &s->dirs[s->n++];
+    sd->version = v[d].version;
+    sd->path = v[d].path;
+    v[d].path = NULL;
+    sd->rc = v[d].rc;
+    sd->err = v[d].err;
+  }
+  ldr_objstore_scan_free(v, nv);
+}
+
 /* Lists and checks every configured base path (mu NOT held). */
 void ldr_mgr_scan_run(scan_model *s, int n) {
   for (int i = 0; i < n; i++) {
+    if (ldr_objstore_is_remote(s[i].base_path)) {
+      scan_remote(&s[i]);
+      continue;
+    }
     ldr_version_dir *dirs = NULL;
     int nd = 0;
     s[i].rc = ldr_scan_versions(s[i].base_path, &dirs, &nd, &s[i].err);
@@ -151,8 +180,10 @@ void ldr_mgr_scan_merge(ldr_manager *m, scan_model *s, int n, uint64_t gen) {
                      "(servable %s); its versions stay as they are",
                      s[i].err.msg, mm->name);
       mm->scan_state = 2;
+      ldr_registry_set_source_error(m->reg, mm->name, s[i].err.msg);
       continue;
     }
+    if (mm->scan_state == 2) ldr_registry_set_source_error(m->reg, mm->name, NULL);
     if (!s[i].n && mm->scan_state != 1)
       td_log_warn("No versions of servable %s found under base path %s. Did you forget to name "
                   "your leaf directory as a number (eg. '/1/')?",
@@ -193,6 +224,12 @@ void ldr_mgr_scan_merge(ldr_manager *m, scan_model *s, int n, uint64_t gen) {
       }
     }
   }
+}
+
+/* An object-store version's cache copy goes with its unload (a few
+ * unlinks, under mu). */
+void ldr_mgr_evict(ldr_manager *m, const mver *x) {
+  if (ldr_objstore_is_remote(x->path)) ldr_objstore_evict(x->path, m->cache_dir);
 }
 
 /* --- decisions (mu held) ---------------------------------------------------------- */
@@ -281,6 +318,7 @@ uint64_t ldr_mgr_reconcile(ldr_manager *m, mmodel *mm, freelist *fl, bool *drain
       x->held = NULL;
     }
     x->st = V_UNLOADED;
+    ldr_mgr_evict(m, x);
     ldr_mgr_set_reg(m, mm, x, LDR_STATE_END, NULL);
     td_logm(TD_LOG_INFO, mm->name, x->version,
             "Done unloading servable version {name: %s version: %lld}", mm->name,

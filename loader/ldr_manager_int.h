@@ -79,6 +79,7 @@ struct ldr_manager {
   ldr_registry *reg;
   ldr_manager_options opt;
   char *tags;
+  char cache_dir[4096]; /* opt.object_cache_dir, copied; "" for the default */
   uv_mutex_t mu;
   uv_cond_t wake;    /* manager thread */
   uv_cond_t work;    /* load workers */
@@ -148,6 +149,7 @@ void ldr_mgr_scan_merge(ldr_manager *m, scan_model *s, int n, uint64_t gen);
 void ldr_mgr_scan_free(scan_model *s, int n);
 uint64_t ldr_mgr_reconcile(ldr_manager *m, mmodel *mm, freelist *fl, bool *draining);
 bool ldr_mgr_model_busy(const mmodel *mm);
+void ldr_mgr_evict(ldr_manager *m, const mver *x);
 void ldr_mgr_reap_models(ldr_manager *m);
 void ldr_mgr_check_settled(ldr_manager *m);
 

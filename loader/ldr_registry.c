@@ -34,6 +34,7 @@ typedef struct label_entry {
 typedef struct model_entry {
   char *name;
   char *base_path;
+  char *source_error; /* why the base path could not be listed; NULL: it could */
   int n, cap;
   version_entry *versions; /* sorted by version */
   int n_labels;
@@ -85,6 +86,7 @@ static void free_model(model_entry *m) {
   free(m->versions);
   free(m->name);
   free(m->base_path);
+  free(m->source_error);
   free_labels(m);
 }
 
@@ -269,7 +271,9 @@ td_code ldr_registry_status(ldr_registry *r, const char *name, int64_t version,
   if (m)
     for (int i = 0; i < m->n; i++) count += version < 0 || m->versions[i].version == version;
   if (!m || !count) {
-    rc = version < 0 ? td_err_set(err, TD_NOT_FOUND, "Could not find any versions of model %s", name)
+    rc = version < 0 ? td_err_set(err, TD_NOT_FOUND, "Could not find any versions of model %s%s%s",
+                                  name, m && m->source_error ? ": " : "",
+                                  m && m->source_error ? m->source_error : "")
                      : td_err_set(err, TD_NOT_FOUND, "Could not find version %lld of model %s",
                                   (long long)version, name);
   } else {
@@ -402,6 +406,19 @@ ldr_servable *ldr_registry_retire(ldr_registry *r, const char *name, int64_t ver
   }
   uv_mutex_unlock(&r->mu);
   return sv;
+}
+
+void ldr_registry_set_source_error(ldr_registry *r, const char *name, const char *msg) {
+  char *copy = msg ? strdup(msg) : NULL;
+  uv_mutex_lock(&r->mu);
+  model_entry *m = find_model(r, name);
+  if (m) {
+    free(m->source_error);
+    m->source_error = copy;
+    copy = NULL;
+  }
+  uv_mutex_unlock(&r->mu);
+  free(copy);
 }
 
 void ldr_registry_forget(ldr_registry *r, const char *name, int64_t version) {

@@ -97,6 +97,10 @@ td_code ldr_registry_publish(ldr_registry *r, const char *name, ldr_servable *sv
  * the caller (who drops it once in-flight requests are done). NULL when the
  * version holds no servable. */
 ldr_servable *ldr_registry_retire(ldr_registry *r, const char *name, int64_t version);
+/* Records why the model's base path could not be listed (NULL: it can be
+ * now). While the model has no version entry, the status call's NOT_FOUND
+ * message carries it: "Could not find any versions of model M: <why>". */
+void ldr_registry_set_source_error(ldr_registry *r, const char *name, const char *msg);
 /* Drops a version's entry (it is no longer reported), releasing any
  * servable it still holds. */
 void ldr_registry_forget(ldr_registry *r, const char *name, int64_t version);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "cfg_model_config.h"
+#include "ldr_objstore.h"
 #include "td_log.h"
 
 #define MAX_CONFIG_BYTES ((size_t)64 << 20)
@@ -139,7 +140,7 @@ static bool resync_watches(ldr_watch *w) {
   for (int i = 0; i < n; i++) {
     bool have = false;
     for (fs_watch *fw = w->watches; fw && !have; fw = fw->next) have = !strcmp(fw->path, paths[i]);
-    if (!have) have = arm(w, paths[i]);
+    if (!have) have = ldr_objstore_is_remote(paths[i]) || arm(w, paths[i]); /* polled only */
     all &= have;
     free(paths[i]);
   }

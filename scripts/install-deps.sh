@@ -12,7 +12,8 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 packages=(build-essential cmake pkg-config libmicrohttpd-dev libgrpc-dev
           protobuf-c-compiler libprotobuf-c-dev libprotobuf-dev libcjson-dev
-          libuv1-dev libopenblas-dev libsnappy-dev zlib1g-dev check curl)
+          libuv1-dev libopenblas-dev libsnappy-dev zlib1g-dev check curl
+          libcurl4-openssl-dev)
 
 missing=()
 for p in "${packages[@]}"; do

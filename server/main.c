@@ -269,7 +269,8 @@ int main(int argc, char **argv) {
       .allow_labels_for_unavailable = opt.allow_version_labels_for_unavailable_models,
       .per_model_batching = opt.enable_per_model_batching_parameters,
       .cpus = cpu_count(),
-      .flush_caches = opt.flush_filesystem_caches};
+      .flush_caches = opt.flush_filesystem_caches,
+      .object_cache_dir = opt.object_cache_dir};
   mo.on_config = srv_reqlog_configure; /* logging_config, before the first config */
   srv_reqlog_start();
   uint64_t ticket = 0;
