@@ -13,6 +13,7 @@
 #include "eng_model.h"
 #include "ldr_bundle.h"
 #include "ldr_import.h"
+#include "ldr_objgraph.h"
 #include "ldr_proto.h"
 #include "td_file.h"
 #include "td_log.h"
@@ -326,8 +327,14 @@ static td_code restore_and_init(ldr_servable *sv, const Tensorflow__MetaGraphDef
       free(fs.names[fs.n]);
     }
   } else if (!rc && bundle) {
-    td_log_warn("%s: has variables but no saver_def; variables stay unset", dir);
+    td_log_warn("%s: has variables but no saver_def; only those the object graph names are set",
+                dir);
   }
+  /* Handles the restore op left unset (tf.saved_model.save of a Keras 3
+   * model) are bound as Python's loader binds them (ldr_objgraph.h). */
+  int bound = 0;
+  if (!rc && bundle) rc = ldr_objgraph_bind(sv->model, bundle, &bound, err);
+  if (bound) td_log_info("%s: %d variables bound through the checkpoint's object graph", dir, bound);
   const char *init = init_op_name(mg);
   if (!rc && init) {
     char *target = node_of(init);

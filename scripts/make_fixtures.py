@@ -29,6 +29,11 @@ SavedModelBuilder (tf.cond as Switch/Merge):
   tests/fixtures/models/control/loop_unsupported/1/  a loop body with an op tensord lacks
   tests/fixtures/control.json                        TF's outputs at batch 1 and 8
 
+With --coverage it writes only the models of the long tail of real exports
+(export forms and layers beyond the zoo), each with TF's outputs:
+  tests/fixtures/models/coverage/<model>/1/
+  tests/fixtures/coverage.json                       TF's outputs at batch 1 and 8
+
 With --pbtxt it writes only text-format copies of existing SavedModels, made by
 TensorFlow's own text_format from their saved_model.pb (the tests pair each with
 its model's variables/ in a temporary directory):
@@ -680,6 +685,55 @@ def export_control():
         f.write("\n")
 
 
+COVERAGE_ROOT = "tests/fixtures/models/coverage"
+COVERAGE_JSON = "tests/fixtures/coverage.json"
+
+
+def coverage_models():
+    """name -> (model, how it is saved, input alias -> spec). Kept small:
+    random weights compress poorly, so widths stay narrow."""
+    import keras
+    from keras import layers
+    keras.utils.set_random_seed(0)
+    bn = keras.Sequential([keras.Input((6,), name="x"), layers.Dense(5, activation="relu"),
+                           layers.BatchNormalization(), layers.Dense(3)], name="keras_direct")
+    # Moving statistics that are not the initial ones, so that a server which
+    # left the non-trainable variables unset, or bound them wrongly, differs.
+    bn.layers[1].moving_mean.assign(np.linspace(-0.5, 0.5, 5).astype(np.float32))
+    bn.layers[1].moving_variance.assign(np.linspace(0.5, 2.0, 5).astype(np.float32))
+    return {
+        # A Keras 3 model handed to tf.saved_model.save itself (not
+        # model.export()): its functions read the Keras variables, which
+        # only the checkpoint's object graph binds.
+        "keras_direct": (bn, "tf.saved_model.save(model)",
+                         {"inputs": {"dtype": "float32", "shape": [6], "gen": "float", "seed": 5}}),
+    }
+
+
+def export_coverage():
+    if os.path.isdir(p(COVERAGE_ROOT)):
+        shutil.rmtree(p(COVERAGE_ROOT))
+    out = {}
+    for name, (model, how, spec) in coverage_models().items():
+        rel = os.path.join(COVERAGE_ROOT, name, "1")
+        if how == "tf.saved_model.save(model)":
+            tf.saved_model.save(model, p(rel))
+        else:
+            model.export(p(rel), verbose=False)
+        fn = tf.saved_model.load(p(rel)).signatures["serving_default"]
+        entry = {"dir": rel, "export": how, "signature": "serving_default", "inputs": spec,
+                 "outputs": {}}
+        for b in ZOO_BATCHES:
+            feeds = {a: tf.constant(zoo_input(sp, b)) for a, sp in spec.items()}
+            for alias, t in sorted(fn(**feeds).items()):
+                o = entry["outputs"].setdefault(alias, {"dtype": t.dtype.name})
+                o["batch%d" % b] = {"shape": list(t.shape), "values": floats(t.numpy())}
+        out[name] = entry
+    with open(p(COVERAGE_JSON), "w") as f:
+        json.dump({"models": out}, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
 def export_pbtxt():
     from google.protobuf import text_format
     from tensorflow.core.protobuf import saved_model_pb2
@@ -702,6 +756,10 @@ def main():
     if sys.argv[1:] == ["--control"]:
         # Only the control-flow models: python3 scripts/make_fixtures.py --control
         export_control()
+        return
+    if sys.argv[1:] == ["--coverage"]:
+        # Only the long-tail models: python3 scripts/make_fixtures.py --coverage
+        export_coverage()
         return
     if sys.argv[1:] == ["--pbtxt"]:
         # Only the text-format copies: python3 scripts/make_fixtures.py --pbtxt
