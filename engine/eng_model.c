@@ -514,6 +514,10 @@ td_code eng_plan_build(eng_model *m, int n_inputs, const char *const *inputs, in
                       "node '%s': op '%s' is not supported by the tensord engine", nd->name, nd->op);
       goto fail;
     }
+    if (op->check && (rc = op->check(nd, err))) { /* one its kernel would refuse every run */
+      free(succ_count);
+      goto fail;
+    }
     for (int k = 0; k < nd->n_in; k++) {
       eng_edge e = nd->in[k];
       p->uses[p->base[e.node] + e.index]++;

@@ -211,4 +211,32 @@ td_code eng_s_pool(const eng_node *n, const eng_shape *in, eng_shape *out, td_er
  * _DepthwiseConv2dNativePadded, placed by eng_compile.c. */
 td_code eng_k_depthwise_conv2d_padded(eng_kctx *c);
 
+/* eng_kernels_check.c: the op table's load-time checks (eng_op.h). */
+td_code eng_c_float(const eng_node *n, td_err *err);      /* T float32 */
+td_code eng_c_conv(const eng_node *n, td_err *err);       /* T float32, NHWC, strides */
+td_code eng_c_pool(const eng_node *n, td_err *err);       /* the same and ksize */
+td_code eng_c_batch_norm(const eng_node *n, td_err *err); /* T, U float32, NHWC */
+td_code eng_c_matmul(const eng_node *n, td_err *err);     /* T float32 or float64 */
+td_code eng_c_einsum(const eng_node *n, td_err *err);     /* two operands, a plannable equation */
+td_code eng_c_movable(const eng_node *n, td_err *err);    /* T fixed-size or string */
+
+/* eng_kernels_strmove.c: string inputs through an element-moving kernel
+ * (numeric), by element numbers; other calls go straight to numeric. The
+ * table's kernels for Tile, GatherV2, ConcatV2, Pack, Unpack, Slice,
+ * StridedSlice, Transpose, Split, SplitV, BroadcastTo, Select, SelectV2. */
+td_code eng_kmove_strings(eng_kctx *c, eng_kernel_fn numeric);
+td_code eng_k_tile_any(eng_kctx *c);
+td_code eng_k_gather_v2_any(eng_kctx *c);
+td_code eng_k_concat_v2_any(eng_kctx *c);
+td_code eng_k_pack_any(eng_kctx *c);
+td_code eng_k_unpack_any(eng_kctx *c);
+td_code eng_k_slice_any(eng_kctx *c);
+td_code eng_k_strided_slice_any(eng_kctx *c);
+td_code eng_k_transpose_any(eng_kctx *c);
+td_code eng_k_split_any(eng_kctx *c);
+td_code eng_k_split_v_any(eng_kctx *c);
+td_code eng_k_broadcast_to_any(eng_kctx *c);
+td_code eng_k_select_v2_any(eng_kctx *c);
+td_code eng_k_select_any(eng_kctx *c);
+
 #endif

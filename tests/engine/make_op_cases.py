@@ -191,6 +191,12 @@ case("Einsum", [r([2, 2, 3, 4], 25), r([2, 4, 2, 2], 26)], {"equation": "BNTS,BS
      call=lambda x, y: R.Einsum(inputs=[x, y], equation="BNTS,BSNH->BTNH"))
 case("Einsum", [r([2, 3, 4], 27), r([4, 2, 2], 28)], {"equation": "abc,cde->abde"},
      call=lambda x, y: R.Einsum(inputs=[x, y], equation="abc,cde->abde"))
+case("Einsum", [r([2, 3, 2, 3], 42), r([3, 2], 43)], {"equation": "...ij,jk->...ik"},
+     call=lambda x, y: R.Einsum(inputs=[x, y], equation="...ij,jk->...ik"))
+case("Einsum", [r([2, 2, 3], 44), r([2, 3, 2], 45)], {"equation": "...ij,...jk->...ik"},
+     call=lambda x, y: R.Einsum(inputs=[x, y], equation="...ij,...jk->...ik"))
+case("Einsum", [r([3, 2, 2], 46), r([3, 4], 47)], {"equation": "i...,ij->...j"},
+     call=lambda x, y: R.Einsum(inputs=[x, y], equation="i...,ij->...j"))
 
 # --- nn
 IMG = r([2, 5, 5, 3], 30)
@@ -202,6 +208,9 @@ conv("Conv2D", IMG, r([2, 3, 3, 4], 32), padding="VALID", strides=[1, 2, 1, 1])
 conv("Conv2D", IMG, r([3, 2, 3, 2], 33), padding="SAME", strides=[1, 2, 2, 1], dilations=[1, 1, 2, 1])
 conv("Conv2D", IMG, r([1, 1, 3, 2], 34), padding="VALID")
 conv("Conv2D", IMG, r([2, 2, 3, 2], 35), padding="EXPLICIT", explicit_paddings=[0, 0, 1, 0, 0, 2, 0, 0])
+# grouped: the filter's depth divides the input's (Keras Conv2D(groups=...))
+conv("Conv2D", r([2, 4, 4, 4], 39), r([3, 3, 2, 6], 40), padding="SAME")
+conv("Conv2D", IMG, r([2, 2, 1, 3], 41), padding="VALID", strides=[1, 2, 2, 1])
 conv("DepthwiseConv2dNative", IMG, r([3, 3, 3, 1], 36), padding="SAME", strides=[1, 2, 2, 1])
 conv("DepthwiseConv2dNative", IMG, r([2, 2, 3, 2], 37), padding="VALID")
 for op in ["MaxPool", "AvgPool"]:
