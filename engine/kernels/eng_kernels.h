@@ -219,6 +219,9 @@ td_code eng_c_batch_norm(const eng_node *n, td_err *err); /* T, U float32, NHWC 
 td_code eng_c_matmul(const eng_node *n, td_err *err);     /* T float32 or float64 */
 td_code eng_c_einsum(const eng_node *n, td_err *err);     /* two operands, a plannable equation */
 td_code eng_c_movable(const eng_node *n, td_err *err);    /* T fixed-size or string */
+td_code eng_c_real(const eng_node *n, td_err *err);       /* T float32/64, int32/64 */
+td_code eng_c_floats(const eng_node *n, td_err *err);     /* T float32/64 */
+td_code eng_c_numeric(const eng_node *n, td_err *err);    /* T a fixed-size number, not bool */
 
 /* eng_kernels_strmove.c: string inputs through an element-moving kernel
  * (numeric), by element numbers; other calls go straight to numeric. The
@@ -238,5 +241,28 @@ td_code eng_k_split_v_any(eng_kctx *c);
 td_code eng_k_broadcast_to_any(eng_kctx *c);
 td_code eng_k_select_v2_any(eng_kctx *c);
 td_code eng_k_select_any(eng_kctx *c);
+
+/* eng_kernels_math.c: FloorDiv, FloorMod, Atan2 (broadcasting), IsFinite,
+ * Bucketize, Cumprod. */
+td_code eng_k_floor_div(eng_kctx *c);
+td_code eng_k_floor_mod(eng_kctx *c);
+td_code eng_k_atan2(eng_kctx *c);
+td_code eng_k_is_finite(eng_kctx *c);
+td_code eng_k_bucketize(eng_kctx *c);
+td_code eng_k_cumprod(eng_kctx *c);
+
+/* eng_kernels_index.c: ArgMax, ArgMin, TopKV2, Where (one argument),
+ * GatherNd, ReverseV2, Roll, MatrixBandPart (the *_any: strings too). */
+td_code eng_k_arg_max(eng_kctx *c);
+td_code eng_k_arg_min(eng_kctx *c);
+td_code eng_k_top_k(eng_kctx *c);
+td_code eng_k_where(eng_kctx *c);
+td_code eng_k_gather_nd(eng_kctx *c);
+td_code eng_k_reverse_v2(eng_kctx *c);
+td_code eng_k_roll(eng_kctx *c);
+td_code eng_k_matrix_band_part(eng_kctx *c);
+td_code eng_k_gather_nd_any(eng_kctx *c);
+td_code eng_k_reverse_v2_any(eng_kctx *c);
+td_code eng_k_roll_any(eng_kctx *c);
 
 #endif

@@ -119,3 +119,29 @@ td_code eng_c_movable(const eng_node *n, td_err *err) {
     return TD_OK;
   FAIL(n, err, TD_UNIMPLEMENTED, "T %s is not supported by its kernel", eng_dtype_name(a->type));
 }
+
+td_code eng_c_real(const eng_node *n, td_err *err) {
+  return want_type(n, "T", C_FLOAT | C_DOUBLE | C_INT, err);
+}
+
+td_code eng_c_floats(const eng_node *n, td_err *err) {
+  return want_type(n, "T", C_FLOAT | C_DOUBLE, err);
+}
+
+td_code eng_c_numeric(const eng_node *n, td_err *err) {
+  const eng_attr *a = eng_node_attr(n, "T");
+  if (!a || a->kind != ENG_ATTR_TYPE) return TD_OK;
+  switch (eng_dtype_widened(a->type)) {
+    case ENG_DT_FLOAT:
+    case ENG_DT_DOUBLE:
+    case ENG_DT_INT32:
+    case ENG_DT_INT64:
+    case ENG_DT_UINT8:
+    case ENG_DT_INT8:
+    case ENG_DT_INT16:
+      return TD_OK;
+    default:
+      FAIL(n, err, TD_UNIMPLEMENTED, "T %s is not supported by its kernel",
+           eng_dtype_name(a->type));
+  }
+}
