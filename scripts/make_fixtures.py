@@ -687,6 +687,7 @@ def export_control():
 
 COVERAGE_ROOT = "tests/fixtures/models/coverage"
 COVERAGE_JSON = "tests/fixtures/coverage.json"
+REFUSED_ROOT = "tests/fixtures/models/refused"
 
 
 def coverage_models():
@@ -701,13 +702,83 @@ def coverage_models():
     # left the non-trainable variables unset, or bound them wrongly, differs.
     bn.layers[1].moving_mean.assign(np.linspace(-0.5, 0.5, 5).astype(np.float32))
     bn.layers[1].moving_variance.assign(np.linspace(0.5, 2.0, 5).astype(np.float32))
+    # Keras 3 exports groups > 1 as one Conv2D whose filter is shallower than
+    # its input (ConvNeXt's depthwise conv takes this form); a dilated conv
+    # beside it.
+    img = keras.Input((7, 7, 4), name="image")
+    g = layers.Conv2D(6, 3, padding="same", groups=2, name="grouped")(img)
+    g = layers.Conv2D(4, 3, groups=4, dilation_rate=2, activation="relu", name="grouped_dilated")(
+        layers.Conv2D(4, 1, name="pointwise")(g))
+    grouped = keras.Model(img, layers.GlobalAveragePooling2D()(g), name="grouped_conv")
     return {
         # A Keras 3 model handed to tf.saved_model.save itself (not
         # model.export()): its functions read the Keras variables, which
         # only the checkpoint's object graph binds.
         "keras_direct": (bn, "tf.saved_model.save(model)",
                          {"inputs": {"dtype": "float32", "shape": [6], "gen": "float", "seed": 5}}),
+        "grouped_conv": (grouped, "model.export()",
+                         {"image": {"dtype": "float32", "shape": [7, 7, 4], "gen": "float",
+                                    "seed": 11}}),
+        "tf_function_ops": (TfFunctionOps(), "tf.function",
+                            {"x": {"dtype": "float32", "shape": [4, 6], "gen": "float", "seed": 3},
+                             "ids": {"dtype": "int64", "shape": [5], "gen": "int", "mod": 23,
+                                     "seed": 1}}),
+        "string_head": (StringHead(), "tf.function",
+                        {"x": {"dtype": "float32", "shape": [3], "gen": "float", "seed": 7}}),
     }
+
+
+class TfFunctionOps(tf.Module):
+    """A tf.function pipeline of the ops real exports put around a network:
+    an Einsum with an ellipsis, a causal band mask, arg/top-k picks, gathers
+    by coordinates, floor division, rolls and flips, buckets, scans."""
+
+    def __init__(self):
+        super().__init__()
+        rng = np.random.default_rng(16)
+        self.w = tf.Variable(rng.normal(0, 0.5, (6, 5)).astype(np.float32))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 4, 6], tf.float32, name="x"),
+                                  tf.TensorSpec([None, 5], tf.int64, name="ids")])
+    def serve(self, x, ids):
+        h = tf.einsum("...ij,jk->...ik", x, self.w)                       # [b, 4, 5]
+        scores = tf.einsum("...ik,...jk->...ij", h, h)                    # [b, 4, 4]
+        causal = tf.linalg.band_part(tf.ones_like(scores), -1, 0)
+        masked = tf.where(causal > 0, scores, tf.fill(tf.shape(scores), -1e9))
+        top_v, top_i = tf.math.top_k(masked, k=2)
+        flipped = tf.reverse(tf.roll(h, shift=1, axis=1), axis=[2])
+        rows = tf.range(tf.shape(ids, out_type=tf.int64)[0])
+        picked = tf.gather_nd(flipped, tf.stack([rows, ids[:, 0] % 4, ids[:, 1] % 5], axis=1))
+        return {
+            "picked": picked,
+            "nonzero": tf.where(ids % 3 == 0),
+            "argmax": tf.argmax(masked, axis=-1),
+            "argmin": tf.argmin(h, axis=1, output_type=tf.int32),
+            "top_values": top_v,
+            "top_indices": top_i,
+            "flipped": flipped,
+            "buckets": tf.raw_ops.Bucketize(input=h, boundaries=[-1.0, 0.0, 0.5, 2.0]),
+            "floor_div": tf.math.floordiv(ids, 4),
+            "floor_mod": tf.math.floormod(ids - 11, 5),
+            "angle": tf.math.atan2(h[:, :, 0], h[:, :, 1] + 0.5),
+            "finite": tf.math.is_finite(tf.math.log(h + 1.0)),
+            "cumprod": tf.math.cumprod(tf.nn.sigmoid(h), axis=2, exclusive=True),
+            "cumsum": tf.math.cumsum(h, axis=1, reverse=True),
+        }
+
+
+class StringHead(tf.Module):
+    """An Estimator-style classification head: class names as a string
+    constant, tiled per example and gathered by the predicted class."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32, name="x")])
+    def serve(self, x):
+        names = tf.constant(["cat", "dog", ""])
+        tiled = tf.tile(tf.expand_dims(names, 0), tf.stack([tf.shape(x)[0], 1]))
+        best = tf.argmax(x, axis=1)
+        return {"classes": tiled, "scores": tf.nn.softmax(x),
+                "label": tf.gather(names, best),
+                "ranked": tf.gather(tiled, tf.argsort(-x, axis=1), batch_dims=1)}
 
 
 def export_coverage():
@@ -718,6 +789,8 @@ def export_coverage():
         rel = os.path.join(COVERAGE_ROOT, name, "1")
         if how == "tf.saved_model.save(model)":
             tf.saved_model.save(model, p(rel))
+        elif how == "tf.function":
+            tf.saved_model.save(model, p(rel), signatures={"serving_default": model.serve})
         else:
             model.export(p(rel), verbose=False)
         fn = tf.saved_model.load(p(rel)).signatures["serving_default"]
@@ -727,11 +800,32 @@ def export_coverage():
             feeds = {a: tf.constant(zoo_input(sp, b)) for a, sp in spec.items()}
             for alias, t in sorted(fn(**feeds).items()):
                 o = entry["outputs"].setdefault(alias, {"dtype": t.dtype.name})
-                o["batch%d" % b] = {"shape": list(t.shape), "values": floats(t.numpy())}
+                vals = ([v.decode() for v in t.numpy().reshape(-1)] if t.dtype == tf.string
+                        else [int(v) for v in t.numpy().reshape(-1)] if not t.dtype.is_floating
+                        else floats(t.numpy()))
+                o["batch%d" % b] = {"shape": list(t.shape), "values": vals}
         out[name] = entry
     with open(p(COVERAGE_JSON), "w") as f:
         json.dump({"models": out}, f, indent=1, sort_keys=True)
         f.write("\n")
+    # A model TensorFlow serves and tensord refuses at load (an Einsum that
+    # sums a label away): the load must fail naming the node, while the
+    # version before it keeps serving (tests/e2e/test_coverage.py).
+    rel = os.path.join(REFUSED_ROOT, "einsum_summed", "1")
+    if os.path.isdir(p(os.path.dirname(rel))):
+        shutil.rmtree(p(os.path.dirname(rel)))
+    m = EinsumSummed()
+    tf.saved_model.save(m, p(rel), signatures={"serving_default": m.serve})
+
+
+class EinsumSummed(tf.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = tf.Variable(np.arange(6, dtype=np.float32).reshape(3, 2))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32, name="x")])
+    def serve(self, x):
+        return {"y": tf.einsum("ij,jk->i", x, self.w)}
 
 
 def export_pbtxt():

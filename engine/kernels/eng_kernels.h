@@ -265,4 +265,8 @@ td_code eng_k_gather_nd_any(eng_kctx *c);
 td_code eng_k_reverse_v2_any(eng_kctx *c);
 td_code eng_k_roll_any(eng_kctx *c);
 
+/* eng_kernels_space.c: SpaceToBatchND, BatchToSpaceND (dilated convs). */
+td_code eng_k_space_to_batch_nd(eng_kctx *c);
+td_code eng_k_batch_to_space_nd(eng_kctx *c);
+
 #endif
