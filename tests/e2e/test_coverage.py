@@ -74,3 +74,18 @@ def test_version_that_cannot_serve_fails_its_load_and_the_old_one_keeps_serving(
     status_code, out = s.json("POST", "/v1/models/m:predict", body)
     assert status_code == 200, out
     check_outputs(entry, out["outputs"], 1)
+
+
+def test_inspect_lists_the_ops_each_signature_runs_and_names_a_refused_node():
+    import subprocess
+    from conftest import BINARY
+    d = os.path.join(ROOT, COVERAGE["string_head"]["dir"])
+    out = subprocess.run([BINARY, "inspect", d], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    line = next(l for l in out.stdout.splitlines() if "ops run:" in l)
+    assert "Tile" in line and "GatherV2 x2" in line and "TopKV2" in line, line
+    d = os.path.join(FIXTURES, "models", "refused", "einsum_summed", "1")
+    out = subprocess.run([BINARY, "inspect", d], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "Loading with tags 'serve': FAILS" in out.stdout
+    assert "(Einsum): Einsum equation 'ij,jk->i' is not supported" in out.stdout, out.stdout
