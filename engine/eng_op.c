@@ -103,6 +103,8 @@ static const eng_op_def ops[] = {
     {"Relu", ENG_OP_SHAPED, eng_s_unary, eng_k_unary, ENG_SLICE_UNARY, 0, NULL},
     {"Relu6", ENG_OP_SHAPED, eng_s_unary, eng_k_unary, ENG_SLICE_UNARY, 0, NULL},
     {"Reshape", ENG_OP_SHAPED, eng_s_unknown, eng_k_reshape, ENG_SLICE_RESHAPE, 2, NULL},
+    {"ResizeBilinear", ENG_OP_SHAPED, eng_s_unknown, eng_k_resize_bilinear, ENG_SLICE_NO, 2, eng_c_image},
+    {"ResizeNearestNeighbor", ENG_OP_SHAPED, eng_s_unknown, eng_k_resize_nearest, ENG_SLICE_NO, 2, NULL},
     {"RestoreV2", 0, NULL, eng_k_restore_v2, ENG_SLICE_NO, 0, NULL},
     {"ReverseV2", ENG_OP_SHAPED, eng_s_unary, eng_k_reverse_v2_any, ENG_SLICE_NO, 0, eng_c_movable},
     {"Roll", ENG_OP_SHAPED, eng_s_unary, eng_k_roll_any, ENG_SLICE_NO, 0, eng_c_movable},

@@ -710,6 +710,13 @@ def coverage_models():
     g = layers.Conv2D(4, 3, groups=4, dilation_rate=2, activation="relu", name="grouped_dilated")(
         layers.Conv2D(4, 1, name="pointwise")(g))
     grouped = keras.Model(img, layers.GlobalAveragePooling2D()(g), name="grouped_conv")
+    # Image preprocessing in the graph: Resizing (bilinear, half-pixel
+    # centres), UpSampling2D(bilinear), nearest-neighbour resizing.
+    pic = keras.Input((5, 6, 3), name="picture")
+    r = layers.Conv2D(2, 3, padding="same")(layers.Resizing(8, 10)(pic))
+    r = layers.UpSampling2D(2, interpolation="bilinear")(r)
+    r = layers.Resizing(4, 5, interpolation="nearest")(r)
+    resize = keras.Model(pic, layers.Dense(3)(layers.Flatten()(r)), name="image_resize")
     return {
         # A Keras 3 model handed to tf.saved_model.save itself (not
         # model.export()): its functions read the Keras variables, which
@@ -719,6 +726,9 @@ def coverage_models():
         "grouped_conv": (grouped, "model.export()",
                          {"image": {"dtype": "float32", "shape": [7, 7, 4], "gen": "float",
                                     "seed": 11}}),
+        "image_resize": (resize, "model.export()",
+                         {"picture": {"dtype": "float32", "shape": [5, 6, 3], "gen": "float",
+                                      "seed": 13}}),
         "tf_function_ops": (TfFunctionOps(), "tf.function",
                             {"x": {"dtype": "float32", "shape": [4, 6], "gen": "float", "seed": 3},
                              "ids": {"dtype": "int64", "shape": [5], "gen": "int", "mod": 23,

@@ -222,6 +222,7 @@ td_code eng_c_movable(const eng_node *n, td_err *err);    /* T fixed-size or str
 td_code eng_c_real(const eng_node *n, td_err *err);       /* T float32/64, int32/64 */
 td_code eng_c_floats(const eng_node *n, td_err *err);     /* T float32/64 */
 td_code eng_c_numeric(const eng_node *n, td_err *err);    /* T a fixed-size number, not bool */
+td_code eng_c_image(const eng_node *n, td_err *err);      /* T float32, int32 or uint8 */
 
 /* eng_kernels_strmove.c: string inputs through an element-moving kernel
  * (numeric), by element numbers; other calls go straight to numeric. The
@@ -268,5 +269,9 @@ td_code eng_k_roll_any(eng_kctx *c);
 /* eng_kernels_space.c: SpaceToBatchND, BatchToSpaceND (dilated convs). */
 td_code eng_k_space_to_batch_nd(eng_kctx *c);
 td_code eng_k_batch_to_space_nd(eng_kctx *c);
+
+/* eng_kernels_resize.c: ResizeBilinear, ResizeNearestNeighbor (NHWC). */
+td_code eng_k_resize_bilinear(eng_kctx *c);
+td_code eng_k_resize_nearest(eng_kctx *c);
 
 #endif

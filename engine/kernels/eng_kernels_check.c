@@ -145,3 +145,11 @@ td_code eng_c_numeric(const eng_node *n, td_err *err) {
            eng_dtype_name(a->type));
   }
 }
+
+td_code eng_c_image(const eng_node *n, td_err *err) {
+  const eng_attr *a = eng_node_attr(n, "T");
+  if (!a || a->kind != ENG_ATTR_TYPE) return TD_OK;
+  eng_dtype dt = eng_dtype_widened(a->type);
+  if (dt == ENG_DT_FLOAT || dt == ENG_DT_INT32 || dt == ENG_DT_UINT8) return TD_OK;
+  FAIL(n, err, TD_UNIMPLEMENTED, "T %s is not supported by its kernel", eng_dtype_name(a->type));
+}

@@ -11,11 +11,11 @@
 #include "eng_kernels.h"
 
 typedef struct space_geom {
-  int m;                          /* spatial dims */
-  int64_t block[ENG_MAX_RANK];    /* b_k */
-  int64_t before[ENG_MAX_RANK];   /* pad / crop at the start */
-  int64_t after[ENG_MAX_RANK];    /* pad / crop at the end */
-  int64_t nblocks;                /* product of the b_k */
+  int m;                        /* spatial dims */
+  int64_t block[ENG_MAX_RANK];  /* b_k */
+  int64_t before[ENG_MAX_RANK]; /* pad / crop at the start */
+  int64_t after[ENG_MAX_RANK];  /* pad / crop at the end */
+  int64_t nblocks;              /* product of the b_k */
 } space_geom;
 
 static td_code read_geom(eng_kctx *c, const char *what, space_geom *g) {
@@ -103,7 +103,8 @@ td_code eng_k_space_to_batch_nd(eng_kctx *c) {
     s.dim[k + 1] = padded / g.block[k];
   }
   if ((rc = eng_kout_raw(c, 0, x->dtype, &s))) return rc;
-  if (eng_shape_numel(&s)) walk(&g, &x->shape, &s, es, eng_tensor_data(x), eng_tensor_data(&c->out[0]), true);
+  if (eng_shape_numel(&s))
+    walk(&g, &x->shape, &s, es, eng_tensor_data(x), eng_tensor_data(&c->out[0]), true);
   return TD_OK;
 }
 
@@ -115,9 +116,10 @@ td_code eng_k_batch_to_space_nd(eng_kctx *c) {
   td_code rc = read_geom(c, "crops", &g);
   if (rc) return rc;
   if (x->shape.dim[0] % g.nblocks)
-    return eng_kfail(c, TD_INVALID_ARGUMENT,
-                     "Input batch dimension (%lld) is not divisible by product of block sizes (%lld)",
-                     (long long)x->shape.dim[0], (long long)g.nblocks);
+    return eng_kfail(
+        c, TD_INVALID_ARGUMENT,
+        "Input batch dimension (%lld) is not divisible by product of block sizes (%lld)",
+        (long long)x->shape.dim[0], (long long)g.nblocks);
   eng_shape s = x->shape;
   s.dim[0] = x->shape.dim[0] / g.nblocks;
   for (int k = 0; k < g.m; k++) {
@@ -127,6 +129,7 @@ td_code eng_k_batch_to_space_nd(eng_kctx *c) {
     s.dim[k + 1] = full - g.before[k] - g.after[k];
   }
   if ((rc = eng_kout(c, 0, x->dtype, &s))) return rc;
-  if (eng_shape_numel(&s)) walk(&g, &s, &x->shape, es, eng_tensor_data(x), eng_tensor_data(&c->out[0]), false);
+  if (eng_shape_numel(&s))
+    walk(&g, &s, &x->shape, es, eng_tensor_data(x), eng_tensor_data(&c->out[0]), false);
   return TD_OK;
 }
