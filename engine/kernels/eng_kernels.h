@@ -274,4 +274,15 @@ td_code eng_k_batch_to_space_nd(eng_kctx *c);
 td_code eng_k_resize_bilinear(eng_kctx *c);
 td_code eng_k_resize_nearest(eng_kctx *c);
 
+/* eng_kernels_table.c: lookup tables in model slots (HashTableV2,
+ * LookupTableImportV2 at load, LookupTableFindV2 / SizeV2 serving). */
+td_code eng_k_hash_table(eng_kctx *c);
+td_code eng_k_lookup_table_import(eng_kctx *c);
+td_code eng_k_lookup_table_find(eng_kctx *c);
+td_code eng_k_lookup_table_size(eng_kctx *c);
+
+/* eng_kernels_count.c: Size, DenseBincount. */
+td_code eng_k_size(eng_kctx *c);
+td_code eng_k_dense_bincount(eng_kctx *c);
+
 #endif

@@ -111,6 +111,8 @@ static const char *bookkeeping[] = {
     "If", "StatelessIf", "StatelessWhile", "While", "TensorListFromTensor", "TensorListGetItem",
     "TensorListLength", "TensorListReserve", "TensorListSetItem", "TensorListStack", "Switch",
     "Merge",
+    /* lookup tables (model state): kernels/test_eng_kernels_table.c */
+    "HashTableV2", "LookupTableImportV2", "LookupTableFindV2", "LookupTableSizeV2",
     /* plan-internal ops of Pad folding: test_eng_compile.c */
     "_DepthwiseConv2dNativePadded", "_PadView"};
 
