@@ -336,6 +336,9 @@ def zoo_input(spec, batch):
         return (k.astype(np.float32) / np.float32(1000.0) - np.float32(1.0)).reshape(shape)
     if g == "int":
         return ((i * 31 + spec["seed"]) % spec["mod"]).astype(spec["dtype"]).reshape(shape)
+    if g == "words":  # the same cycle over a word list (vocabulary and unknown words)
+        return np.array([spec["words"][k] for k in (i * 31 + spec["seed"]) % len(spec["words"])],
+                        dtype=object).reshape(shape)
     if g == "mask":  # row b keeps its first T - 3*(b % 4) positions
         t = i % shape[-1]
         b = i // shape[-1]
@@ -717,6 +720,20 @@ def coverage_models():
     r = layers.UpSampling2D(2, interpolation="bilinear")(r)
     r = layers.Resizing(4, 5, interpolation="nearest")(r)
     resize = keras.Model(pic, layers.Dense(3)(layers.Flatten()(r)), name="image_resize")
+    # Keras preprocessing layers with vocabularies and buckets: tables
+    # filled by the init op, read by the serving signature.
+    words = keras.Input((3,), dtype="string", name="words")
+    codes = keras.Input((2,), dtype="int64", name="codes")
+    amount = keras.Input((2,), name="amount")
+    sl = layers.StringLookup(vocabulary=["cat", "dog", "bird", "fish"])(words)
+    il = layers.IntegerLookup(vocabulary=[7, 11, 42])(codes)
+    feats = layers.Concatenate()([
+        keras.ops.cast(sl, "float32"), keras.ops.cast(il, "float32"),
+        keras.ops.cast(layers.Discretization(bin_boundaries=[-0.5, 0.0, 0.5])(amount), "float32"),
+        layers.CategoryEncoding(num_tokens=6, output_mode="multi_hot")(sl),
+        layers.CategoryEncoding(num_tokens=4, output_mode="count")(il)])
+    lookups = keras.Model([words, codes, amount],
+                          {"features": feats, "score": layers.Dense(2)(feats)}, name="lookups")
     return {
         # A Keras 3 model handed to tf.saved_model.save itself (not
         # model.export()): its functions read the Keras variables, which
@@ -726,6 +743,12 @@ def coverage_models():
         "grouped_conv": (grouped, "model.export()",
                          {"image": {"dtype": "float32", "shape": [7, 7, 4], "gen": "float",
                                     "seed": 11}}),
+        "lookups": (lookups, "model.export()",
+                    {"words": {"dtype": "string", "shape": [3], "gen": "words", "seed": 2,
+                               "words": ["cat", "dog", "emu", "bird", "", "fish", "yak"]},
+                     "codes": {"dtype": "int64", "shape": [2], "gen": "int", "mod": 50,
+                               "seed": 7},
+                     "amount": {"dtype": "float32", "shape": [2], "gen": "float", "seed": 9}}),
         "image_resize": (resize, "model.export()",
                          {"picture": {"dtype": "float32", "shape": [5, 6, 3], "gen": "float",
                                       "seed": 13}}),
