@@ -654,3 +654,27 @@ eng_plan_info eng_plan_get_info(const eng_plan *p) {
   }
   return info;
 }
+
+void eng_plan_op_list(const eng_plan *p, char *buf, size_t n) {
+  if (!n) return;
+  buf[0] = 0;
+  size_t used = 0;
+  for (int s = 0; s < p->n_steps; s++) {
+    const char *name = p->ops[s]->name;
+    bool seen = false;
+    for (int t = 0; t < s && !seen; t++) seen = p->ops[t] == p->ops[s];
+    if (seen) continue;
+    int count = 0;
+    for (int t = s; t < p->n_steps; t++) count += p->ops[t] == p->ops[s];
+    char item[160];
+    int len = count > 1 ? snprintf(item, sizeof item, "%s%s x%d", used ? ", " : "", name, count)
+                        : snprintf(item, sizeof item, "%s%s", used ? ", " : "", name);
+    if (len < 0) return;
+    if (used + (size_t)len + 4 >= n) {
+      snprintf(buf + used, n - used, "%s", used + 4 < n ? ", ..." : "");
+      return;
+    }
+    memcpy(buf + used, item, (size_t)len + 1);
+    used += (size_t)len;
+  }
+}

@@ -67,7 +67,9 @@ static td_code assign_slots(eng_model *m, td_err *err) {
   for (int i = 0; i < n; i++) {
     const eng_node *nd = eng_graph_node(m->g, i);
     m->node_slot[i] = -1;
-    if (strcmp(nd->op, "VarHandleOp") && strcmp(nd->op, "VariableV2")) continue;
+    if (strcmp(nd->op, "VarHandleOp") && strcmp(nd->op, "VariableV2") &&
+        strcmp(nd->op, "HashTableV2"))
+      continue; /* tables are slots too (eng_kernels_table.c) */
     const eng_attr *c = eng_node_attr(nd, "container");
     const eng_attr *s = eng_node_attr(nd, "shared_name");
     const char *cs = c && c->kind == ENG_ATTR_S ? c->s.data : "";
@@ -512,6 +514,10 @@ td_code eng_plan_build(eng_model *m, int n_inputs, const char *const *inputs, in
       free(succ_count);
       rc = td_err_set(err, TD_UNIMPLEMENTED,
                       "node '%s': op '%s' is not supported by the tensord engine", nd->name, nd->op);
+      goto fail;
+    }
+    if (op->check && (rc = op->check(nd, err))) { /* one its kernel would refuse every run */
+      free(succ_count);
       goto fail;
     }
     for (int k = 0; k < nd->n_in; k++) {

@@ -2,7 +2,8 @@
  *
  * eng_model_create takes a top-level graph and its function library, flattens
  * function calls (eng_inline), and gives every variable (VarHandleOp /
- * VariableV2, keyed by container + shared_name as TensorFlow does) a slot.
+ * VariableV2, keyed by container + shared_name as TensorFlow does) and
+ * every lookup table (HashTableV2, keyed alike) a slot.
  *
  * Running works like a TensorFlow Session: feeds (tensors that replace graph
  * tensors, cutting the graph there), fetches (tensors to return) and targets
@@ -95,6 +96,10 @@ typedef struct eng_plan_info {
   int shape_plan_steps; /* steps per request in the first of them */
 } eng_plan_info;
 eng_plan_info eng_plan_get_info(const eng_plan *p);
+/* The distinct ops of the plan's steps, in run order, with their counts
+ * ("Conv2D x3, Relu, ..."), into buf (truncated to n bytes with "...").
+ * Control-flow steps count as their own op, not their subgraphs'. */
+void eng_plan_op_list(const eng_plan *p, char *buf, size_t n);
 
 /* --- for kernels -------------------------------------------------------- */
 /* The plan of a control-flow node's subgraph (role "cond" / "body" for

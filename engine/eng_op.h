@@ -14,6 +14,18 @@
  * shape depends on data (variables, checkpoints) leave infer NULL: their
  * outputs are unknown until run.
  *
+ * The load-time check (check) says whether the kernel accepts a node at
+ * all, from what the graph states before any data: its attributes (dtype
+ * attrs such as T, data_format, strides, an Einsum equation) and its input
+ * count. Plan building (eng_plan_build) runs it on every step of every
+ * plan, so a version whose signatures reach a node its kernel would refuse
+ * fails the load with UNIMPLEMENTED (or INVALID_ARGUMENT for a node no
+ * TensorFlow kernel accepts either) naming the node and the op, instead of
+ * failing every request. It never rejects over values or data-dependent
+ * shapes: those stay the kernel's errors. NULL: every node of the op is
+ * accepted (its kernel handles every dtype and attribute TensorFlow
+ * allows).
+ *
  * The table is static and read-only; lookups are thread-safe. */
 #ifndef ENG_OP_H
 #define ENG_OP_H
@@ -43,6 +55,8 @@ typedef struct eng_kctx {
 typedef td_code (*eng_kernel_fn)(eng_kctx *ctx);
 typedef td_code (*eng_infer_fn)(const eng_node *node, const eng_shape *in, eng_shape *out,
                                 td_err *err);
+/* Fails with a message "node 'N' (Op): ..." when the kernel cannot run node. */
+typedef td_code (*eng_check_fn)(const eng_node *node, td_err *err);
 
 enum {
   ENG_OP_REF_INPUT0 = 1 << 0, /* input 0 is a variable reference (Assign) */
@@ -87,6 +101,7 @@ typedef struct eng_op_def {
   eng_kernel_fn cpu;
   eng_slice_kind slice;
   unsigned shape_values; /* with ENG_OP_SHAPED: the inputs whose values the output shapes read */
+  eng_check_fn check;    /* load-time acceptance of a node; NULL accepts all */
 } eng_op_def;
 
 const eng_op_def *eng_op_find(const char *name);

@@ -170,6 +170,9 @@ td_code ldr_inspect_print(const char *dir, const char *tags, FILE *out, td_err *
     eng_plan_info info = eng_plan_get_info(s->plan);
     fprintf(out, "  %-24s %d steps per request, %d values folded at load, %d ops fused\n", s->key,
             info.steps, info.consts, info.fused_ops);
+    char ops[2048];
+    eng_plan_op_list(s->plan, ops, sizeof ops);
+    fprintf(out, "  %-24s ops run: %s\n", "", ops);
     char cpu_ops[512];
     int on = eng_device_plan_report(s->plan, cpu_ops, sizeof cpu_ops);
     fprintf(out, "  %-24s GPU backend: %d of %d steps have a GPU kernel%s%s\n", "", on, info.steps,

@@ -3,8 +3,10 @@
  * tags and SignatureDefs (aliases, dtypes, shapes, tensor names, method),
  * the op census of the graph and its function library, the ops the engine
  * lacks (with a node that uses each), and what a load does: whether it
- * succeeds, and per signature the steps a request runs, the values folded
- * at load and the ops fused.
+ * succeeds, and per signature the steps a request runs (and which ops they
+ * are), the values folded at load and the ops fused. A signature that
+ * needs an op the engine lacks, or a node its kernel refuses, fails the
+ * load: the report then names that op and node.
  *
  * Reads the directory; writes only to `out`. Not for the serving path. */
 #ifndef LDR_INSPECT_H

@@ -343,6 +343,9 @@ def zoo_input(spec, batch):
         return (k.astype(np.float32) / np.float32(1000.0) - np.float32(1.0)).reshape(shape)
     if g == "int":
         return ((i * 31 + spec["seed"]) % spec["mod"]).astype(spec["dtype"]).reshape(shape)
+    if g == "words":  # the same cycle over a word list (vocabulary and unknown words)
+        return np.array([spec["words"][k] for k in (i * 31 + spec["seed"]) % len(spec["words"])],
+                        dtype=object).reshape(shape)
     if g == "mask":  # row b keeps its first T - 3*(b % 4) positions
         t = i % shape[-1]
         b = i // shape[-1]
@@ -604,13 +607,13 @@ class CondLoop(tf.Module):
 
 
 class LoopUnsupported(tf.Module):
-    """A tf.while_loop whose body uses an op the engine lacks (Cumprod): the
+    """A tf.while_loop whose body uses an op the engine lacks (Lgamma): the
     version must fail to load naming it."""
 
     @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="x")])
     def serve(self, x):
         _, z = tf.while_loop(lambda i, v: i < 3,
-                             lambda i, v: (i + 1, tf.math.cumprod(v, axis=1) * 0.5), [0, x])
+                             lambda i, v: (i + 1, tf.math.lgamma(v) * 0.5), [0, x])
         return {"z": z}
 
 
@@ -694,6 +697,7 @@ def export_control():
 
 COVERAGE_ROOT = "tests/fixtures/models/coverage"
 COVERAGE_JSON = "tests/fixtures/coverage.json"
+REFUSED_ROOT = "tests/fixtures/models/refused"
 
 
 def coverage_models():
@@ -708,13 +712,113 @@ def coverage_models():
     # left the non-trainable variables unset, or bound them wrongly, differs.
     bn.layers[1].moving_mean.assign(np.linspace(-0.5, 0.5, 5).astype(np.float32))
     bn.layers[1].moving_variance.assign(np.linspace(0.5, 2.0, 5).astype(np.float32))
+    # Keras 3 exports groups > 1 as one Conv2D whose filter is shallower than
+    # its input (ConvNeXt's depthwise conv takes this form); a dilated conv
+    # beside it.
+    img = keras.Input((7, 7, 4), name="image")
+    g = layers.Conv2D(6, 3, padding="same", groups=2, name="grouped")(img)
+    g = layers.Conv2D(4, 3, groups=4, dilation_rate=2, activation="relu", name="grouped_dilated")(
+        layers.Conv2D(4, 1, name="pointwise")(g))
+    grouped = keras.Model(img, layers.GlobalAveragePooling2D()(g), name="grouped_conv")
+    # Image preprocessing in the graph: Resizing (bilinear, half-pixel
+    # centres), UpSampling2D(bilinear), nearest-neighbour resizing.
+    pic = keras.Input((5, 6, 3), name="picture")
+    r = layers.Conv2D(2, 3, padding="same")(layers.Resizing(8, 10)(pic))
+    r = layers.UpSampling2D(2, interpolation="bilinear")(r)
+    r = layers.Resizing(4, 5, interpolation="nearest")(r)
+    resize = keras.Model(pic, layers.Dense(3)(layers.Flatten()(r)), name="image_resize")
+    # Keras preprocessing layers with vocabularies and buckets: tables
+    # filled by the init op, read by the serving signature.
+    words = keras.Input((3,), dtype="string", name="words")
+    codes = keras.Input((2,), dtype="int64", name="codes")
+    amount = keras.Input((2,), name="amount")
+    sl = layers.StringLookup(vocabulary=["cat", "dog", "bird", "fish"])(words)
+    il = layers.IntegerLookup(vocabulary=[7, 11, 42])(codes)
+    feats = layers.Concatenate()([
+        keras.ops.cast(sl, "float32"), keras.ops.cast(il, "float32"),
+        keras.ops.cast(layers.Discretization(bin_boundaries=[-0.5, 0.0, 0.5])(amount), "float32"),
+        layers.CategoryEncoding(num_tokens=6, output_mode="multi_hot")(sl),
+        layers.CategoryEncoding(num_tokens=4, output_mode="count")(il)])
+    lookups = keras.Model([words, codes, amount],
+                          {"features": feats, "score": layers.Dense(2)(feats)}, name="lookups")
     return {
         # A Keras 3 model handed to tf.saved_model.save itself (not
         # model.export()): its functions read the Keras variables, which
         # only the checkpoint's object graph binds.
         "keras_direct": (bn, "tf.saved_model.save(model)",
                          {"inputs": {"dtype": "float32", "shape": [6], "gen": "float", "seed": 5}}),
+        "grouped_conv": (grouped, "model.export()",
+                         {"image": {"dtype": "float32", "shape": [7, 7, 4], "gen": "float",
+                                    "seed": 11}}),
+        "lookups": (lookups, "model.export()",
+                    {"words": {"dtype": "string", "shape": [3], "gen": "words", "seed": 2,
+                               "words": ["cat", "dog", "emu", "bird", "", "fish", "yak"]},
+                     "codes": {"dtype": "int64", "shape": [2], "gen": "int", "mod": 50,
+                               "seed": 7},
+                     "amount": {"dtype": "float32", "shape": [2], "gen": "float", "seed": 9}}),
+        "image_resize": (resize, "model.export()",
+                         {"picture": {"dtype": "float32", "shape": [5, 6, 3], "gen": "float",
+                                      "seed": 13}}),
+        "tf_function_ops": (TfFunctionOps(), "tf.function",
+                            {"x": {"dtype": "float32", "shape": [4, 6], "gen": "float", "seed": 3},
+                             "ids": {"dtype": "int64", "shape": [5], "gen": "int", "mod": 23,
+                                     "seed": 1}}),
+        "string_head": (StringHead(), "tf.function",
+                        {"x": {"dtype": "float32", "shape": [3], "gen": "float", "seed": 7}}),
     }
+
+
+class TfFunctionOps(tf.Module):
+    """A tf.function pipeline of the ops real exports put around a network:
+    an Einsum with an ellipsis, a causal band mask, arg/top-k picks, gathers
+    by coordinates, floor division, rolls and flips, buckets, scans."""
+
+    def __init__(self):
+        super().__init__()
+        rng = np.random.default_rng(16)
+        self.w = tf.Variable(rng.normal(0, 0.5, (6, 5)).astype(np.float32))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 4, 6], tf.float32, name="x"),
+                                  tf.TensorSpec([None, 5], tf.int64, name="ids")])
+    def serve(self, x, ids):
+        h = tf.einsum("...ij,jk->...ik", x, self.w)                       # [b, 4, 5]
+        scores = tf.einsum("...ik,...jk->...ij", h, h)                    # [b, 4, 4]
+        causal = tf.linalg.band_part(tf.ones_like(scores), -1, 0)
+        masked = tf.where(causal > 0, scores, tf.fill(tf.shape(scores), -1e9))
+        top_v, top_i = tf.math.top_k(masked, k=2)
+        flipped = tf.reverse(tf.roll(h, shift=1, axis=1), axis=[2])
+        rows = tf.range(tf.shape(ids, out_type=tf.int64)[0])
+        picked = tf.gather_nd(flipped, tf.stack([rows, ids[:, 0] % 4, ids[:, 1] % 5], axis=1))
+        return {
+            "picked": picked,
+            "nonzero": tf.where(ids % 3 == 0),
+            "argmax": tf.argmax(masked, axis=-1),
+            "argmin": tf.argmin(h, axis=1, output_type=tf.int32),
+            "top_values": top_v,
+            "top_indices": top_i,
+            "flipped": flipped,
+            "buckets": tf.raw_ops.Bucketize(input=h, boundaries=[-1.0, 0.0, 0.5, 2.0]),
+            "floor_div": tf.math.floordiv(ids, 4),
+            "floor_mod": tf.math.floormod(ids - 11, 5),
+            "angle": tf.math.atan2(h[:, :, 0], h[:, :, 1] + 0.5),
+            "finite": tf.math.is_finite(tf.math.log(h + 1.0)),
+            "cumprod": tf.math.cumprod(tf.nn.sigmoid(h), axis=2, exclusive=True),
+            "cumsum": tf.math.cumsum(h, axis=1, reverse=True),
+        }
+
+
+class StringHead(tf.Module):
+    """An Estimator-style classification head: class names as a string
+    constant, tiled per example and gathered by the predicted class."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32, name="x")])
+    def serve(self, x):
+        names = tf.constant(["cat", "dog", ""])
+        tiled = tf.tile(tf.expand_dims(names, 0), tf.stack([tf.shape(x)[0], 1]))
+        best = tf.argmax(x, axis=1)
+        return {"classes": tiled, "scores": tf.nn.softmax(x),
+                "label": tf.gather(names, best),
+                "ranked": tf.gather(tiled, tf.argsort(-x, axis=1), batch_dims=1)}
 
 
 def export_coverage():
@@ -725,6 +829,8 @@ def export_coverage():
         rel = os.path.join(COVERAGE_ROOT, name, "1")
         if how == "tf.saved_model.save(model)":
             tf.saved_model.save(model, p(rel))
+        elif how == "tf.function":
+            tf.saved_model.save(model, p(rel), signatures={"serving_default": model.serve})
         else:
             model.export(p(rel), verbose=False)
         fn = tf.saved_model.load(p(rel)).signatures["serving_default"]
@@ -734,11 +840,32 @@ def export_coverage():
             feeds = {a: tf.constant(zoo_input(sp, b)) for a, sp in spec.items()}
             for alias, t in sorted(fn(**feeds).items()):
                 o = entry["outputs"].setdefault(alias, {"dtype": t.dtype.name})
-                o["batch%d" % b] = {"shape": list(t.shape), "values": floats(t.numpy())}
+                vals = ([v.decode() for v in t.numpy().reshape(-1)] if t.dtype == tf.string
+                        else [int(v) for v in t.numpy().reshape(-1)] if not t.dtype.is_floating
+                        else floats(t.numpy()))
+                o["batch%d" % b] = {"shape": list(t.shape), "values": vals}
         out[name] = entry
     with open(p(COVERAGE_JSON), "w") as f:
         json.dump({"models": out}, f, indent=1, sort_keys=True)
         f.write("\n")
+    # A model TensorFlow serves and tensord refuses at load (an Einsum that
+    # sums a label away): the load must fail naming the node, while the
+    # version before it keeps serving (tests/e2e/test_coverage.py).
+    rel = os.path.join(REFUSED_ROOT, "einsum_summed", "1")
+    if os.path.isdir(p(os.path.dirname(rel))):
+        shutil.rmtree(p(os.path.dirname(rel)))
+    m = EinsumSummed()
+    tf.saved_model.save(m, p(rel), signatures={"serving_default": m.serve})
+
+
+class EinsumSummed(tf.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = tf.Variable(np.arange(6, dtype=np.float32).reshape(3, 2))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32, name="x")])
+    def serve(self, x):
+        return {"y": tf.einsum("ij,jk->i", x, self.w)}
 
 
 def large_models():

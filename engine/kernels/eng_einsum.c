@@ -29,8 +29,94 @@ static bool split(const char *eq, char lab[3][ENG_MAX_RANK], int cnt[3]) {
   return part == 2;
 }
 
-td_code eng_einsum_plan(const char *eq, const eng_shape *a, const eng_shape *b, eng_einsum *e,
+/* Rewrites eq with each "..." replaced by letters the equation does not
+ * use: an operand's ellipsis stands for its dims beyond its letters
+ * (ranks ra, rb; -1: one dim), aligned on the right as NumPy aligns them,
+ * and the output's for the longer of the two. False when eq does not fit
+ * out or runs out of letters. */
+static bool expand_ellipsis(const char *eq, int ra, int rb, char *out, size_t cap) {
+  int letters[3] = {0, 0, 0}, part = 0;
+  bool has[3] = {false, false, false}, used[128] = {false};
+  for (const char *p = eq; *p; p++) {
+    if (*p == ',' && part == 0) {
+      part = 1;
+    } else if (*p == '-' && p[1] == '>') {
+      part = 2;
+      p++;
+    } else if (!strncmp(p, "...", 3) && !has[part]) {
+      has[part] = true;
+      p += 2;
+    } else if ((unsigned char)*p < 128 && *p != ' ') {
+      letters[part]++;
+      used[(int)*p] = true;
+    }
+  }
+  int ell[2] = {ra < 0 ? 1 : ra - letters[0], rb < 0 ? 1 : rb - letters[1]};
+  for (int k = 0; k < 2; k++)
+    if (!has[k] || ell[k] < 0) ell[k] = 0;
+  int nl = ell[0] > ell[1] ? ell[0] : ell[1];
+  if (nl > ENG_MAX_RANK) return false;
+  char fresh[ENG_MAX_RANK];
+  int nf = 0;
+  for (int c = 'a'; c <= 'z' + 26 && nf < nl; c++) {
+    int l = c <= 'z' ? c : 'A' + (c - 'z' - 1);
+    if (!used[l]) fresh[nf++] = (char)l;
+  }
+  if (nf < nl) return false;
+  size_t o = 0;
+  part = 0;
+  for (const char *p = eq; *p; p++) {
+    if (*p == ',' && part == 0) part = 1;
+    else if (*p == '-' && p[1] == '>') part = 2;
+    if (!strncmp(p, "...", 3)) {
+      int len = part == 2 ? nl : ell[part];
+      for (int i = nl - len; i < nl; i++) {
+        if (o + 1 >= cap) return false;
+        out[o++] = fresh[i];
+      }
+      p += 2;
+      continue;
+    }
+    if (o + 1 >= cap) return false;
+    out[o++] = *p;
+  }
+  out[o] = 0;
+  return true;
+}
+
+td_code eng_einsum_check(const char *eq, td_err *err) {
+  char ex[256];
+  if (!expand_ellipsis(eq, -1, -1, ex, sizeof ex))
+    return td_err_set(err, TD_UNIMPLEMENTED, "Einsum equation '%s' is not supported", eq);
+  /* Every label of size 1: only the equation's form is checked. */
+  eng_shape sa = {.rank = 0}, sb = {.rank = 0};
+  int part = 0;
+  for (const char *p = ex; *p && *p != '-'; p++) {
+    if (*p == ',') {
+      part = 1;
+    } else if (*p != ' ') {
+      eng_shape *s = part ? &sb : &sa;
+      if (s->rank < ENG_MAX_RANK) s->dim[s->rank] = 1;
+      s->rank++;
+    }
+  }
+  if (sa.rank > ENG_MAX_RANK || sb.rank > ENG_MAX_RANK)
+    return td_err_set(err, TD_UNIMPLEMENTED, "Einsum equation '%s' is not supported", eq);
+  eng_einsum e;
+  td_code rc = eng_einsum_plan(ex, &sa, &sb, &e, err);
+  if (rc) td_err_set(err, rc, "Einsum equation '%s' is not supported", eq);
+  return rc;
+}
+
+td_code eng_einsum_plan(const char *eq_in, const eng_shape *a, const eng_shape *b, eng_einsum *e,
                         td_err *err) {
+  char ex[256];
+  const char *eq = eq_in;
+  if (strstr(eq_in, "...")) {
+    if (!expand_ellipsis(eq_in, a->rank, b->rank, ex, sizeof ex))
+      return td_err_set(err, TD_UNIMPLEMENTED, "Einsum equation '%s' is not supported", eq_in);
+    eq = ex;
+  }
   char lab[3][ENG_MAX_RANK];
   int cnt[3];
   const char *la = lab[0], *lb = lab[1], *lo = lab[2];

@@ -6,7 +6,11 @@
  *   A permuted to [batch..., free_a..., contracted...] = [B, m, k],
  *   B permuted to [batch..., contracted..., free_b...] = [B, k, n],
  *   their product [batch..., free_a..., free_b...] permuted to the output.
- * Equations outside that form (ellipses, a label repeated in one operand,
+ * An ellipsis ("...") stands for an operand's dims beyond its letters,
+ * aligned on the right as NumPy aligns them; the output's "..." for the
+ * longer of the two (dims that would broadcast 1 against n are
+ * INVALID_ARGUMENT, not broadcast).
+ * Equations outside that form (a label repeated in one operand,
  * a label summed away, one operand) are UNIMPLEMENTED naming the equation;
  * operand ranks or label sizes that disagree are INVALID_ARGUMENT. Both
  * the CPU kernel and the GPU lowering run the plan this makes. */
@@ -33,5 +37,8 @@ typedef struct eng_einsum {
 
 td_code eng_einsum_plan(const char *eq, const eng_shape *a, const eng_shape *b, eng_einsum *e,
                         td_err *err);
+/* Whether eng_einsum_plan can plan eq for some shapes (the load-time
+ * check): UNIMPLEMENTED naming the equation when it cannot. */
+td_code eng_einsum_check(const char *eq, td_err *err);
 
 #endif

@@ -210,4 +210,78 @@ td_code eng_s_pool(const eng_node *n, const eng_shape *in, eng_shape *out, td_er
  * _DepthwiseConv2dNativePadded, placed by eng_compile.c. */
 td_code eng_k_depthwise_conv2d_padded(eng_kctx *c);
 
+/* eng_kernels_check.c: the op table's load-time checks (eng_op.h). */
+td_code eng_c_float(const eng_node *n, td_err *err);      /* T float32 */
+td_code eng_c_conv(const eng_node *n, td_err *err);       /* T float32, NHWC, strides */
+td_code eng_c_pool(const eng_node *n, td_err *err);       /* the same and ksize */
+td_code eng_c_batch_norm(const eng_node *n, td_err *err); /* T, U float32, NHWC */
+td_code eng_c_matmul(const eng_node *n, td_err *err);     /* T float32 or float64 */
+td_code eng_c_einsum(const eng_node *n, td_err *err);     /* two operands, a plannable equation */
+td_code eng_c_movable(const eng_node *n, td_err *err);    /* T fixed-size or string */
+td_code eng_c_real(const eng_node *n, td_err *err);       /* T float32/64, int32/64 */
+td_code eng_c_floats(const eng_node *n, td_err *err);     /* T float32/64 */
+td_code eng_c_numeric(const eng_node *n, td_err *err);    /* T a fixed-size number, not bool */
+td_code eng_c_image(const eng_node *n, td_err *err);      /* T float32, int32 or uint8 */
+
+/* eng_kernels_strmove.c: string inputs through an element-moving kernel
+ * (numeric), by element numbers; other calls go straight to numeric. The
+ * table's kernels for Tile, GatherV2, ConcatV2, Pack, Unpack, Slice,
+ * StridedSlice, Transpose, Split, SplitV, BroadcastTo, Select, SelectV2. */
+td_code eng_kmove_strings(eng_kctx *c, eng_kernel_fn numeric);
+td_code eng_k_tile_any(eng_kctx *c);
+td_code eng_k_gather_v2_any(eng_kctx *c);
+td_code eng_k_concat_v2_any(eng_kctx *c);
+td_code eng_k_pack_any(eng_kctx *c);
+td_code eng_k_unpack_any(eng_kctx *c);
+td_code eng_k_slice_any(eng_kctx *c);
+td_code eng_k_strided_slice_any(eng_kctx *c);
+td_code eng_k_transpose_any(eng_kctx *c);
+td_code eng_k_split_any(eng_kctx *c);
+td_code eng_k_split_v_any(eng_kctx *c);
+td_code eng_k_broadcast_to_any(eng_kctx *c);
+td_code eng_k_select_v2_any(eng_kctx *c);
+td_code eng_k_select_any(eng_kctx *c);
+
+/* eng_kernels_math.c: FloorDiv, FloorMod, Atan2 (broadcasting), IsFinite,
+ * Bucketize, Cumprod. */
+td_code eng_k_floor_div(eng_kctx *c);
+td_code eng_k_floor_mod(eng_kctx *c);
+td_code eng_k_atan2(eng_kctx *c);
+td_code eng_k_is_finite(eng_kctx *c);
+td_code eng_k_bucketize(eng_kctx *c);
+td_code eng_k_cumprod(eng_kctx *c);
+
+/* eng_kernels_index.c: ArgMax, ArgMin, TopKV2, Where (one argument),
+ * GatherNd, ReverseV2, Roll, MatrixBandPart (the *_any: strings too). */
+td_code eng_k_arg_max(eng_kctx *c);
+td_code eng_k_arg_min(eng_kctx *c);
+td_code eng_k_top_k(eng_kctx *c);
+td_code eng_k_where(eng_kctx *c);
+td_code eng_k_gather_nd(eng_kctx *c);
+td_code eng_k_reverse_v2(eng_kctx *c);
+td_code eng_k_roll(eng_kctx *c);
+td_code eng_k_matrix_band_part(eng_kctx *c);
+td_code eng_k_gather_nd_any(eng_kctx *c);
+td_code eng_k_reverse_v2_any(eng_kctx *c);
+td_code eng_k_roll_any(eng_kctx *c);
+
+/* eng_kernels_space.c: SpaceToBatchND, BatchToSpaceND (dilated convs). */
+td_code eng_k_space_to_batch_nd(eng_kctx *c);
+td_code eng_k_batch_to_space_nd(eng_kctx *c);
+
+/* eng_kernels_resize.c: ResizeBilinear, ResizeNearestNeighbor (NHWC). */
+td_code eng_k_resize_bilinear(eng_kctx *c);
+td_code eng_k_resize_nearest(eng_kctx *c);
+
+/* eng_kernels_table.c: lookup tables in model slots (HashTableV2,
+ * LookupTableImportV2 at load, LookupTableFindV2 / SizeV2 serving). */
+td_code eng_k_hash_table(eng_kctx *c);
+td_code eng_k_lookup_table_import(eng_kctx *c);
+td_code eng_k_lookup_table_find(eng_kctx *c);
+td_code eng_k_lookup_table_size(eng_kctx *c);
+
+/* eng_kernels_count.c: Size, DenseBincount. */
+td_code eng_k_size(eng_kctx *c);
+td_code eng_k_dense_bincount(eng_kctx *c);
+
 #endif

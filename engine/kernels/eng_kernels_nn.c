@@ -1,5 +1,6 @@
 /* Neural-network ops on NHWC float32: Conv2D (packed GEMM reading the input
- * in place when the weights were packed at load, else im2col + sgemm), DepthwiseConv2dNative (eng_dwconv for
+ * in place when the weights were packed at load, else im2col + sgemm;
+ * grouped convolutions one sgemm per group), DepthwiseConv2dNative (eng_dwconv for
  * multiplier 1, a plain loop otherwise), MaxPool and AvgPool (SAME averages
  * over the valid cells only),
  * FusedBatchNorm{,V2,V3} and Softmax/LogSoftmax over the last axis.
@@ -207,6 +208,48 @@ static td_code conv_in_place(eng_kctx *c, const geom *g, const float *x, float *
   return TD_OK;
 }
 
+/* Grouped Conv2D (filter depth cg < input depth): group k convolves
+ * input channels [k*cg, (k+1)*cg) with output channels [k*og, (k+1)*og).
+ * Each row block is unfolded once over all channels, then each group's
+ * columns are gathered into a patch matrix of its own for one sgemm whose
+ * result lands in the group's output columns. */
+static td_code conv_grouped(eng_kctx *c, const geom *g, int64_t cg, int64_t cout) {
+  const float *xd = eng_tensor_data(&c->in[0]), *fd = eng_tensor_data(&c->in[1]);
+  float *y = eng_tensor_data(&c->out[0]);
+  int64_t groups = g->c / cg, og = cout / groups, taps = g->kh * g->kw;
+  int64_t rows = g->n * g->oh * g->ow, kfull = taps * g->c, kdim = taps * cg;
+  if (!rows || !cout) return TD_OK;
+  if (!kdim) {
+    memset(y, 0, sizeof *y * (size_t)(rows * cout));
+    return TD_OK;
+  }
+  if (rows > INT32_MAX || kfull > INT32_MAX || cout > INT32_MAX)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "convolution too large");
+  int64_t chunk = IM2COL_MAX_FLOATS / kfull;
+  if (chunk < 1) chunk = 1;
+  if (chunk > EPI_BLOCK_ROWS) chunk = EPI_BLOCK_ROWS;
+  if (chunk > rows) chunk = rows;
+  float *col = malloc(sizeof *col * (size_t)(chunk * (kfull + kdim)));
+  if (!col) return eng_kfail(c, TD_RESOURCE_EXHAUSTED, "out of memory for im2col");
+  float *gcol = col + chunk * kfull;
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+    int64_t nr = rows - r0 < chunk ? rows - r0 : chunk;
+    im2col_rows(g, xd, r0, nr, col);
+    for (int64_t k = 0; k < groups; k++) {
+      for (int64_t r = 0; r < nr; r++)
+        for (int64_t t = 0; t < taps; t++)
+          memcpy(gcol + r * kdim + t * cg, col + r * kfull + t * g->c + k * cg,
+                 sizeof *gcol * (size_t)cg);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nr, (int)og, (int)kdim, 1.0f,
+                  gcol, (int)kdim, fd + k * og, (int)cout, 0.0f, y + r0 * cout + k * og,
+                  (int)cout);
+    }
+    eng_kepilogue(c, y + r0 * cout, nr, cout);
+  }
+  free(col);
+  return TD_OK;
+}
+
 td_code eng_k_conv2d(eng_kctx *c) {
   const eng_tensor *x = &c->in[0], *f = &c->in[1];
   td_code rc = eng_kwant(c, 0, ENG_DT_FLOAT);
@@ -218,11 +261,19 @@ td_code eng_k_conv2d(eng_kctx *c) {
   geom g;
   if ((rc = get_geom(c, x, f->shape.dim[0], f->shape.dim[1], &g))) return rc;
   int64_t cout = f->shape.dim[3];
-  if (f->shape.dim[2] != g.c)
-    return eng_kfail(c, f->shape.dim[2] && g.c % f->shape.dim[2] == 0 ? TD_UNIMPLEMENTED
-                                                                      : TD_INVALID_ARGUMENT,
-                     "input depth %lld does not match the filter's %lld (grouped convolution)",
-                     (long long)g.c, (long long)f->shape.dim[2]);
+  if (f->shape.dim[2] != g.c) {
+    int64_t cg = f->shape.dim[2];
+    if (!cg || g.c % cg)
+      return eng_kfail(c, TD_INVALID_ARGUMENT,
+                       "input depth must be evenly divisible by filter depth: %lld vs %lld",
+                       (long long)g.c, (long long)cg);
+    if (cout % (g.c / cg))
+      return eng_kfail(c, TD_INVALID_ARGUMENT,
+                       "output depth %lld is not a multiple of the number of groups %lld",
+                       (long long)cout, (long long)(g.c / cg));
+    if ((rc = out_nhwc(c, &g, cout, false))) return rc;
+    return conv_grouped(c, &g, cg, cout);
+  }
   if ((rc = out_nhwc(c, &g, cout, g.kh * g.kw * g.c == 0))) return rc;
   const float *xd = eng_tensor_data(x), *fd = eng_tensor_data(f);
   float *y = eng_tensor_data(&c->out[0]);

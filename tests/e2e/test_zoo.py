@@ -32,6 +32,8 @@ def zoo_input(spec, batch):
         flat = [f32(f32(((i * 7919 + spec["seed"]) % 2001) / 1000.0) - 1.0) for i in range(n)]
     elif spec["gen"] == "int":
         flat = [(i * 31 + spec["seed"]) % spec["mod"] for i in range(n)]
+    elif spec["gen"] == "words":
+        flat = [spec["words"][(i * 31 + spec["seed"]) % len(spec["words"])] for i in range(n)]
     else:
         flat = [int(i % last < last - 3 * ((i // last) % 4)) for i in range(n)]
 

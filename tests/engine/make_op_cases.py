@@ -45,6 +45,8 @@ def attr_str(attrs):
             out.append("%s=f:%r" % (k, v))
         elif isinstance(v, str):
             out.append("%s=s:%s" % (k, v))
+        elif isinstance(v, list) and any(isinstance(x, float) for x in v):
+            out.append("%s=lf:%s" % (k, ",".join(repr(float(x)) for x in v)))
         elif isinstance(v, list):
             out.append("%s=li:%s" % (k, ",".join(str(x) for x in v)))
         elif isinstance(v, tf.DType):
@@ -66,8 +68,15 @@ def case(op, inputs, attrs=None, n_out=1, call=None, tf_attrs=None, note=""):
 def tensor_lit(x):
     x = np.asarray(x)
     dims = ",".join(str(d) for d in x.shape) or "0"
-    vals = ",".join("%.9g" % float(v) if x.dtype.kind == "f" else str(int(v))
-                    for v in x.reshape(-1))
+    def lit(v):
+        if x.dtype.kind != "f":
+            return str(int(v))
+        if np.isnan(v):
+            return "NAN"
+        if np.isinf(v):
+            return "INFINITY" if v > 0 else "-INFINITY"
+        return "%.9g" % float(v)
+    vals = ",".join(lit(v) for v in x.reshape(-1))
     return "{%s, %d, {%s}, %d, (const double[]){%s}}" % (
         DT[x.dtype], x.ndim, dims, x.size, vals or "0")
 
@@ -191,6 +200,12 @@ case("Einsum", [r([2, 2, 3, 4], 25), r([2, 4, 2, 2], 26)], {"equation": "BNTS,BS
      call=lambda x, y: R.Einsum(inputs=[x, y], equation="BNTS,BSNH->BTNH"))
 case("Einsum", [r([2, 3, 4], 27), r([4, 2, 2], 28)], {"equation": "abc,cde->abde"},
      call=lambda x, y: R.Einsum(inputs=[x, y], equation="abc,cde->abde"))
+case("Einsum", [r([2, 3, 2, 3], 42), r([3, 2], 43)], {"equation": "...ij,jk->...ik"},
+     call=lambda x, y: R.Einsum(inputs=[x, y], equation="...ij,jk->...ik"))
+case("Einsum", [r([2, 2, 3], 44), r([2, 3, 2], 45)], {"equation": "...ij,...jk->...ik"},
+     call=lambda x, y: R.Einsum(inputs=[x, y], equation="...ij,...jk->...ik"))
+case("Einsum", [r([3, 2, 2], 46), r([3, 4], 47)], {"equation": "i...,ij->...j"},
+     call=lambda x, y: R.Einsum(inputs=[x, y], equation="i...,ij->...j"))
 
 # --- nn
 IMG = r([2, 5, 5, 3], 30)
@@ -202,6 +217,9 @@ conv("Conv2D", IMG, r([2, 3, 3, 4], 32), padding="VALID", strides=[1, 2, 1, 1])
 conv("Conv2D", IMG, r([3, 2, 3, 2], 33), padding="SAME", strides=[1, 2, 2, 1], dilations=[1, 1, 2, 1])
 conv("Conv2D", IMG, r([1, 1, 3, 2], 34), padding="VALID")
 conv("Conv2D", IMG, r([2, 2, 3, 2], 35), padding="EXPLICIT", explicit_paddings=[0, 0, 1, 0, 0, 2, 0, 0])
+# grouped: the filter's depth divides the input's (Keras Conv2D(groups=...))
+conv("Conv2D", r([2, 4, 4, 4], 39), r([3, 3, 2, 6], 40), padding="SAME")
+conv("Conv2D", IMG, r([2, 2, 1, 3], 41), padding="VALID", strides=[1, 2, 2, 1])
 conv("DepthwiseConv2dNative", IMG, r([3, 3, 3, 1], 36), padding="SAME", strides=[1, 2, 2, 1])
 conv("DepthwiseConv2dNative", IMG, r([2, 2, 3, 2], 37), padding="VALID")
 for op in ["MaxPool", "AvgPool"]:
@@ -217,6 +235,84 @@ case("FusedBatchNormV3", [X4D, sc, of, a(0.0, 0.0, 0.0), a(1.0, 1.0, 1.0)], {"ep
      note="training")
 case("Softmax", [A23], call=lambda x: R.Softmax(logits=x))
 case("LogSoftmax", [A23], call=lambda x: R.LogSoftmax(logits=x))
+
+# --- the long tail of real exports (issue: model coverage)
+def scalar(v, dt=f32):  # (sc is rebound above, to batch-norm scales)
+    return np.array(v, dtype=dt)
+
+
+XI = a([7, -7, 6], [-6, 1, -1], dt=i32)
+YI = a(2, -3, 4, dt=i32)
+for op in ["FloorDiv", "FloorMod"]:
+    case(op, [XI, YI], call=lambda x, y, op=op: getattr(R, op)(x=x, y=y))
+    case(op, [XI.astype(i64), scalar(-4, i64)], call=lambda x, y, op=op: getattr(R, op)(x=x, y=y))
+    case(op, [a([7.5, -7.5, 0.5], [-2.25, 3.0, -0.0]), a(2.0, -3.0, 0.75)],
+         call=lambda x, y, op=op: getattr(R, op)(x=x, y=y))
+case("Atan2", [A23, a([1.0], [-2.0])], call=lambda y, x: R.Atan2(y=y, x=x))
+case("IsFinite", [a(1.0, np.inf, -np.inf, np.nan, 0.0)], call=lambda x: R.IsFinite(x=x))
+case("Bucketize", [a([-1.0, 0.0, 0.5], [2.0, 3.5, 9.0])], {"boundaries": [0.0, 2.0, 3.5]},
+     call=lambda x: R.Bucketize(input=x, boundaries=[0.0, 2.0, 3.5]))
+case("Bucketize", [a(-3, 0, 1, 5, 10, dt=i64)], {"boundaries": [0.0, 5.0]},
+     call=lambda x: R.Bucketize(input=x, boundaries=[0.0, 5.0]))
+case("Cumprod", [X234, scalar(1, i32)], call=lambda x, ax: R.Cumprod(x=x, axis=ax))
+case("Cumprod", [a([1, 2, 3], [4, 5, 6], dt=i64), scalar(-1, i32)], {"exclusive": True, "reverse": True},
+     call=lambda x, ax: R.Cumprod(x=x, axis=ax, exclusive=True, reverse=True))
+TIES = a([1.0, 3.0, 3.0, -1.0], [2.0, 2.0, 0.5, 2.0], [-4.0, -5.0, -4.0, -5.0])
+case("ArgMax", [TIES, scalar(1, i32)], call=lambda x, d: R.ArgMax(input=x, dimension=d))
+case("ArgMax", [X234, scalar(0, i32)], {"output_type": tf.int32},
+     call=lambda x, d: R.ArgMax(input=x, dimension=d, output_type=tf.int32))
+case("ArgMin", [TIES, scalar(-1, i64)], call=lambda x, d: R.ArgMin(input=x, dimension=d))
+case("ArgMax", [a([3, 9, 9], [1, 0, 2], dt=i32), scalar(0, i32)], call=lambda x, d: R.ArgMax(input=x, dimension=d))
+case("TopKV2", [TIES, scalar(3, i32)], n_out=2, call=lambda x, k: R.TopKV2(input=x, k=k))
+case("TopKV2", [r([2, 2, 5], 48), scalar(2, i32)], n_out=2, call=lambda x, k: R.TopKV2(input=x, k=k))
+case("TopKV2", [a(5, 1, 5, 2, dt=i32), scalar(4, i32)], n_out=2, call=lambda x, k: R.TopKV2(input=x, k=k))
+case("Where", [a([True, False, True], [False, False, True], dt=b8)], call=lambda x: R.Where(condition=x))
+case("Where", [a([0.0, 1.5], [-2.0, 0.0])], call=lambda x: R.Where(condition=x))
+case("GatherNd", [X234, a([1, 2], [0, 0], dt=i32)], call=lambda p, i: R.GatherNd(params=p, indices=i))
+case("GatherNd", [X234, a([[1, 2, 3]], [[0, 1, 0]], dt=i64)], call=lambda p, i: R.GatherNd(params=p, indices=i))
+case("GatherNd", [a([1, 2], [3, 4], dt=i32), a([1], [0], [1], dt=i32)], call=lambda p, i: R.GatherNd(params=p, indices=i))
+case("ReverseV2", [X234, a(0, 2, dt=i32)], call=lambda x, ax: R.ReverseV2(tensor=x, axis=ax))
+case("ReverseV2", [a([1, 2, 3], [4, 5, 6], dt=i64), a(-1, dt=i64)], call=lambda x, ax: R.ReverseV2(tensor=x, axis=ax))
+case("Roll", [X234, a(1, -5, dt=i32), a(0, 2, dt=i32)], call=lambda x, s, ax: R.Roll(input=x, shift=s, axis=ax))
+case("Roll", [a(1, 2, 3, 4, 5, dt=i32), scalar(2, i32), scalar(0, i32)], call=lambda x, s, ax: R.Roll(input=x, shift=s, axis=ax))
+case("Roll", [A23, a(1, 1, dt=i32), a(1, 1, dt=i32)], call=lambda x, s, ax: R.Roll(input=x, shift=s, axis=ax))
+case("MatrixBandPart", [r([2, 3, 4], 49), scalar(-1, i64), scalar(0, i64)],
+     call=lambda x, lo, up: R.MatrixBandPart(input=x, num_lower=lo, num_upper=up))
+case("MatrixBandPart", [r([4, 4], 50), scalar(1, i32), scalar(2, i32)],
+     call=lambda x, lo, up: R.MatrixBandPart(input=x, num_lower=lo, num_upper=up))
+case("MatrixBandPart", [a([True, True], [True, True], dt=b8), scalar(0, i64), scalar(-1, i64)],
+     call=lambda x, lo, up: R.MatrixBandPart(input=x, num_lower=lo, num_upper=up))
+
+case("SpaceToBatchND", [r([2, 5, 4, 3], 51), a(2, 2, dt=i32), a([1, 0], [0, 0], dt=i32)],
+     call=lambda x, b, p: R.SpaceToBatchND(input=x, block_shape=b, paddings=p))
+case("SpaceToBatchND", [r([1, 3, 3], 52), a(3, dt=i64), a([2, 1], dt=i64)],
+     call=lambda x, b, p: R.SpaceToBatchND(input=x, block_shape=b, paddings=p))
+case("BatchToSpaceND", [r([8, 3, 2, 2], 53), a(2, 2, dt=i32), a([1, 0], [0, 1], dt=i32)],
+     call=lambda x, b, c: R.BatchToSpaceND(input=x, block_shape=b, crops=c))
+case("BatchToSpaceND", [a([[1], [2]], [[3], [4]], [[5], [6]], dt=i32), a(3, dt=i32), a([1, 2], dt=i32)],
+     call=lambda x, b, c: R.BatchToSpaceND(input=x, block_shape=b, crops=c))
+
+SMALL = r([2, 3, 4, 2], 54)
+for op in ["ResizeBilinear", "ResizeNearestNeighbor"]:
+    for size, ac, hp in [((5, 7), False, False), ((5, 7), True, False), ((5, 7), False, True),
+                         ((2, 3), False, False), ((2, 3), True, False), ((2, 3), False, True),
+                         ((1, 1), True, False), ((6, 8), False, True)]:
+        at = {"align_corners": ac, "half_pixel_centers": hp}
+        case(op, [SMALL, a(*size, dt=i32)], at,
+             call=lambda x, s, op=op, at=at: getattr(R, op)(images=x, size=s, **at))
+case("ResizeBilinear", [r([1, 2, 3, 1], 55, dt=i32, lo=0, hi=200), a(3, 5, dt=i32)], {"half_pixel_centers": True},
+     call=lambda x, s: R.ResizeBilinear(images=x, size=s, half_pixel_centers=True))
+case("ResizeNearestNeighbor", [r([1, 2, 3, 1], 56, dt=i32, lo=0, hi=200), a(4, 4, dt=i32)], {"half_pixel_centers": True},
+     call=lambda x, s: R.ResizeNearestNeighbor(images=x, size=s, half_pixel_centers=True))
+
+case("Size", [X234], {"out_type": tf.int64}, call=lambda x: R.Size(input=x, out_type=tf.int64))
+case("Size", [a([True], [False], dt=b8)], call=lambda x: R.Size(input=x))
+case("DenseBincount", [a([0, 2, 2, 7], [1, 1, 3, 0], dt=i32), scalar(4, i32), np.zeros([0], f32)],
+     call=lambda x, n, w: R.DenseBincount(input=x, size=n, weights=w))
+case("DenseBincount", [a(0, 2, 2, 5, dt=i64), scalar(3, i64), a(0.5, 1.0, 2.0, 4.0)],
+     call=lambda x, n, w: R.DenseBincount(input=x, size=n, weights=w))
+case("DenseBincount", [a([0, 2, 2], [1, 1, 3], dt=i64), scalar(4, i64), np.zeros([0], np.int64)],
+     {"binary_output": True}, call=lambda x, n, w: R.DenseBincount(input=x, size=n, weights=w, binary_output=True))
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "op_cases.inc"), "w") as f:
     f.write("/* Generated by tests/engine/make_op_cases.py from TensorFlow %s: do not edit. */\n"

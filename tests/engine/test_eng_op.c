@@ -111,6 +111,8 @@ static const char *bookkeeping[] = {
     "If", "StatelessIf", "StatelessWhile", "While", "TensorListFromTensor", "TensorListGetItem",
     "TensorListLength", "TensorListReserve", "TensorListSetItem", "TensorListStack", "Switch",
     "Merge",
+    /* lookup tables (model state): kernels/test_eng_kernels_table.c */
+    "HashTableV2", "LookupTableImportV2", "LookupTableFindV2", "LookupTableSizeV2",
     /* plan-internal ops of Pad folding: test_eng_compile.c */
     "_DepthwiseConv2dNativePadded", "_PadView"};
 
@@ -128,7 +130,11 @@ static void run_case(int k) {
   td_err_clear(&err);
   eng_kctx ctx = {.node = eng_graph_node(g, id), .node_id = id, .n_in = kc->n_in, .in = in,
                   .n_out = kc->n_out, .out = out, .err = &err};
-  td_code rc = op->cpu(&ctx);
+  /* What TensorFlow ran, the load-time check must accept. */
+  td_code rc = op->check ? op->check(ctx.node, &err) : TD_OK;
+  ck_assert_msg(rc == TD_OK, "case %d (%s %s): the check refuses it: %s", k, kc->op, kc->attrs,
+                err.msg);
+  rc = op->cpu(&ctx);
   ck_assert_msg(rc == TD_OK, "case %d (%s %s): %s", k, kc->op, kc->attrs, err.msg);
   for (int o = 0; o < kc->n_out; o++) {
     const tv *want = &kc->out[o];

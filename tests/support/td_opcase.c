@@ -36,6 +36,14 @@ void td_opcase_attrs(eng_graph *g, int id, const char *spec) {
       a->kind = ENG_ATTR_S;
       a->s.data = strdup(val);
       a->s.len = strlen(val);
+    } else if (!strcmp(kind, "lf")) {
+      a->kind = ENG_ATTR_LIST;
+      a->list_kind = ENG_ATTR_F;
+      a->lf = calloc(16, sizeof *a->lf);
+      for (const char *p = val; *p && a->n < 16;) {
+        a->lf[a->n++] = strtof(p, (char **)&p);
+        if (*p == ',') p++;
+      }
     } else {
       a->kind = ENG_ATTR_LIST;
       a->list_kind = ENG_ATTR_I;
