@@ -172,27 +172,34 @@ td_code eng_k_reduce(eng_kctx *c) {
 
 /* --- Cumsum (float, double, int32, int64; exclusive, reverse) ------------------- */
 
-#define CUMSUM(T)                                                                         \
+/* Cumsum and Cumprod: one scan along the axis, with TensorFlow's
+ * `exclusive` (each output leaves out its own element) and `reverse`. */
+#define SCAN(T, IDENT, OP)                                                                \
   {                                                                                       \
     const T *x = eng_tensor_data(&c->in[0]);                                              \
     T *y = eng_tensor_data(&c->out[0]);                                                   \
     for (int64_t o = 0; o < outer; o++)                                                   \
       for (int64_t i = 0; i < inner; i++) {                                               \
-        T acc = 0;                                                                        \
+        T acc = IDENT;                                                                    \
         for (int64_t k = 0; k < len; k++) {                                               \
           int64_t kk = reverse ? len - 1 - k : k, at = (o * len + kk) * inner + i;         \
           if (exclusive) {                                                                \
             y[at] = acc;                                                                  \
-            acc += x[at];                                                                 \
+            acc OP x[at];                                                                 \
           } else {                                                                        \
-            acc += x[at];                                                                 \
+            acc OP x[at];                                                                 \
             y[at] = acc;                                                                  \
           }                                                                               \
         }                                                                                 \
       }                                                                                   \
   }
+#define SCAN_KIND(T) \
+  if (product)       \
+    SCAN(T, 1, *=)   \
+  else               \
+    SCAN(T, 0, +=)
 
-td_code eng_k_cumsum(eng_kctx *c) {
+static td_code scan(eng_kctx *c, bool product) {
   const eng_tensor *xt = &c->in[0];
   int64_t axis;
   int a;
@@ -209,10 +216,13 @@ td_code eng_k_cumsum(eng_kctx *c) {
   for (int d = 0; d < a; d++) outer *= xt->shape.dim[d];
   for (int d = a + 1; d < xt->shape.rank; d++) inner *= xt->shape.dim[d];
   switch (xt->dtype) {
-    case ENG_DT_FLOAT: CUMSUM(float) break;
-    case ENG_DT_DOUBLE: CUMSUM(double) break;
-    case ENG_DT_INT32: CUMSUM(int32_t) break;
-    default: CUMSUM(int64_t) break;
+    case ENG_DT_FLOAT: SCAN_KIND(float) break;
+    case ENG_DT_DOUBLE: SCAN_KIND(double) break;
+    case ENG_DT_INT32: SCAN_KIND(int32_t) break;
+    default: SCAN_KIND(int64_t) break;
   }
   return TD_OK;
 }
+
+td_code eng_k_cumsum(eng_kctx *c) { return scan(c, false); }
+td_code eng_k_cumprod(eng_kctx *c) { return scan(c, true); }
