@@ -31,8 +31,8 @@
 
 #include "cfg_pbtxt.h"
 #include "srv_grpc_call.h"
-#include "td_clock.h"
 #include "srv_metrics.h"
+#include "td_clock.h"
 #include "td_log.h"
 #include "td_pbdepth.h"
 #include "tensorflow_serving/config/ssl_config.pb-c.h"
@@ -51,12 +51,15 @@ typedef struct method {
 
 static const method methods[] = {
     {"/tensorflow.serving.PredictionService/Predict", srv_grpc_predict, NULL, SRV_METRIC_PREDICT},
-    {"/tensorflow.serving.PredictionService/GetModelMetadata", srv_grpc_get_model_metadata, NULL, -1},
-    {"/tensorflow.serving.PredictionService/Classify", srv_grpc_classify, NULL, SRV_METRIC_CLASSIFY},
+    {"/tensorflow.serving.PredictionService/GetModelMetadata", srv_grpc_get_model_metadata, NULL,
+     -1},
+    {"/tensorflow.serving.PredictionService/Classify", srv_grpc_classify, NULL,
+     SRV_METRIC_CLASSIFY},
     {"/tensorflow.serving.PredictionService/Regress", srv_grpc_regress, NULL, SRV_METRIC_REGRESS},
     {"/tensorflow.serving.PredictionService/MultiInference", srv_grpc_multi_inference, NULL, -1},
     {"/tensorflow.serving.ModelService/GetModelStatus", srv_grpc_get_model_status, NULL, -1},
-    {"/tensorflow.serving.ModelService/HandleReloadConfigRequest", srv_grpc_reload_config, NULL, -1},
+    {"/tensorflow.serving.ModelService/HandleReloadConfigRequest", srv_grpc_reload_config, NULL,
+     -1},
     {"/grpc.health.v1.Health/Check", srv_grpc_health_check, NULL, -1},
 #define V2 "/inference.GRPCInferenceService/"
     {V2 "ServerLive", srv_grpc_v2_server_live, NULL, -1},
@@ -146,14 +149,6 @@ static void request_call(srv_grpc *s, grpc_completion_queue *cq) {
 }
 
 static void free_call(call_ctx *c) {
-  if (c->start_ns && c->m && c->m->api >= 0) {
-    td_code code = c->cancelled ? TD_CANCELLED : c->answer_code;
-    srv_metrics_request(c->g.call.mstats, (srv_metric_api)c->m->api, SRV_EP_GRPC, code, c->start_ns,
-                        c->g.call.run_ns);
-    td_vlog(1, "gRPC request: model %s, %s: %s in %llu us", c->g.call.metric_model,
-            srv_metrics_api_name((srv_metric_api)c->m->api), td_code_name(code),
-            (unsigned long long)((td_now_ns() - c->start_ns) / 1000));
-  }
   if (c->g.cleanup) c->g.cleanup(&c->g);
   srv_call_end(&c->g.call);
   if (c->call) grpc_call_unref(c->call);
@@ -171,6 +166,15 @@ static void free_call(call_ctx *c) {
 static void finish(call_ctx *c, grpc_status_code code, grpc_byte_buffer *reply, const char *msg) {
   c->state = CALL_FINISHING;
   c->answer_code = (td_code)code; /* td_code values are the gRPC codes */
+  /* Counted before the answer leaves: a client that has its answer finds it
+   * in the metrics already. */
+  if (c->start_ns && c->m && c->m->api >= 0) {
+    srv_metrics_request(c->g.call.mstats, (srv_metric_api)c->m->api, SRV_EP_GRPC, c->answer_code,
+                        c->start_ns, c->g.call.run_ns);
+    td_vlog(1, "gRPC request: model %s, %s: %s in %llu us", c->g.call.metric_model,
+            srv_metrics_api_name((srv_metric_api)c->m->api), td_code_name(c->answer_code),
+            (unsigned long long)((td_now_ns() - c->start_ns) / 1000));
+  }
   c->send_buf = reply;
   if (msg && *msg) {
     size_t len = strlen(msg);

@@ -90,8 +90,8 @@ struct srv_rest {
   bool has_watcher;
   bool stopping;
   atomic_bool draining; /* srv_rest_drain: /readyz answers 503 */
-  int in_engine; /* submitted runs whose done() has not run yet */
-  int jobs;      /* v2 repository requests running on their own threads */
+  int in_engine;        /* submitted runs whose done() has not run yet */
+  int jobs;             /* v2 repository requests running on their own threads */
   rest_run *head, *tail;
 };
 
@@ -104,16 +104,17 @@ struct rest_req {
   bool answered;  /* a response was queued before the body was read */
   bool suspended; /* waiting for its run */
   bool expired;   /* the run's deadline passed (set by the watcher) */
-  bool too_large;  /* the body passed the limit midway: discarding the rest */
+  bool too_large; /* the body passed the limit midway: discarding the rest */
   size_t drained;
   bool gzip, z_open, z_end;
   z_stream z;
-  td_code body_rc; /* a body error found while reading (gzip) */
-  rest_run *run; /* owned by the connection unless handed to the worker */
-  srv_v2_route *v2;      /* SRV_ROUTE_V2 only */
-  srv_v2_reply *v2_job;  /* a repository request's reply, filled on its thread */
-  uint64_t start_ns; /* metrics: arrival, the answer's code, the run's time */
+  td_code body_rc;      /* a body error found while reading (gzip) */
+  rest_run *run;        /* owned by the connection unless handed to the worker */
+  srv_v2_route *v2;     /* SRV_ROUTE_V2 only */
+  srv_v2_reply *v2_job; /* a repository request's reply, filled on its thread */
+  uint64_t start_ns;    /* metrics: arrival, the answer's code, the run's time */
   td_code answer_code;
+  bool counted; /* the metrics have this request */
   uint64_t run_ns;
   /* Last and not zeroed (2 KiB each): read only once their code is set. */
   td_err route_err;
@@ -124,10 +125,14 @@ struct rest_req {
 
 static void unlink_run(srv_rest *s, rest_run *r) {
   if (!r->linked) return;
-  if (r->prev) r->prev->next = r->next;
-  else s->head = r->next;
-  if (r->next) r->next->prev = r->prev;
-  else s->tail = r->prev;
+  if (r->prev)
+    r->prev->next = r->next;
+  else
+    s->head = r->next;
+  if (r->next)
+    r->next->prev = r->prev;
+  else
+    s->tail = r->prev;
   r->prev = r->next = NULL;
   r->linked = false;
 }
@@ -135,8 +140,10 @@ static void unlink_run(srv_rest *s, rest_run *r) {
 static void link_run(srv_rest *s, rest_run *r) {
   r->prev = s->tail;
   r->next = NULL;
-  if (s->tail) s->tail->next = r;
-  else s->head = r;
+  if (s->tail)
+    s->tail->next = r;
+  else
+    s->head = r;
   s->tail = r;
   r->linked = true;
 }
@@ -202,6 +209,20 @@ static void add_cors(const srv_rest *s, struct MHD_Response *r) {
 }
 
 /* Queues body (taken from b, which is left empty) with status. */
+/* Counts a Predict/Classify/Regress request once: when its answer is queued,
+ * so a client holding the answer finds it in the metrics, or as cancelled
+ * when the connection ends unanswered. */
+static void count_request(rest_req *q, td_code code) {
+  if (q->counted || q->route.kind < SRV_ROUTE_PREDICT || q->route.kind > SRV_ROUTE_REGRESS) return;
+  q->counted = true;
+  srv_metric_api api = (srv_metric_api)(SRV_METRIC_PREDICT + (q->route.kind - SRV_ROUTE_PREDICT));
+  srv_metrics_request(srv_metrics_model(q->route.name), api, SRV_EP_REST, code, q->start_ns,
+                      q->run_ns);
+  td_vlog(1, "REST request: model %s, %s: %s in %llu us", q->route.name ? q->route.name : "",
+          srv_metrics_api_name(api), td_code_name(code),
+          (unsigned long long)((td_now_ns() - q->start_ns) / 1000));
+}
+
 static enum MHD_Result send_buf(rest_req *q, unsigned status, td_buf *b, const char *type,
                                 bool cors) {
   static const char oom[] = "{\n    \"error\": \"out of memory writing the response\"\n}";
@@ -209,6 +230,7 @@ static enum MHD_Result send_buf(rest_req *q, unsigned status, td_buf *b, const c
   if (b->oom) {
     td_buf_free(b);
     status = 500;
+    q->answer_code = TD_RESOURCE_EXHAUSTED;
     r = MHD_create_response_from_buffer(sizeof oom - 1, (void *)oom, MHD_RESPMEM_PERSISTENT);
   } else {
     size_t len = 0;
@@ -219,6 +241,7 @@ static enum MHD_Result send_buf(rest_req *q, unsigned status, td_buf *b, const c
   if (!r) return MHD_NO;
   if (type) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
   if (cors) add_cors(q->srv, r);
+  count_request(q, q->answer_code);
   enum MHD_Result ret = MHD_queue_response(q->conn, status, r);
   MHD_destroy_response(r);
   return ret;
@@ -314,13 +337,15 @@ static bool body_add(rest_req *q, const char *data, size_t n, enum MHD_Result *r
     if (q->body.len > max) return too_large(q);
     size_t room = max + 1 - q->body.len; /* one byte past the limit detects overflow */
     if (room > INFLATE_STEP) room = INFLATE_STEP;
-    if (!td_buf_reserve(&q->body, room)) return body_error(q, TD_RESOURCE_EXHAUSTED, "out of memory reading the request body");
+    if (!td_buf_reserve(&q->body, room))
+      return body_error(q, TD_RESOURCE_EXHAUSTED, "out of memory reading the request body");
     q->z.next_out = (Bytef *)q->body.data + q->body.len;
     q->z.avail_out = (uInt)room;
     int zr = inflate(&q->z, Z_NO_FLUSH);
     q->body.len += room - q->z.avail_out;
     q->body.data[q->body.len] = '\0';
-    if (zr == Z_STREAM_END) q->z_end = true;
+    if (zr == Z_STREAM_END)
+      q->z_end = true;
     else if (zr != Z_OK && zr != Z_BUF_ERROR)
       return body_error(q, TD_INVALID_ARGUMENT, "Failed to decompress the gzip request body");
   }
@@ -351,7 +376,8 @@ static enum MHD_Result handle_metadata(rest_req *q) {
   int64_t version = q->route.has_version ? q->route.version : -1;
   ldr_servable *sv = NULL;
   td_code rc = TD_OK;
-  if (q->route.label) rc = ldr_registry_resolve_label(reg, q->route.name, q->route.label, &version, &err);
+  if (q->route.label)
+    rc = ldr_registry_resolve_label(reg, q->route.name, q->route.label, &version, &err);
   if (!rc) rc = ldr_registry_acquire(reg, q->route.name, version, &sv, &err);
   if (rc) return send_error(q, &err);
   td_buf b;
@@ -416,8 +442,10 @@ static enum MHD_Result handle_probe(rest_req *q) {
   int k = 0;
   for (int i = 0; missing && i < n; i++)
     if (!has_available(reg, names[i])) missing[k++] = names[i];
-  if (!missing) b.oom = true;
-  else srv_json_encode_ready(ready, missing, k, &b);
+  if (!missing)
+    b.oom = true;
+  else
+    srv_json_encode_ready(ready, missing, k, &b);
   for (int i = 0; i < n; i++) free(names[i]);
   free(names);
   free(missing);
@@ -472,8 +500,8 @@ static td_code decode_inputs(rest_run *r, const srv_json_request *jr, td_err *er
 
 /* A v2 infer: the body (JSON, or JSON then binary tensors) into the call. */
 static td_code v2_begin(rest_req *q, rest_run *r, td_err *err) {
-  const char *hl = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND,
-                                               "Inference-Header-Content-Length");
+  const char *hl =
+      MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Inference-Header-Content-Length");
   int64_t header_len = -1;
   if (hl) {
     char *end = NULL;
@@ -525,8 +553,8 @@ begun:
   }
   r->call.done = run_done;
   r->call.user = r;
-  r->deadline = s->opt.timeout_ms > 0 ? td_now_ns() + (uint64_t)s->opt.timeout_ms * 1000000u
-                                      : UINT64_MAX;
+  r->deadline =
+      s->opt.timeout_ms > 0 ? td_now_ns() + (uint64_t)s->opt.timeout_ms * 1000000u : UINT64_MAX;
   q->run = r;
   if (srv_call_try_run_here(&r->call)) {
     *ran = true; /* on_completed frees the run with the connection */
@@ -634,8 +662,7 @@ static void job_main(void *arg) {
   rest_req *q = j->q;
   srv_rest *s = j->s;
   free(j);
-  srv_v2rest_repository(&s->api, q->v2, q->body.data ? q->body.data : "", q->body.len,
-                        q->v2_job);
+  srv_v2rest_repository(&s->api, q->v2, q->body.data ? q->body.data : "", q->body.len, q->v2_job);
   uv_mutex_lock(&s->mu);
   MHD_resume_connection(q->conn);
   if (--s->jobs == 0) uv_cond_broadcast(&s->cv);
@@ -711,7 +738,8 @@ static enum MHD_Result first_call(srv_rest *s, struct MHD_Connection *conn, cons
     if (!(q->v2 = malloc(sizeof *q->v2))) return MHD_NO;
     srv_v2rest_route(method, url, q->v2);
   }
-  const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+  const char *cl =
+      MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
   if (cl) {
     unsigned long long len = strtoull(cl, NULL, 10);
     if (len > s->opt.max_body_bytes) return send_too_large(q);
@@ -730,9 +758,8 @@ static enum MHD_Result first_call(srv_rest *s, struct MHD_Connection *conn, cons
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls) {
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls) {
   srv_rest *s = cls;
   rest_req *q = *con_cls;
   if (!q) return first_call(s, conn, url, method, con_cls);
@@ -810,15 +837,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
   rest_req *q = *con_cls;
   if (!q) return;
-  if (q->route.kind >= SRV_ROUTE_PREDICT && q->route.kind <= SRV_ROUTE_REGRESS) {
-    td_code code = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? q->answer_code : TD_CANCELLED;
-    srv_metric_api api = (srv_metric_api)(SRV_METRIC_PREDICT + (q->route.kind - SRV_ROUTE_PREDICT));
-    srv_metrics_request(srv_metrics_model(q->route.name), api, SRV_EP_REST, code, q->start_ns,
-                        q->run_ns);
-    td_vlog(1, "REST request: model %s, %s: %s in %llu us", q->route.name ? q->route.name : "",
-            srv_metrics_api_name(api), td_code_name(code),
-            (unsigned long long)((td_now_ns() - q->start_ns) / 1000));
-  }
+  if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) count_request(q, TD_CANCELLED);
   rest_run *r = q->run;
   if (r) {
     srv_rest *s = q->srv;
@@ -885,14 +904,13 @@ td_code srv_rest_start(const srv_rest_options *opt, srv_rest **out, td_err *err)
   };
   /* Dual stack first (like TF Serving binding "::"), then IPv4 only. */
   for (int attempt = 0; attempt < 2 && !s->d; attempt++)
-    s->d = MHD_start_daemon(flags | (attempt == 0 ? MHD_USE_DUAL_STACK : 0), (uint16_t)opt->port,
-                            NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                            MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL,
-                            MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_CONNECTION_LIMIT,
-                            10000u, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
-                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32 * 1024,
-                            MHD_OPTION_ARRAY, pool, MHD_OPTION_END);
+    s->d = MHD_start_daemon(
+        flags | (attempt == 0 ? MHD_USE_DUAL_STACK : 0), (uint16_t)opt->port, NULL, NULL,
+        on_request, s, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL,
+        MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_CONNECTION_LIMIT, 10000u,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)32 * 1024, MHD_OPTION_ARRAY, pool, MHD_OPTION_END);
   if (!s->d) {
     srv_rest_stop(s);
     return td_err_set(err, TD_UNAVAILABLE, "REST: cannot listen on port %d (address in use?)",
