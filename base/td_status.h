@@ -37,8 +37,7 @@ td_code td_err_vset(td_err *err, td_code code, const char *fmt, va_list ap);
 
 /* Prepends context to an existing message: "loading 'x': <old message>".
  * Returns err->code (TD_OK-safe: a NULL err returns TD_UNKNOWN). */
-td_code td_err_prefix(td_err *err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+td_code td_err_prefix(td_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 void td_err_clear(td_err *err);
 
@@ -48,7 +47,8 @@ const char *td_code_name(td_code code);
 int td_code_http(td_code code);
 /* The code for a failed system call's errno, the one translation the
  * project uses (as libuv's uv_translate_sys_error): missing paths are
- * NOT_FOUND, refused access PERMISSION_DENIED, exhausted descriptors,
+ * NOT_FOUND, refused access PERMISSION_DENIED, an existing name
+ * ALREADY_EXISTS, exhausted descriptors,
  * memory or space RESOURCE_EXHAUSTED, a retryable interruption
  * UNAVAILABLE, a bad name INVALID_ARGUMENT, anything else UNKNOWN. */
 td_code td_code_from_errno(int e);

@@ -16,8 +16,9 @@
  *    repeating the first row of its last task, and the padding is dropped
  *    from the outputs;
  *  - a task larger than max_batch_size is rejected with TF Serving's
- *    message, or, with enable_large_batch_splitting, split across batches of
- *    max_execution_batch_size rows and reassembled;
+ *    message (INVALID_ARGUMENT); with enable_large_batch_splitting, one
+ *    larger than max_execution_batch_size is split across batches of that
+ *    many rows and reassembled;
  *  - tasks whose non-batch dimensions differ go to separate batches, or,
  *    with pad_variable_length_inputs, are padded to the batch's maximum with
  *    each tensor's own first element.

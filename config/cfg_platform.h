@@ -26,8 +26,8 @@
  * session_run_load_threadpool_index), are named in one warning line.
  * session_config is a ConfigProto, of which only the thread counts are
  * declared: its other fields are skipped. Errors name line and column. Pure
- * apart from registering its Any types with cfg_pbtxt (first call); call
- * from main. */
+ * apart from registering its Any types with cfg_pbtxt (every call;
+ * registering again changes nothing); call from main. */
 #ifndef CFG_PLATFORM_H
 #define CFG_PLATFORM_H
 

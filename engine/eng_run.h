@@ -9,7 +9,9 @@
  * lower.
  *
  * The value table comes from a per-thread block that only grows, so a warm
- * run makes no allocation of its own. Any thread; a plan may run on many
+ * run makes no allocation of its own (a nested run on the same thread, a
+ * While or If body run by its kernel, takes its table from malloc). Any
+ * thread; a plan may run on many
  * threads at once (each run has its own table). Fails with the kernel's
  * error, prefixed with the node and op unless the kernel named it. */
 #ifndef ENG_RUN_H

@@ -43,9 +43,12 @@
  * what makes them usable.
  *
  * Threads: one manager thread runs scans and decisions; num_load_threads
- * workers load. Each load (and each freeing of unloaded versions) runs on
- * a short-lived thread at nice +10, so that on a busy machine a load takes
- * longer rather than slowing the requests being served. Every public function is thread-safe. The manager holds
+ * workers load. Each load runs on a short-lived thread under SCHED_IDLE
+ * (nice +10 where that is refused), so that on a busy machine a load takes
+ * longer rather than slowing the requests being served; unloaded versions
+ * are freed on a short-lived thread of normal priority (it trims the heap,
+ * which locks the arenas request threads use). Every public function is
+ * thread-safe. The manager holds
  * its mutex while it updates the registry, never the other way round. */
 #ifndef LDR_MANAGER_H
 #define LDR_MANAGER_H
@@ -66,8 +69,8 @@ typedef struct ldr_manager_options {
   int max_num_load_retries;           /* retries after the first failure */
   int64_t load_retry_interval_micros; /* negative: retry at once */
   bool enable_warmup;
-  int warmup_iterations;              /* per record; 0 is taken as 1 */
-  bool allow_labels_for_unavailable;  /* --allow_version_labels_for_unavailable_models */
+  int warmup_iterations;             /* per record; 0 is taken as 1 */
+  bool allow_labels_for_unavailable; /* --allow_version_labels_for_unavailable_models */
   /* --enable_per_model_batching_parameters: a version directory's
    * batching_params.pbtxt (text BatchingParameters) is read at its load (a
    * malformed one fails the load) and, for a model whose config entry has
@@ -85,7 +88,7 @@ typedef struct ldr_manager_options {
    * module above can follow per-model settings such as request logging. */
   void (*on_config)(void *ctx, const cfg_model_config *c);
   void *on_config_ctx;
-  const char *object_cache_dir;       /* s3:// and gs:// versions; NULL: see ldr_objstore.h */
+  const char *object_cache_dir; /* s3:// and gs:// versions; NULL: see ldr_objstore.h */
 } ldr_manager_options;
 
 typedef struct ldr_manager ldr_manager;

@@ -365,7 +365,7 @@ static td_code download(const char *url, const ldr_os_backend *be, const char *b
     char *slash = strrchr(path, '/');
     *slash = 0;
     if (mkdirs(path)) {
-      rc = td_err_set(err, TD_INTERNAL, "cache %s: %s", path, strerror(errno));
+      rc = td_err_set(err, td_code_from_errno(errno), "cache %s: %s", path, strerror(errno));
       break;
     }
     *slash = '/';
@@ -373,7 +373,7 @@ static td_code download(const char *url, const ldr_os_backend *be, const char *b
     f->o = &o[i];
     f->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (f->fd < 0) {
-      rc = td_err_set(err, TD_INTERNAL, "cache %s: %s", path, strerror(errno));
+      rc = td_err_set(err, td_code_from_errno(errno), "cache %s: %s", path, strerror(errno));
       break;
     }
     if ((rc = be->prepare_get(bucket, o[i].key, &f->get, err))) break;
@@ -399,7 +399,7 @@ static td_code download(const char *url, const ldr_os_backend *be, const char *b
   }
   for (int i = 0; ff && i < nf; i++) {
     if (ff[i].fd >= 0 && close(ff[i].fd) && !rc)
-      rc = td_err_set(err, TD_INTERNAL, "cache: %s", strerror(errno));
+      rc = td_err_set(err, td_code_from_errno(errno), "cache: %s", strerror(errno));
     ldr_os_get_free(&ff[i].get);
   }
   free(ff);
@@ -434,13 +434,15 @@ td_code ldr_objstore_fetch(const char *version_url, const char *cache_dir, char 
   }
   if (!rc) {
     rm_tree(tmp);
-    if (mkdirs(tmp)) rc = td_err_set(err, TD_INTERNAL, "cache %s: %s", tmp, strerror(errno));
+    if (mkdirs(tmp))
+      rc = td_err_set(err, td_code_from_errno(errno), "cache %s: %s", tmp, strerror(errno));
   }
   if (!rc) rc = download(version_url, be, bucket, vprefix, o, no, tmp, err);
   if (!rc) rc = check_checkpoint(tmp, err);
   if (!rc) {
     rm_tree(dir); /* a copy left by an earlier run */
-    if (rename(tmp, dir)) rc = td_err_set(err, TD_INTERNAL, "cache %s: %s", dir, strerror(errno));
+    if (rename(tmp, dir))
+      rc = td_err_set(err, td_code_from_errno(errno), "cache %s: %s", dir, strerror(errno));
   }
   if (rc) rm_tree(tmp);
   if (!rc && !(*local_dir = strdup(dir))) {

@@ -33,7 +33,9 @@
  * Threads: every call is thread-safe; scans run on the manager thread,
  * fetches on load threads. Failure: a status naming the URL and the cause
  * (NOT_FOUND for a missing bucket, PERMISSION_DENIED / UNAUTHENTICATED for
- * refused credentials, UNAVAILABLE when the store cannot be reached). */
+ * refused credentials, UNAVAILABLE when the store cannot be reached; a
+ * cache directory that cannot be written gives its errno's code,
+ * td_code_from_errno). */
 #ifndef LDR_OBJSTORE_H
 #define LDR_OBJSTORE_H
 

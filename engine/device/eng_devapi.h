@@ -5,8 +5,8 @@
  * im2col, depthwise convolution, pooling, softmax, reductions); everything
  * else runs on the CPU with explicit copies. One table implements them:
  *
- *   - the CUDA backend (engine/cuda/, built by nvcc into the plug-in
- *     libtensord_cuda.so, which eng_device.c loads with dlopen, so the
+ *   - the CUDA backend (engine/device/cuda/, built by nvcc into the
+ *     plug-in libtensord_cuda.so, which eng_device.c loads with dlopen, so the
  *     daemon itself never links a CUDA library);
  *   - the reference device (eng_devref.c): plain C on host memory, with the
  *     same contract, so the executor, the plug-in loading and the op

@@ -11,7 +11,7 @@
  *     GPU, else the CPU, with the reason returned for one log line.
  *   - ENG_DEVICE_REFERENCE: the GPU executor against the reference device
  *     (eng_devref.h); for testing the GPU path on machines without a GPU.
- * The CUDA backend is the plug-in libtensord_cuda.so (engine/cuda/), looked
+ * The CUDA backend is the plug-in libtensord_cuda.so (engine/device/cuda/), looked
  * up next to the executable, then through the dynamic loader's path; a
  * daemon built without CUDA, or run where the plug-in or the driver is
  * missing, simply has no GPU.

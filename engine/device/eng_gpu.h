@@ -1,8 +1,7 @@
 /* eng_gpu (internal to engine/): the GPU executor.
  *
- * The executor runs a plan step by step like the CPU loop (eng_run in
- * eng_plan.h), keeping a second value table of device buffers. A step
- * whose op has a device lowering (eng_gpu.c's table) runs there, reading
+ * The executor runs a plan step by step like the CPU loop (eng_run.h), keeping a second value table
+ * of device buffers. A step whose op has a device lowering (eng_gpu.c's table) runs there, reading
  * inputs from the device (uploading host values, or taking the model's
  * cached copy of a constant); any other step runs its CPU kernel after its
  * inputs are downloaded (the CPU loop's own step, eng_run.h). Outputs are

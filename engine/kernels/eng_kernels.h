@@ -172,9 +172,11 @@ td_code eng_k_mirror_pad(eng_kctx *c);
 td_code eng_s_pack(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
 td_code eng_s_unpack(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
 
-/* eng_kernels_reduce.c: Sum, Mean, Max, Min, Prod, All, Any. */
+/* eng_kernels_reduce.c: Sum, Mean, Max, Min, Prod, All, Any; the scans
+ * Cumsum and Cumprod. */
 td_code eng_k_reduce(eng_kctx *c);
 td_code eng_k_cumsum(eng_kctx *c);
+td_code eng_k_cumprod(eng_kctx *c);
 
 /* eng_kernels_matmul.c: MatMul, BatchMatMul, Einsum (OpenBLAS). */
 td_code eng_k_matmul(eng_kctx *c);
@@ -243,13 +245,12 @@ td_code eng_k_select_v2_any(eng_kctx *c);
 td_code eng_k_select_any(eng_kctx *c);
 
 /* eng_kernels_math.c: FloorDiv, FloorMod, Atan2 (broadcasting), IsFinite,
- * Bucketize, Cumprod. */
+ * Bucketize. */
 td_code eng_k_floor_div(eng_kctx *c);
 td_code eng_k_floor_mod(eng_kctx *c);
 td_code eng_k_atan2(eng_kctx *c);
 td_code eng_k_is_finite(eng_kctx *c);
 td_code eng_k_bucketize(eng_kctx *c);
-td_code eng_k_cumprod(eng_kctx *c);
 
 /* eng_kernels_index.c: ArgMax, ArgMin, TopKV2, Where (one argument),
  * GatherNd, ReverseV2, Roll, MatrixBandPart (the *_any: strings too). */

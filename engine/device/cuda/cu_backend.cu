@@ -1,4 +1,4 @@
-// The CUDA backend: eng_devapi (engine/eng_devapi.h) on one NVIDIA GPU,
+// The CUDA backend: eng_devapi (engine/device/eng_devapi.h) on one NVIDIA GPU,
 // built by nvcc into the plug-in libtensord_cuda.so, which the daemon
 // dlopens (engine/device/eng_device.c). The CUDA runtime is linked statically;
 // cuBLAS is opened with dlopen only once a GPU has been found, so probing a
