@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cfg_pbtxt.h"
+#include "td_pbdepth.h"
 #include "td_log.h"
 #include "tensorflow/core/protobuf/config.pb-c.h"
 #include "tensorflow_serving/config/platform_config.pb-c.h"
@@ -38,9 +39,11 @@ static const SBC *unpack(const Google__Protobuf__Any *any, ProtobufCMessage **ow
                    tensorflow__serving__session_bundle_source_adapter_config__descriptor.name))
     d = &tensorflow__serving__session_bundle_source_adapter_config__descriptor;
   if (!d) return NULL;
-  *owner = protobuf_c_message_unpack(d, NULL, any->value.len, any->value.data);
+  td_err why;
+  *owner = td_pb_unpack(d, NULL, any->value.len, any->value.data, &why);
   if (!*owner) {
-    *rc = td_err_set(err, TD_INVALID_ARGUMENT, "source_adapter_config: cannot decode %s", *type);
+    *rc = td_err_set(err, TD_INVALID_ARGUMENT, "source_adapter_config: cannot decode %s (%s)",
+                     *type, why.msg);
     return NULL;
   }
   if (d == &tensorflow__serving__saved_model_bundle_source_adapter_config__descriptor)

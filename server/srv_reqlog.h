@@ -20,9 +20,9 @@
  * offers it to a bounded queue (SRV_REQLOG_QUEUE records); one writer
  * thread appends to the files. A full queue drops the record and counts it
  * in tensord_request_log_dropped_total{model_name}; records written count in
- * :tensorflow:serving:request_log_count{model_name,status} (status "OK", or
- * the write's error). A file that cannot be opened or written is logged
- * once per file and its records are counted with status "UNAVAILABLE".
+ * :tensorflow:serving:request_log_count{model_name,status} (status "OK").
+ * A file that cannot be opened or written is logged once per file and its
+ * records are counted with status "UNAVAILABLE".
  *
  * srv_reqlog_configure follows the model config (ldr_manager's on_config):
  * models without logging_config, or with sampling rate 0, cost a single

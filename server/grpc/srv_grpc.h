@@ -23,11 +23,13 @@
  * each call is a small state machine whose context is the completion tag.
  * Polling threads decode requests, resolve models and queue engine work
  * (bat_queue); engine workers run the model and encode and send the
- * response. With batching off, a run whose plan is known to be short (a
- * measured average under bat_queue's run-here limit, 100 us) while an
- * engine worker is idle runs on the polling thread itself, which then
- * answers: TF Serving runs every request on the handling thread, and for a
- * tiny model the hand-off to a worker and back costs more than the run. A
+ * response. A run whose plan is known to be short (a measured average
+ * under bat_queue's run-here limit, 100 us) while an engine worker is idle
+ * runs on the polling thread itself, which then answers (with batching on,
+ * only while the batcher has nothing to merge it with:
+ * bat_batcher_try_run_here): TF Serving runs every request on the
+ * handling thread, and for a tiny model the hand-off to a worker and back
+ * costs more than the run. A
  * config reload, which blocks until models load, runs on a thread of its
  * own. The client's deadline travels with the engine task: a task whose
  * deadline has passed when a worker picks it up (or before a run here)
@@ -43,11 +45,10 @@
  * passed as one, anything else as a string; a key given here replaces
  * tensord's default for it.
  *
- * Shutdown (srv_grpc_stop) follows the pattern in the platform notes: stop
- * accepting, cancel calls in flight, wait until no call context is alive
- * (engine tasks already queued still finish and answer into cancelled
- * calls), then shut the queues down. Stop the server before destroying the
- * bat_queue it submits to.
+ * Shutdown (srv_grpc_stop): stop accepting, cancel calls in flight, wait
+ * until no call context is alive (engine tasks already queued still finish
+ * and answer into cancelled calls), then shut the queues down. Stop the
+ * server before destroying the bat_queue it submits to.
  *
  * start/stop from one thread (main). grpc_init/grpc_shutdown are the
  * caller's. Errors: INVALID_ARGUMENT for bad options (channel arguments, an

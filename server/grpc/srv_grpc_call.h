@@ -1,6 +1,7 @@
 /* srv_grpc_call: the contract between the gRPC call machine (srv_grpc.c)
  * and the method handlers (srv_grpc_predict.c, srv_grpc_model.c,
- * srv_grpc_infer.c). Private to server/.
+ * srv_grpc_infer.c, srv_grpc_v2.c, srv_grpc_v2infer.c). Private to
+ * server/grpc/.
  *
  * The machine accepts a call, reads its one request message and hands the
  * serialized bytes to the method's handler on a polling (completion-queue)
