@@ -244,6 +244,52 @@ int srv_v2_tensor_shape(const ldr_tensor_info *t, int64_t *dims) {
   return t->shape.rank;
 }
 
+td_code srv_v2_acquire(srv_api *api, const char *model, const char *version, ldr_servable **sv,
+                       const ldr_signature **sig, td_err *err) {
+  bool has = false;
+  int64_t v = -1;
+  td_code rc = srv_v2_parse_version(version, &has, &v, err);
+  if (!rc) rc = ldr_registry_acquire(api->registry, model, has ? v : -1, sv, err);
+  if (rc) return rc;
+  *sig = ldr_servable_signature(*sv, SRV_DEFAULT_SIGNATURE);
+  if (!*sig && ldr_servable_signature_count(*sv) > 0) *sig = ldr_servable_signature_at(*sv, 0);
+  if (!*sig) {
+    ldr_servable_unref(*sv);
+    return td_err_set(err, TD_FAILED_PRECONDITION, "model '%s' has no signature", model);
+  }
+  return TD_OK;
+}
+
+const char *srv_v2_config_type(eng_dtype dt) {
+  static const struct {
+    eng_dtype dt;
+    const char *name;
+  } map[] = {{ENG_DT_BOOL, "TYPE_BOOL"},     {ENG_DT_UINT8, "TYPE_UINT8"},
+             {ENG_DT_UINT16, "TYPE_UINT16"}, {ENG_DT_UINT32, "TYPE_UINT32"},
+             {ENG_DT_UINT64, "TYPE_UINT64"}, {ENG_DT_INT8, "TYPE_INT8"},
+             {ENG_DT_INT16, "TYPE_INT16"},   {ENG_DT_INT32, "TYPE_INT32"},
+             {ENG_DT_INT64, "TYPE_INT64"},   {ENG_DT_HALF, "TYPE_FP16"},
+             {ENG_DT_FLOAT, "TYPE_FP32"},    {ENG_DT_DOUBLE, "TYPE_FP64"},
+             {ENG_DT_STRING, "TYPE_STRING"}, {ENG_DT_BFLOAT16, "TYPE_BF16"}};
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+    if (map[i].dt == dt) return map[i].name;
+  return "TYPE_INVALID";
+}
+
+int srv_v2_available_versions(srv_api *api, const char *model, int64_t **out) {
+  ldr_version_status *st = NULL;
+  int n = 0, k = 0;
+  *out = NULL;
+  if (ldr_registry_status(api->registry, model, -1, &st, &n, NULL)) return 0;
+  int64_t *v = malloc(((size_t)n + 1) * sizeof *v);
+  for (int i = 0; v && i < n; i++)
+    if (st[i].state == LDR_STATE_AVAILABLE) v[k++] = st[i].version;
+  free(st);
+  if (!v) return -1;
+  *out = v;
+  return k;
+}
+
 static bool batch_led(const ldr_tensor_info *t, int n) {
   for (int i = 0; i < n; i++)
     if (t[i].shape.rank < 1 || t[i].shape.dim[0] >= 0) return false;

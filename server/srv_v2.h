@@ -86,6 +86,20 @@ void srv_v2_raw(const eng_tensor *t, td_buf *scratch, const void **data, size_t 
 /* The v2 view of a signature tensor: datatype (NULL: none) and shape (-1
  * for unknown dims; an unknown rank shows as [-1]). Returns the rank. */
 int srv_v2_tensor_shape(const ldr_tensor_info *t, int64_t *dims);
+/* The model version a metadata, config or readiness request names
+ * (version as srv_v2_parse_version reads it) and the signature the v2 API
+ * shows of it: serving_default, else the first. FAILED_PRECONDITION for a
+ * version without signatures. On success the caller holds *sv (unref it);
+ * *sig belongs to it. */
+td_code srv_v2_acquire(srv_api *api, const char *model, const char *version, ldr_servable **sv,
+                       const ldr_signature **sig, td_err *err);
+/* The model config's data_type name: "TYPE_FP32" for ENG_DT_FLOAT ...,
+ * "TYPE_STRING" for BYTES; "TYPE_INVALID" for dtypes it lacks. */
+const char *srv_v2_config_type(eng_dtype dt);
+/* The AVAILABLE versions of `model`, ascending, into *out (malloc'd; the
+ * caller frees it). Returns their count: 0 (and *out NULL) for a model the
+ * registry does not know, -1 (*out NULL) when out of memory. */
+int srv_v2_available_versions(srv_api *api, const char *model, int64_t **out);
 /* SRV_V2_MAX_BATCH when every input and output has rank >= 1 with a
  * leading dimension of any size, else 0. */
 int srv_v2_max_batch(const ldr_signature *sig);

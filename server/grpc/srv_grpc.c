@@ -223,7 +223,13 @@ void srv_gcall_fail(srv_gcall *g, const td_err *e) {
   finish((call_ctx *)g, (grpc_status_code)e->code, NULL, e->msg);
 }
 
-void srv_gcall_run(srv_gcall *g, void (*done)(srv_call *call)) {
+void srv_gcall_run(srv_gcall *g, ProtobufCMessage *req, td_code rc, const td_err *failed,
+                   void (*done)(srv_call *call)) {
+  srv_gcall_free(g, req);
+  if (rc) {
+    srv_gcall_fail(g, failed);
+    return;
+  }
   g->call.done = done;
   g->call.user = g;
   g->call.deadline_ns = g->deadline_ns;

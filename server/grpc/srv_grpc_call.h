@@ -62,11 +62,14 @@ void srv_gcall_reply(srv_gcall *c, const ProtobufCMessage *msg);
 /* Answers with e's code and message (cut at 1024 characters with
  * "...TRUNCATED" appended, as TF Serving does). */
 void srv_gcall_fail(srv_gcall *c, const td_err *e);
-/* Runs the model call the handler prepared in c->call, with the client's
- * deadline, answering through `done` (which must answer c): on this polling
- * thread when srv_call_try_run_here takes it, else from an engine worker. A
- * call that cannot be queued is answered with the error here. */
-void srv_gcall_run(srv_gcall *c, void (*done)(srv_call *call));
+/* The end of a handler that prepared a model call in c->call: frees the
+ * request message `req` (srv_gcall_free), then answers with *err when rc is
+ * set; else runs the call with the client's deadline, answering through
+ * `done` (which must answer c): on this polling thread when
+ * srv_call_try_run_here takes it, else from an engine worker. A call that
+ * cannot be queued is answered with the error here. */
+void srv_gcall_run(srv_gcall *c, ProtobufCMessage *req, td_code rc, const td_err *err,
+                   void (*done)(srv_call *call));
 void srv_gcall_failf(srv_gcall *c, td_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -229,11 +229,7 @@ static void run_single(srv_gcall *c, srv_infer_kind kind, const uint8_t *req, si
       rc = td_err_set(&err, TD_RESOURCE_EXHAUSTED, "out of memory");
   }
   free(ex.v);
-  srv_gcall_free(c, &r->base);
-  if (rc)
-    srv_gcall_fail(c, &err);
-  else
-    srv_gcall_run(c, infer_done);
+  srv_gcall_run(c, &r->base, rc, &err, infer_done);
 }
 
 void srv_grpc_classify(srv_gcall *c, const uint8_t *req, size_t len) {

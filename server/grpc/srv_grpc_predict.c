@@ -298,11 +298,7 @@ void srv_grpc_predict(srv_gcall *c, const uint8_t *req, size_t len) {
     if (!rc) rc = decode_inputs(r, sig, c->api->max_input_bytes, c->call.inputs, &err);
     if (!rc) rc = check_output_filter(r, sig, ps->keep, &err);
   }
-  srv_gcall_free(c, &r->base);
-  if (rc)
-    srv_gcall_fail(c, &err);
-  else
-    srv_gcall_run(c, predict_done);
+  srv_gcall_run(c, &r->base, rc, &err, predict_done);
 }
 
 /* --- GetModelMetadata ----------------------------------------------------- */

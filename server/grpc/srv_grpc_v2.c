@@ -28,10 +28,17 @@
 
 /* --- health and server metadata --------------------------------------------- */
 
+/* Reads a request that carries nothing tensord uses; false when it does
+ * not parse (the call is answered then). */
+static bool read_request(srv_gcall *c, const ProtobufCMessageDescriptor *d, const uint8_t *req,
+                         size_t len) {
+  ProtobufCMessage *r = srv_gcall_unpack(c, d, req, len);
+  if (r) srv_gcall_free(c, r);
+  return r != NULL;
+}
+
 void srv_grpc_v2_server_live(srv_gcall *c, const uint8_t *req, size_t len) {
-  ProtobufCMessage *r = srv_gcall_unpack(c, &inference__server_live_request__descriptor, req, len);
-  if (!r) return;
-  srv_gcall_free(c, r);
+  if (!read_request(c, &inference__server_live_request__descriptor, req, len)) return;
   Inference__ServerLiveResponse resp;
   inference__server_live_response__init(&resp);
   resp.live = 1;
@@ -39,9 +46,7 @@ void srv_grpc_v2_server_live(srv_gcall *c, const uint8_t *req, size_t len) {
 }
 
 void srv_grpc_v2_server_ready(srv_gcall *c, const uint8_t *req, size_t len) {
-  ProtobufCMessage *r = srv_gcall_unpack(c, &inference__server_ready_request__descriptor, req, len);
-  if (!r) return;
-  srv_gcall_free(c, r);
+  if (!read_request(c, &inference__server_ready_request__descriptor, req, len)) return;
   Inference__ServerReadyResponse resp;
   inference__server_ready_response__init(&resp);
   resp.ready = ldr_registry_ready(c->api->registry);
@@ -51,10 +56,7 @@ void srv_grpc_v2_server_ready(srv_gcall *c, const uint8_t *req, size_t len) {
 static const char *const extensions[] = {"binary_tensor_data", "model_repository", "statistics"};
 
 void srv_grpc_v2_server_metadata(srv_gcall *c, const uint8_t *req, size_t len) {
-  ProtobufCMessage *r =
-      srv_gcall_unpack(c, &inference__server_metadata_request__descriptor, req, len);
-  if (!r) return;
-  srv_gcall_free(c, r);
+  if (!read_request(c, &inference__server_metadata_request__descriptor, req, len)) return;
   Inference__ServerMetadataResponse resp;
   inference__server_metadata_response__init(&resp);
   resp.name = SRV_V2_SERVER_NAME;
@@ -67,22 +69,22 @@ void srv_grpc_v2_server_metadata(srv_gcall *c, const uint8_t *req, size_t len) {
 /* --- model readiness, metadata, config -------------------------------------- */
 
 /* Resolves name + version to a held servable and the signature the v2 API
- * shows (serving_default, else the first). */
+ * shows (srv_v2_acquire); gRPC requests may leave the name empty. */
 static td_code acquire(srv_gcall *c, const char *name, const char *version, ldr_servable **sv,
                        const ldr_signature **sig, td_err *err) {
-  bool has = false;
-  int64_t v = -1;
   if (!name || !*name) return td_err_set(err, TD_INVALID_ARGUMENT, "a model name is required");
-  td_code rc = srv_v2_parse_version(version, &has, &v, err);
-  if (!rc) rc = ldr_registry_acquire(c->api->registry, name, has ? v : -1, sv, err);
-  if (rc) return rc;
-  *sig = ldr_servable_signature(*sv, SRV_DEFAULT_SIGNATURE);
-  if (!*sig && ldr_servable_signature_count(*sv) > 0) *sig = ldr_servable_signature_at(*sv, 0);
-  if (!*sig) {
-    ldr_servable_unref(*sv);
-    return td_err_set(err, TD_FAILED_PRECONDITION, "model '%s' has no signature", name);
-  }
-  return TD_OK;
+  return srv_v2_acquire(c->api, name, version, sv, sig, err);
+}
+
+/* acquire for a handler: on failure frees the request and answers the
+ * call with the error, and returns false. */
+static bool acquire_or_fail(srv_gcall *c, ProtobufCMessage *r, const char *name,
+                            const char *version, ldr_servable **sv, const ldr_signature **sig) {
+  td_err err;
+  if (!acquire(c, name, version, sv, sig, &err)) return true;
+  srv_gcall_free(c, r);
+  srv_gcall_fail(c, &err);
+  return false;
 }
 
 void srv_grpc_v2_model_ready(srv_gcall *c, const uint8_t *req, size_t len) {
@@ -121,29 +123,12 @@ static tensor_meta *describe(const ldr_tensor_info *t, int n, int drop_batch) {
     m[i].tm.shape = m[i].dims;
     inference__model_input__init(&m[i].in);
     inference__model_output__init(&m[i].out);
-    Inference__DataType type = INFERENCE__DATA_TYPE__TYPE_INVALID;
-    static const struct {
-      eng_dtype dt;
-      Inference__DataType t;
-    } map[] = {{ENG_DT_BOOL, INFERENCE__DATA_TYPE__TYPE_BOOL},
-               {ENG_DT_UINT8, INFERENCE__DATA_TYPE__TYPE_UINT8},
-               {ENG_DT_UINT16, INFERENCE__DATA_TYPE__TYPE_UINT16},
-               {ENG_DT_UINT32, INFERENCE__DATA_TYPE__TYPE_UINT32},
-               {ENG_DT_UINT64, INFERENCE__DATA_TYPE__TYPE_UINT64},
-               {ENG_DT_INT8, INFERENCE__DATA_TYPE__TYPE_INT8},
-               {ENG_DT_INT16, INFERENCE__DATA_TYPE__TYPE_INT16},
-               {ENG_DT_INT32, INFERENCE__DATA_TYPE__TYPE_INT32},
-               {ENG_DT_INT64, INFERENCE__DATA_TYPE__TYPE_INT64},
-               {ENG_DT_HALF, INFERENCE__DATA_TYPE__TYPE_FP16},
-               {ENG_DT_FLOAT, INFERENCE__DATA_TYPE__TYPE_FP32},
-               {ENG_DT_DOUBLE, INFERENCE__DATA_TYPE__TYPE_FP64},
-               {ENG_DT_STRING, INFERENCE__DATA_TYPE__TYPE_STRING},
-               {ENG_DT_BFLOAT16, INFERENCE__DATA_TYPE__TYPE_BF16}};
-    for (size_t k = 0; k < sizeof map / sizeof map[0]; k++)
-      if (map[k].dt == t[i].dtype) type = map[k].t;
+    const ProtobufCEnumValue *type = protobuf_c_enum_descriptor_get_value_by_name(
+        &inference__data_type__descriptor, srv_v2_config_type(t[i].dtype));
     int skip = drop_batch && rank > 0 ? 1 : 0;
     m[i].in.name = m[i].out.name = t[i].alias;
-    m[i].in.data_type = m[i].out.data_type = type;
+    m[i].in.data_type = m[i].out.data_type =
+        type ? (Inference__DataType)type->value : INFERENCE__DATA_TYPE__TYPE_INVALID;
     m[i].in.n_dims = m[i].out.n_dims = (size_t)(rank - skip);
     m[i].in.dims = m[i].out.dims = m[i].dims + skip;
   }
@@ -151,21 +136,20 @@ static tensor_meta *describe(const ldr_tensor_info *t, int n, int drop_batch) {
 }
 
 /* The AVAILABLE versions of a model, as decimal strings in one block. */
-static char **available_versions(ldr_registry *reg, const char *name, size_t *n) {
-  ldr_version_status *st = NULL;
-  int k = 0;
+static char **available_versions(srv_api *api, const char *name, size_t *n) {
+  int64_t *v = NULL;
+  int k = srv_v2_available_versions(api, name, &v);
   *n = 0;
-  if (ldr_registry_status(reg, name, -1, &st, &k, NULL)) return NULL;
-  char **v = calloc((size_t)k + 1, sizeof *v + 24);
-  char *text = v ? (char *)(v + k + 1) : NULL;
-  for (int i = 0; v && i < k; i++) {
-    if (st[i].state != LDR_STATE_AVAILABLE) continue;
-    v[*n] = text + 24 * *n;
-    snprintf(v[*n], 24, "%lld", (long long)st[i].version);
-    (*n)++;
+  if (k < 0) return NULL;
+  char **s = calloc((size_t)k + 1, sizeof *s + 24);
+  char *text = s ? (char *)(s + k + 1) : NULL;
+  for (int i = 0; s && i < k; i++) {
+    s[i] = text + 24 * i;
+    snprintf(s[i], 24, "%lld", (long long)v[i]);
   }
-  free(st);
-  return v;
+  if (s) *n = (size_t)k;
+  free(v);
+  return s;
 }
 
 void srv_grpc_v2_model_metadata(srv_gcall *c, const uint8_t *req, size_t len) {
@@ -174,13 +158,7 @@ void srv_grpc_v2_model_metadata(srv_gcall *c, const uint8_t *req, size_t len) {
   if (!r) return;
   ldr_servable *sv = NULL;
   const ldr_signature *sig = NULL;
-  td_err err;
-  td_code rc = acquire(c, r->name, r->version, &sv, &sig, &err);
-  if (rc) {
-    srv_gcall_free(c, &r->base);
-    srv_gcall_fail(c, &err);
-    return;
-  }
+  if (!acquire_or_fail(c, &r->base, r->name, r->version, &sv, &sig)) return;
   tensor_meta *in = describe(sig->inputs, sig->n_inputs, 0);
   tensor_meta *out = describe(sig->outputs, sig->n_outputs, 0);
   Inference__ModelMetadataResponse__TensorMetadata **ip =
@@ -188,7 +166,7 @@ void srv_grpc_v2_model_metadata(srv_gcall *c, const uint8_t *req, size_t len) {
   Inference__ModelMetadataResponse__TensorMetadata **op =
       calloc((size_t)sig->n_outputs + 1, sizeof *op);
   size_t nv = 0;
-  char **versions = available_versions(c->api->registry, r->name, &nv);
+  char **versions = available_versions(c->api, r->name, &nv);
   if (!in || !out || !ip || !op || !versions) {
     srv_gcall_failf(c, TD_RESOURCE_EXHAUSTED, "out of memory");
   } else {
@@ -217,13 +195,7 @@ void srv_grpc_v2_model_config(srv_gcall *c, const uint8_t *req, size_t len) {
   if (!r) return;
   ldr_servable *sv = NULL;
   const ldr_signature *sig = NULL;
-  td_err err;
-  td_code rc = acquire(c, r->name, r->version, &sv, &sig, &err);
-  if (rc) {
-    srv_gcall_free(c, &r->base);
-    srv_gcall_fail(c, &err);
-    return;
-  }
+  if (!acquire_or_fail(c, &r->base, r->name, r->version, &sv, &sig)) return;
   int maxb = srv_v2_max_batch(sig);
   tensor_meta *in = describe(sig->inputs, sig->n_inputs, maxb > 0);
   tensor_meta *out = describe(sig->outputs, sig->n_outputs, maxb > 0);

@@ -257,11 +257,7 @@ void srv_grpc_v2_model_infer(srv_gcall *c, const uint8_t *req, size_t len) {
       rc = srv_v2_begin(&c->call, c->api, r->model_name, r->model_version, sig, &err);
   }
   if (!rc) rc = decode(c, r, s, &err);
-  srv_gcall_free(c, &r->base);
-  if (rc)
-    srv_gcall_fail(c, &err);
-  else
-    srv_gcall_run(c, infer_done);
+  srv_gcall_run(c, &r->base, rc, &err, infer_done);
 }
 
 /* --- ModelStatistics -------------------------------------------------------- */
@@ -395,8 +391,16 @@ static void repo_thread(void *arg) {
   free(j);
 }
 
-static void start_repo_job(srv_gcall *c, repo_job *j) {
+/* The end of a repository handler: frees the request, then answers with
+ * *err when rc is set, else starts job j on a thread of its own. */
+static void start_repo_job(srv_gcall *c, ProtobufCMessage *req, td_code rc, const td_err *err,
+                           repo_job *j) {
   uv_thread_t tid;
+  srv_gcall_free(c, req);
+  if (rc) {
+    srv_gcall_fail(c, err);
+    return;
+  }
   j->c = c;
   if (!c->api->repo) {
     free(j->name), free(j->base_path), free(j);
@@ -415,13 +419,11 @@ void srv_grpc_v2_repository_index(srv_gcall *c, const uint8_t *req, size_t len) 
   Inference__RepositoryIndexRequest *r = (Inference__RepositoryIndexRequest *)srv_gcall_unpack(
       c, &inference__repository_index_request__descriptor, req, len);
   if (!r) return;
+  td_err err;
   repo_job *j = calloc(1, sizeof *j);
+  td_code rc = j ? TD_OK : td_err_set(&err, TD_RESOURCE_EXHAUSTED, "out of memory");
   if (j) j->op = REPO_INDEX, j->ready_only = r->ready;
-  srv_gcall_free(c, &r->base);
-  if (!j)
-    srv_gcall_failf(c, TD_RESOURCE_EXHAUSTED, "out of memory");
-  else
-    start_repo_job(c, j);
+  start_repo_job(c, &r->base, rc, &err, j);
 }
 
 /* A load or unload job; parameters are read (base_path, for loads) and
@@ -461,11 +463,7 @@ void srv_grpc_v2_repository_load(srv_gcall *c, const uint8_t *req, size_t len) {
   repo_job *j = NULL;
   td_err err;
   td_code rc = prepare_job(REPO_LOAD, r->model_name, r->n_parameters, r->parameters, &j, &err);
-  srv_gcall_free(c, &r->base);
-  if (rc)
-    srv_gcall_fail(c, &err);
-  else
-    start_repo_job(c, j);
+  start_repo_job(c, &r->base, rc, &err, j);
 }
 
 void srv_grpc_v2_repository_unload(srv_gcall *c, const uint8_t *req, size_t len) {
@@ -477,9 +475,5 @@ void srv_grpc_v2_repository_unload(srv_gcall *c, const uint8_t *req, size_t len)
   td_err err;
   /* Unload takes no parameters tensord reads. */
   td_code rc = prepare_job(REPO_UNLOAD, r->model_name, 0, NULL, &j, &err);
-  srv_gcall_free(c, &r->base);
-  if (rc)
-    srv_gcall_fail(c, &err);
-  else
-    start_repo_job(c, j);
+  start_repo_job(c, &r->base, rc, &err, j);
 }

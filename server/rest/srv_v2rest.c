@@ -145,22 +145,6 @@ static void server_meta(srv_v2_reply *out) {
 }
 
 /* A held servable and the signature v2 shows for it. */
-static td_code acquire(srv_api *api, const srv_v2_route *r, ldr_servable **sv,
-                       const ldr_signature **sig, td_err *err) {
-  bool has = false;
-  int64_t v = -1;
-  td_code rc = srv_v2_parse_version(r->version, &has, &v, err);
-  if (!rc) rc = ldr_registry_acquire(api->registry, r->name, has ? v : -1, sv, err);
-  if (rc) return rc;
-  *sig = ldr_servable_signature(*sv, SRV_DEFAULT_SIGNATURE);
-  if (!*sig && ldr_servable_signature_count(*sv) > 0) *sig = ldr_servable_signature_at(*sv, 0);
-  if (!*sig) {
-    ldr_servable_unref(*sv);
-    return td_err_set(err, TD_FAILED_PRECONDITION, "model '%s' has no signature", r->name);
-  }
-  return TD_OK;
-}
-
 static void tensors_meta(td_buf *b, const ldr_tensor_info *t, int n) {
   td_buf_putc(b, '[');
   for (int i = 0; i < n; i++) {
@@ -182,7 +166,7 @@ static void model_meta(srv_api *api, const srv_v2_route *r, srv_v2_reply *out) {
   ldr_servable *sv;
   const ldr_signature *sig;
   td_err err;
-  if (acquire(api, r, &sv, &sig, &err)) {
+  if (srv_v2_acquire(api, r->name, r->version, &sv, &sig, &err)) {
     srv_v2rest_error(&err, out);
     return;
   }
@@ -191,13 +175,10 @@ static void model_meta(srv_api *api, const srv_v2_route *r, srv_v2_reply *out) {
   td_buf_puts(b, "{\"name\":");
   str(b, r->name);
   td_buf_puts(b, ",\"versions\":[");
-  ldr_version_status *st = NULL;
-  int n = 0, k = 0;
-  if (!ldr_registry_status(api->registry, r->name, -1, &st, &n, NULL))
-    for (int i = 0; i < n; i++)
-      if (st[i].state == LDR_STATE_AVAILABLE)
-        td_buf_printf(b, "%s\"%lld\"", k++ ? "," : "", (long long)st[i].version);
-  free(st);
+  int64_t *v = NULL;
+  int n = srv_v2_available_versions(api, r->name, &v);
+  for (int i = 0; i < n; i++) td_buf_printf(b, "%s\"%lld\"", i ? "," : "", (long long)v[i]);
+  free(v);
   td_buf_puts(b, "],\"platform\":");
   str(b, SRV_V2_PLATFORM);
   td_buf_puts(b, ",\"inputs\":");
@@ -208,22 +189,6 @@ static void model_meta(srv_api *api, const srv_v2_route *r, srv_v2_reply *out) {
   ldr_servable_unref(sv);
 }
 
-static const char *config_type(eng_dtype dt) {
-  static const struct {
-    eng_dtype dt;
-    const char *name;
-  } map[] = {{ENG_DT_BOOL, "TYPE_BOOL"},     {ENG_DT_UINT8, "TYPE_UINT8"},
-             {ENG_DT_UINT16, "TYPE_UINT16"}, {ENG_DT_UINT32, "TYPE_UINT32"},
-             {ENG_DT_UINT64, "TYPE_UINT64"}, {ENG_DT_INT8, "TYPE_INT8"},
-             {ENG_DT_INT16, "TYPE_INT16"},   {ENG_DT_INT32, "TYPE_INT32"},
-             {ENG_DT_INT64, "TYPE_INT64"},   {ENG_DT_HALF, "TYPE_FP16"},
-             {ENG_DT_FLOAT, "TYPE_FP32"},    {ENG_DT_DOUBLE, "TYPE_FP64"},
-             {ENG_DT_STRING, "TYPE_STRING"}, {ENG_DT_BFLOAT16, "TYPE_BF16"}};
-  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-    if (map[i].dt == dt) return map[i].name;
-  return "TYPE_INVALID";
-}
-
 static void tensors_config(td_buf *b, const ldr_tensor_info *t, int n, bool drop_batch) {
   td_buf_putc(b, '[');
   for (int i = 0; i < n; i++) {
@@ -231,7 +196,7 @@ static void tensors_config(td_buf *b, const ldr_tensor_info *t, int n, bool drop
     int rank = srv_v2_tensor_shape(&t[i], dims);
     td_buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
     str(b, t[i].alias);
-    td_buf_printf(b, ",\"data_type\":\"%s\",\"dims\":[", config_type(t[i].dtype));
+    td_buf_printf(b, ",\"data_type\":\"%s\",\"dims\":[", srv_v2_config_type(t[i].dtype));
     for (int k = drop_batch ? 1 : 0, j = 0; k < rank; k++, j++)
       td_buf_printf(b, "%s%lld", j ? "," : "", (long long)dims[k]);
     td_buf_puts(b, "]}");
@@ -243,7 +208,7 @@ static void model_config(srv_api *api, const srv_v2_route *r, srv_v2_reply *out)
   ldr_servable *sv;
   const ldr_signature *sig;
   td_err err;
-  if (acquire(api, r, &sv, &sig, &err)) {
+  if (srv_v2_acquire(api, r->name, r->version, &sv, &sig, &err)) {
     srv_v2rest_error(&err, out);
     return;
   }
@@ -333,7 +298,7 @@ void srv_v2rest_answer(srv_api *api, const srv_v2_route *r, srv_v2_reply *out) {
     case SRV_V2_MODEL_READY: {
       ldr_servable *sv;
       const ldr_signature *sig;
-      if (acquire(api, r, &sv, &sig, &err)) {
+      if (srv_v2_acquire(api, r->name, r->version, &sv, &sig, &err)) {
         srv_v2rest_error(&err, out);
         return;
       }
