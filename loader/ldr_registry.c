@@ -315,17 +315,26 @@ int ldr_registry_model_names(ldr_registry *r, char ***names) {
   return k;
 }
 
+static bool any_available(const model_entry *m) {
+  for (int v = 0; v < m->n; v++)
+    if (m->versions[v].state == LDR_STATE_AVAILABLE) return true;
+  return false;
+}
+
 bool ldr_registry_ready(ldr_registry *r) {
   uv_mutex_lock(&r->mu);
   bool ready = true;
-  for (int i = 0; i < r->n_models && ready; i++) {
-    bool any = false;
-    for (int v = 0; v < r->models[i].n; v++)
-      any |= r->models[i].versions[v].state == LDR_STATE_AVAILABLE;
-    ready = any;
-  }
+  for (int i = 0; i < r->n_models && ready; i++) ready = any_available(&r->models[i]);
   uv_mutex_unlock(&r->mu);
   return ready;
+}
+
+bool ldr_registry_available(ldr_registry *r, const char *name) {
+  uv_mutex_lock(&r->mu);
+  const model_entry *m = find_model(r, name);
+  bool ok = m && any_available(m);
+  uv_mutex_unlock(&r->mu);
+  return ok;
 }
 
 td_code ldr_registry_resolve_label(ldr_registry *r, const char *name, const char *label,

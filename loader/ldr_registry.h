@@ -73,6 +73,9 @@ int ldr_registry_model_names(ldr_registry *r, char ***names);
 
 /* True when every configured model has an AVAILABLE version (readiness). */
 bool ldr_registry_ready(ldr_registry *r);
+/* True when model `name` has an AVAILABLE version (false for a model the
+ * registry does not know). */
+bool ldr_registry_available(ldr_registry *r, const char *name);
 
 /* Resolves a version label of a model. INVALID_ARGUMENT "Unrecognized
  * servable version label: L" when the model has no such label. */

@@ -63,16 +63,6 @@ static td_code settle(srv_v2repo *p, uint64_t ticket, td_err *err) {
   return ldr_manager_wait(p->mgr, ticket, -1, err);
 }
 
-static bool has_available(ldr_registry *reg, const char *name) {
-  ldr_version_status *st = NULL;
-  int n = 0;
-  bool ok = false;
-  if (!ldr_registry_status(reg, name, -1, &st, &n, NULL))
-    for (int i = 0; i < n; i++) ok |= st[i].state == LDR_STATE_AVAILABLE;
-  free(st);
-  return ok;
-}
-
 td_code srv_v2repo_load(srv_v2repo *p, const char *name, const char *base_path, td_err *err) {
   if (!name || !*name) return td_err_set(err, TD_INVALID_ARGUMENT, "a model name is required");
   uv_mutex_lock(&p->mu);
@@ -129,7 +119,7 @@ out:
 out_unlocked_cur:
   uv_mutex_unlock(&p->mu);
   if (!rc && ticket) rc = settle(p, ticket, err);
-  if (!rc && !has_available(p->reg, name))
+  if (!rc && !ldr_registry_available(p->reg, name))
     rc = td_err_set(err, TD_UNAVAILABLE, "model '%s' has no available version", name);
   /* A model this load added that did not become available goes back out
    * (remembered, so a later load retries it): a failed load must not leave

@@ -87,6 +87,20 @@ static td_code finish_message(td_buf *b, td_code code, td_err *err) {
   return code;
 }
 
+/* TF's message for an alias the signature lacks: head, the alias, tail,
+ * then the set of aliases it has, INVALID_ARGUMENT. */
+static td_code alias_missing(const char *head, const char *alias, const char *tail,
+                             const ldr_tensor_info *t, int n, td_err *err) {
+  td_buf b;
+  td_buf_init(&b);
+  td_buf_puts(&b, head);
+  td_buf_puts(&b, alias);
+  td_buf_puts(&b, tail);
+  join_aliases(&b, t, n);
+  td_buf_puts(&b, ".");
+  return finish_message(&b, TD_INVALID_ARGUMENT, err);
+}
+
 /* TF's "input size does not match signature" message. */
 static td_code size_mismatch(const Tensorflow__Serving__PredictRequest *r, const ldr_signature *sig,
                              size_t n_sent, td_err *err) {
@@ -136,17 +150,9 @@ static td_code decode_inputs(const Tensorflow__Serving__PredictRequest *r, const
     if (!last_of_key(r, j)) continue;
     const char *alias = r->inputs[j]->key;
     int i = ldr_signature_input(sig, alias);
-    if (i < 0) {
-      td_buf b;
-      td_buf_init(&b);
-      td_buf_printf(&b,
-                    "input tensor alias not found in signature: %s. Inputs expected to be in "
-                    "the set ",
-                    alias);
-      join_aliases(&b, sig->inputs, sig->n_inputs);
-      td_buf_puts(&b, ".");
-      return finish_message(&b, TD_INVALID_ARGUMENT, err);
-    }
+    if (i < 0)
+      return alias_missing("input tensor alias not found in signature: ", alias,
+                           ". Inputs expected to be in the set ", sig->inputs, sig->n_inputs, err);
     Tensorflow__TensorProto empty;
     const Tensorflow__TensorProto *tp = r->inputs[j]->value;
     if (!tp) {
@@ -195,17 +201,10 @@ static td_code check_output_filter(const Tensorflow__Serving__PredictRequest *r,
   for (size_t j = 0; j < r->n_output_filter; j++) {
     const char *alias = r->output_filter[j];
     int i = ldr_signature_output(sig, alias);
-    if (i < 0) {
-      td_buf b;
-      td_buf_init(&b);
-      td_buf_printf(&b,
-                    "output tensor alias not found in signature: %s Outputs expected to be in "
-                    "the set ",
-                    alias);
-      join_aliases(&b, sig->outputs, sig->n_outputs);
-      td_buf_puts(&b, ".");
-      return finish_message(&b, TD_INVALID_ARGUMENT, err);
-    }
+    if (i < 0)
+      return alias_missing("output tensor alias not found in signature: ", alias,
+                           " Outputs expected to be in the set ", sig->outputs, sig->n_outputs,
+                           err);
     if (keep[i])
       return td_err_set(err, TD_INVALID_ARGUMENT, "duplicate output tensor alias: %s", alias);
     keep[i] = true;

@@ -412,16 +412,6 @@ static enum MHD_Result handle_list(rest_req *q) {
   return send_json(q, 200, &b);
 }
 
-static bool has_available(ldr_registry *reg, const char *name) {
-  ldr_version_status *st = NULL;
-  int n = 0;
-  bool ok = false;
-  if (!ldr_registry_status(reg, name, -1, &st, &n, NULL))
-    for (int i = 0; i < n; i++) ok |= st[i].state == LDR_STATE_AVAILABLE;
-  free(st);
-  return ok;
-}
-
 static enum MHD_Result handle_probe(rest_req *q) {
   td_buf b;
   td_buf_init(&b);
@@ -441,7 +431,7 @@ static enum MHD_Result handle_probe(rest_req *q) {
   const char **missing = calloc((size_t)n + 1, sizeof *missing);
   int k = 0;
   for (int i = 0; missing && i < n; i++)
-    if (!has_available(reg, names[i])) missing[k++] = names[i];
+    if (!ldr_registry_available(reg, names[i])) missing[k++] = names[i];
   if (!missing)
     b.oom = true;
   else
