@@ -11,6 +11,7 @@
 #include "ldr_http.h"
 #include "ldr_rsa.h"
 #include "td_buf.h"
+#include "td_clock.h"
 
 #define RETRY_NS (300ull * 1000000000ull)
 #define REFRESH_EARLY_NS (300ull * 1000000000ull)
@@ -52,12 +53,6 @@ static pthread_mutex_t tok_mu = PTHREAD_MUTEX_INITIALIZER;
 static char tok[4096];
 static uint64_t tok_until_ns, meta_retry_ns;
 
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* {"access_token": ..., "expires_in": seconds} */
 static bool take_token(const char *json) {
   cJSON *j = cJSON_Parse(json);
@@ -68,7 +63,7 @@ static bool take_token(const char *json) {
     snprintf(tok, sizeof tok, "%s", t);
     double s = cJSON_IsNumber(ex) ? ex->valuedouble : 3600;
     uint64_t life = (uint64_t)(s * 1e9);
-    tok_until_ns = mono_ns() + (life > REFRESH_EARLY_NS ? life - REFRESH_EARLY_NS : life / 2);
+    tok_until_ns = td_now_ns() + (life > REFRESH_EARLY_NS ? life - REFRESH_EARLY_NS : life / 2);
   }
   cJSON_Delete(j);
   return ok;
@@ -227,7 +222,7 @@ static td_code auth_header(char **hdr, td_err *err) {
   *hdr = NULL;
   td_code rc = TD_OK;
   pthread_mutex_lock(&tok_mu);
-  uint64_t now = mono_ns();
+  uint64_t now = td_now_ns();
   if (!(tok[0] && now < tok_until_ns)) {
     tok[0] = 0;
     const char *file = env("GOOGLE_APPLICATION_CREDENTIALS");

@@ -9,8 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "td_clock.h"
 
 #define CONNECT_MS 10000L
 #define STALL_SECONDS 30L
@@ -18,11 +19,7 @@
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void global_init(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 
-static uint64_t mono_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
+static uint64_t mono_us(void) { return td_now_ns() / 1000u; }
 
 int64_t ldr_http_backoff_us(int attempt) {
   int64_t us = 100000;

@@ -13,6 +13,7 @@
 #include "ldr_http.h"
 #include "ldr_sha256.h"
 #include "td_buf.h"
+#include "td_clock.h"
 #include "td_log.h"
 
 #define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -153,12 +154,6 @@ static ldr_s3_key meta_key;
 static bool meta_have;
 static time_t meta_expires;    /* wall clock, from the endpoint's Expiration */
 static uint64_t meta_retry_ns; /* no endpoint answered: not before */
-
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void trim(char *s) {
   char *e = s + strlen(s);
@@ -333,7 +328,7 @@ static bool get_key(ldr_s3_key *k) {
   if (meta_have && (!meta_expires || time(NULL) < meta_expires - REFRESH_EARLY_S)) {
     *k = meta_key;
     ok = true;
-  } else if (mono_ns() >= meta_retry_ns) {
+  } else if (td_now_ns() >= meta_retry_ns) {
     time_t exp = 0;
     ok = from_container(k, &exp) || from_instance(k, &exp);
     meta_have = ok;
@@ -341,7 +336,7 @@ static bool get_key(ldr_s3_key *k) {
       meta_key = *k;
       meta_expires = exp;
     } else {
-      meta_retry_ns = mono_ns() + META_RETRY_NS;
+      meta_retry_ns = td_now_ns() + META_RETRY_NS;
     }
   }
   pthread_mutex_unlock(&key_mu);
