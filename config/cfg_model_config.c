@@ -97,6 +97,17 @@ static td_code convert_logging(const Tensorflow__Serving__LoggingConfig *lc, cfg
   if (!(rate >= 0 && rate <= 1))
     return td_err_set(err, TD_INVALID_ARGUMENT, "sampling_rate %g is not in [0, 1]", rate);
   if (sc && sc->attributes) noeff_add(noeff, m->name, "logging_config.sampling_config.attributes");
+  for (size_t i = 0; sc && i < sc->n_per_task_sampling_configs; i++) {
+    double r = sc->per_task_sampling_configs[i]->sampling_rate;
+    if (!(r >= 0 && r <= 1))
+      return td_err_set(err, TD_INVALID_ARGUMENT,
+                        "per_task_sampling_configs[%zu].sampling_rate %g is not in [0, 1]", i, r);
+  }
+  /* A per-task rate is picked by the data center and task index of a
+   * replicated job; a tensord process has neither, so the model's own rate
+   * applies. */
+  if (sc && sc->n_per_task_sampling_configs)
+    noeff_add(noeff, m->name, "logging_config.sampling_config.per_task_sampling_configs");
   if (lc->custom_logging_config) noeff_add(noeff, m->name, "logging_config.custom_logging_config");
   if (rate == 0) return TD_OK;
   const Tensorflow__Serving__LogCollectorConfig *cc = lc->log_collector_config;

@@ -84,8 +84,48 @@ static td_code convert(const Tensorflow__Serving__PlatformConfigMap *pm, int cpu
     if (sbc) {
       if (sbc->session_target && *sbc->session_target) NOEFF("session_target");
       if (sbc->session_run_load_threadpool_index) NOEFF("session_run_load_threadpool_index");
+      if (sbc->experimental_transient_ram_bytes_during_load)
+        NOEFF("experimental_transient_ram_bytes_during_load");
+      if (sbc->n_experimental_fixed_input_tensors) NOEFF("experimental_fixed_input_tensors");
+      if (sbc->enable_session_metadata) NOEFF("enable_session_metadata");
+      if (sbc->prefer_tflite_model) NOEFF("prefer_tflite_model");
+      if (sbc->num_tflite_interpreters) NOEFF("num_tflite_interpreters");
+      if (sbc->num_tflite_interpreters_per_pool) NOEFF("num_tflite_interpreters_per_pool");
+      if (sbc->num_tflite_pools) NOEFF("num_tflite_pools");
+      if (sbc->wrap_session_with_no_threading_params)
+        NOEFF("wrap_session_with_no_threading_params");
+      if (sbc->resource_estimation_uses_validation_result)
+        NOEFF("resource_estimation_uses_validation_result");
+      if (sbc->mixed_precision && *sbc->mixed_precision) NOEFF("mixed_precision");
+      /* remove_unused_fields_from_bundle_metagraph holds either way: tensord
+       * keeps no MetaGraphDef after a load. */
+      const Tensorflow__Serving__ModelWarmupOptions *wo = sbc->model_warmup_options;
+      if (wo && (wo->num_model_warmup_threads || (wo->model_name && *wo->model_name) ||
+                 wo->model_version || wo->enable_all_batch_sizes_warmup))
+        NOEFF("model_warmup_options (all but num_request_iterations)");
+      if (wo && wo->num_request_iterations && wo->num_request_iterations->value < 0)
+        rc = td_err_set(err, TD_INVALID_ARGUMENT,
+                        "model_warmup_options.num_request_iterations must be >= 0");
+      /* As TF Serving: with a platform config, warmup and its iterations are
+       * the config's, not the flags'. */
+      p.enable_warmup = sbc->enable_model_warmup;
+      p.warmup_iterations =
+          wo && wo->num_request_iterations ? wo->num_request_iterations->value : 0;
+      p.per_model_batching = sbc->enable_per_model_batching_params;
+      size_t tl = 0;
+      for (size_t t = 0; !rc && t < sbc->n_saved_model_tags; t++) {
+        const char *tag = sbc->saved_model_tags[t] ? sbc->saved_model_tags[t] : "";
+        if (!*tag || strchr(tag, ','))
+          rc = td_err_set(err, TD_INVALID_ARGUMENT, "saved_model_tags: bad tag '%s'", tag);
+        else if (tl + strlen(tag) + 2 > sizeof p.saved_model_tags)
+          rc = td_err_set(err, TD_INVALID_ARGUMENT, "saved_model_tags: too long");
+        else
+          tl += (size_t)snprintf(p.saved_model_tags + tl, sizeof p.saved_model_tags - tl, "%s%s",
+                                 tl ? "," : "", tag);
+      }
       const Tensorflow__ConfigProto *sc = sbc->session_config;
-      if (sc && (sc->intra_op_parallelism_threads < 0 || sc->inter_op_parallelism_threads < 0))
+      if (!rc && sc &&
+          (sc->intra_op_parallelism_threads < 0 || sc->inter_op_parallelism_threads < 0))
         rc = td_err_set(err, TD_INVALID_ARGUMENT, "session_config: thread counts must be >= 0");
       if (!rc && sc)
         p.session = (cfg_session){.intra_op_threads = sc->intra_op_parallelism_threads,

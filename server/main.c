@@ -186,6 +186,10 @@ int main(int argc, char **argv) {
     opt.intra_op_threads = opt.inter_op_threads = opt.session_parallelism = 0;
     session = platform.session;
     opt.enable_batching = platform.has_batching;
+    opt.enable_model_warmup = platform.enable_warmup;
+    opt.num_request_iterations_for_warmup = platform.warmup_iterations;
+    opt.enable_per_model_batching_parameters = platform.per_model_batching;
+    if (*platform.saved_model_tags) opt.saved_model_tags = platform.saved_model_tags;
   }
   int intra = opt.intra_op_threads      ? opt.intra_op_threads
               : opt.session_parallelism ? opt.session_parallelism

@@ -22,10 +22,21 @@ static uint64_t call_rows(const srv_call *c) {
   return t->shape.rank >= 1 && t->shape.dim[0] >= 0 ? (uint64_t)t->shape.dim[0] : 1;
 }
 
-static void count(const srv_call *c) {
+/* now: the run's end (td_now_ns). The phases are cut at the hand-off
+ * (submit_ns) and the run's start (run_start_ns); see srv_stats.h. */
+static void count(const srv_call *c, uint64_t now) {
   if (!c->api->stats) return;
-  srv_stats_record(c->api->stats, c->model, c->version, c->task.code == TD_OK, call_rows(c),
-                   td_now_ns() - c->begin_ns);
+  srv_stats_sample x = {
+      .ok = c->task.code == TD_OK, .rows = call_rows(c), .total_ns = now - c->begin_ns};
+  uint64_t handoff = c->submit_ns ? c->submit_ns : now;
+  x.input_ns = handoff - c->begin_ns;
+  if (c->started) {
+    x.queue_ns = c->run_start_ns - handoff;
+    x.infer_ns = now - c->run_start_ns;
+  } else {
+    x.queue_ns = now - handoff;
+  }
+  srv_stats_record(c->api->stats, c->model, c->version, &x);
 }
 
 #define PREDICT_METHOD "tensorflow/serving/predict"
@@ -35,28 +46,31 @@ void srv_api_set_method_name_check(bool on) { method_name_check = on; }
 bool srv_api_method_name_check(void) { return method_name_check; }
 
 /* Queue depth counts a call from submission until its run starts (or it
- * is abandoned), in-flight runs from the start until done. */
+ * is abandoned), in-flight runs from the start until done. The run's start
+ * is noted for the statistics too, metrics on or off. */
 static void call_started(bat_task *t) {
   srv_call *c = t->user;
   if (__atomic_exchange_n(&c->started, true, __ATOMIC_RELAXED)) return; /* a later piece */
   c->run_start_ns = td_now_ns();
+  if (!c->metered) return;
   if (c->queued) srv_metrics_queue_add(c->mstats, -1);
   srv_metrics_inflight_add(c->mstats, 1, !c->queued);
 }
 
 static void call_finished(srv_call *c) {
-  if (c->started) {
-    c->run_ns = td_now_ns() - c->run_start_ns;
+  uint64_t now = td_now_ns();
+  if (c->started) c->run_ns = now - c->run_start_ns;
+  count(c, now);
+  if (!c->metered) return;
+  if (c->started)
     srv_metrics_inflight_add(c->mstats, -1, false);
-  } else if (c->queued) {
+  else if (c->queued)
     srv_metrics_queue_add(c->mstats, -1);
-  }
 }
 
 static void call_done(bat_task *t) {
   srv_call *c = t->user;
-  count(c);
-  if (c->metered) call_finished(c);
+  call_finished(c);
   c->done(c);
 }
 
@@ -133,7 +147,7 @@ static void set_task(srv_call *c) {
   t->run = NULL;
   t->deadline_ns = c->deadline_ns;
   t->model = c->model;
-  t->started = c->metered ? call_started : NULL;
+  t->started = c->metered || c->api->stats ? call_started : NULL;
   t->user = c;
   t->next = NULL;
   td_err_clear(&t->err);
@@ -145,11 +159,11 @@ bool srv_call_try_run_here(srv_call *c) {
    * merge with runs here. */
   c->metered = c->mstats != NULL;
   c->queued = c->started = false;
+  if (c->api->stats) c->submit_ns = td_now_ns();
   set_task(c);
   bool ran = c->api->batcher ? bat_batcher_try_run_here(c->api->batcher, &c->task)
                              : bat_queue_try_run_here(c->api->queue, &c->task);
-  if (ran) count(c);
-  if (ran && c->metered) call_finished(c);
+  if (ran) call_finished(c);
   return ran;
 }
 
@@ -157,6 +171,7 @@ td_code srv_call_submit(srv_call *c, td_err *err) {
   c->metered = c->mstats != NULL;
   c->started = false;
   c->queued = c->metered;
+  if (c->api->stats) c->submit_ns = td_now_ns();
   set_task(c);
   if (c->queued) srv_metrics_queue_add(c->mstats, 1); /* before a worker can start it */
   td_code rc = c->api->batcher ? bat_batcher_submit(c->api->batcher, &c->task, err)

@@ -19,7 +19,8 @@
  *                    c->task.err and c->outputs[i] for c->sig->outputs[i];
  *   srv_call_end     release tensors and the servable reference.
  * With api->stats set, every run that finishes (done() or an inline run) is
- * recorded there (srv_stats.h) before the transport sees its result.
+ * recorded there (srv_stats.h: total time and its queue / compute split)
+ * before the transport sees its result.
  * REST and gRPC thus report the same failure with the same code and
  * message, from one place.
  *
@@ -83,14 +84,16 @@ struct srv_call {
   char *model;              /* the model's name, kept when batching (per-model
                                parameters) or counting (api->stats) */
   uint64_t begin_ns;        /* td_now_ns() at srv_call_begin, with api->stats */
+  uint64_t submit_ns;       /* at the hand-off (submit or try_run_here), with api->stats */
   eng_tensor *inputs;       /* sig->n_inputs, filled by the transport */
   eng_tensor *outputs;      /* sig->n_outputs, filled by the engine */
   uint64_t deadline_ns;     /* set after begin; copied to task.deadline_ns (0 = none) */
   void (*done)(srv_call *c);
   void *user;
   /* Metrics (srv_metrics; only while td_metrics_enabled()): the model's
-   * name as asked (kept after srv_call_end, cut at 127 bytes), and the
-   * engine run's time, set once the run is over. */
+   * name as asked (kept after srv_call_end, cut at 127 bytes). The run's
+   * start and time (set once the run is over) serve the metrics and the
+   * statistics. */
   char metric_model[128];
   struct srv_mstats *mstats; /* the model's series; NULL: metrics off */
   uint64_t run_ns;

@@ -15,9 +15,11 @@
 
 #include "ldr_crc32c.h"
 #include "ldr_servable.h"
+#include "srv_infer.h"
 #include "srv_tensorproto.h"
 #include "td_log.h"
 #include "td_metrics.h"
+#include "tensord/raw_input.pb-c.h"
 #include "tensorflow_serving/apis/prediction_log.pb-c.h"
 
 #define MAX_LOGGERS 256
@@ -293,14 +295,8 @@ cleanup:
   return out;
 }
 
-void srv_reqlog_predict(const srv_call *c) {
-  if (!atomic_load_explicit(&R.n_active, memory_order_relaxed) || !R.running) return;
-  logger *lg = find_logger(c->metric_model);
-  if (!lg) return;
-  double rate = rate_of(lg);
-  if (!(rate > 0) || !sampled(rate)) return;
-  size_t len = 0;
-  uint8_t *data = encode(c, &len);
+/* Queues a framed record (taking `data`); a full queue drops it. */
+static void enqueue(logger *lg, uint8_t *data, size_t len) {
   if (!data) {
     td_series_add(lg->dropped, 1);
     return;
@@ -317,4 +313,145 @@ void srv_reqlog_predict(const srv_call *c) {
     free(data);
     td_series_add(lg->dropped, 1);
   }
+}
+
+/* The model's logger when this request is sampled; NULL: not logged. */
+static logger *sample(const char *model) {
+  if (!atomic_load_explicit(&R.n_active, memory_order_relaxed) || !R.running) return NULL;
+  logger *lg = find_logger(model);
+  if (!lg) return NULL;
+  double rate = rate_of(lg);
+  return rate > 0 && sampled(rate) ? lg : NULL;
+}
+
+void srv_reqlog_predict(const srv_call *c) {
+  logger *lg = sample(c->metric_model);
+  if (!lg) return;
+  size_t len = 0;
+  uint8_t *data = encode(c, &len);
+  enqueue(lg, data, len);
+}
+
+bool srv_reqlog_sample(const char *model) { return sample(model) != NULL; }
+
+/* --- Classify, Regress, MultiInference ----------------------------------- */
+
+typedef struct spec_store {
+  Google__Protobuf__Int64Value ver;
+  Tensorflow__Serving__ModelSpec spec;
+} spec_store;
+
+static void spec_of(const srv_call *c, spec_store *s) {
+  google__protobuf__int64_value__init(&s->ver);
+  s->ver.value = c->version;
+  tensorflow__serving__model_spec__init(&s->spec);
+  s->spec.name = (char *)c->metric_model;
+  s->spec.version_choice_case = TENSORFLOW__SERVING__MODEL_SPEC__VERSION_CHOICE_VERSION;
+  s->spec.version = &s->ver;
+  s->spec.signature_name = (char *)c->sig->key;
+}
+
+/* The call's examples (its "inputs" tensor, context already merged into
+ * each, as the model saw them) as an ExampleList; bins owned by the caller. */
+static bool input_of(const srv_call *c, Tensord__Wire__InputRaw *in,
+                     Tensord__Wire__ExampleListRaw *el, ProtobufCBinaryData **bins) {
+  int k = ldr_signature_input(c->sig, SRV_INFER_INPUTS);
+  if (k < 0 || c->inputs[k].dtype != ENG_DT_STRING) return false;
+  int64_t n = eng_shape_numel(&c->inputs[k].shape);
+  const eng_str *v = eng_tensor_strs(&c->inputs[k]);
+  *bins = calloc((size_t)n + 1, sizeof **bins);
+  if (!*bins) return false;
+  for (int64_t i = 0; i < n; i++)
+    (*bins)[i] = (ProtobufCBinaryData){v[i].len, (uint8_t *)v[i].data};
+  tensord__wire__example_list_raw__init(el);
+  el->n_examples = (size_t)n;
+  el->examples = *bins;
+  tensord__wire__input_raw__init(in);
+  in->kind_case = TENSORD__WIRE__INPUT_RAW__KIND_EXAMPLE_LIST;
+  in->example_list = el;
+  return true;
+}
+
+/* The packed response, as the log's bytes field. */
+static bool pack(const ProtobufCMessage *m, ProtobufCBinaryData *out) {
+  out->len = protobuf_c_message_get_packed_size(m);
+  out->data = malloc(out->len + 1);
+  if (!out->data) return false;
+  protobuf_c_message_pack(m, out->data);
+  return true;
+}
+
+void srv_reqlog_infer(const srv_call *c, bool regress, const ProtobufCMessage *response) {
+  logger *lg = find_logger(c->metric_model);
+  if (!lg || !c->sig) return;
+  spec_store ss;
+  spec_of(c, &ss);
+  Tensord__Wire__InputRaw in;
+  Tensord__Wire__ExampleListRaw el;
+  ProtobufCBinaryData *bins = NULL, resp = {0};
+  uint8_t *data = NULL;
+  size_t len = 0;
+  if (input_of(c, &in, &el, &bins) && pack(response, &resp)) {
+    Tensord__Wire__InferRequestRaw req = TENSORD__WIRE__INFER_REQUEST_RAW__INIT;
+    req.model_spec = &ss.spec;
+    req.input = &in;
+    Tensord__Wire__InferLogRaw il = TENSORD__WIRE__INFER_LOG_RAW__INIT;
+    il.request = &req;
+    il.response = resp;
+    Tensorflow__Serving__LogMetadata md = TENSORFLOW__SERVING__LOG_METADATA__INIT;
+    md.model_spec = &ss.spec;
+    Tensord__Wire__PredictionLogRaw log = TENSORD__WIRE__PREDICTION_LOG_RAW__INIT;
+    log.log_metadata = &md;
+    if (regress) {
+      log.log_type_case = TENSORD__WIRE__PREDICTION_LOG_RAW__LOG_TYPE_REGRESS_LOG;
+      log.regress_log = &il;
+    } else {
+      log.log_type_case = TENSORD__WIRE__PREDICTION_LOG_RAW__LOG_TYPE_CLASSIFY_LOG;
+      log.classify_log = &il;
+    }
+    data = frame(&log.base, &len);
+  }
+  free(bins);
+  free(resp.data);
+  enqueue(lg, data, len);
+}
+
+void srv_reqlog_multi(const srv_call *const *calls, const char *const *methods, int n,
+                      const ProtobufCMessage *response) {
+  if (n < 1 || !calls[0]->sig) return;
+  logger *lg = find_logger(calls[0]->metric_model);
+  if (!lg) return;
+  spec_store *ss = calloc((size_t)n, sizeof *ss);
+  Tensorflow__Serving__InferenceTask *tasks = calloc((size_t)n, sizeof *tasks);
+  Tensorflow__Serving__InferenceTask **tp = calloc((size_t)n, sizeof *tp);
+  Tensord__Wire__InputRaw in;
+  Tensord__Wire__ExampleListRaw el;
+  ProtobufCBinaryData *bins = NULL, resp = {0};
+  uint8_t *data = NULL;
+  size_t len = 0;
+  if (ss && tasks && tp && input_of(calls[0], &in, &el, &bins) && pack(response, &resp)) {
+    for (int i = 0; i < n; i++) {
+      spec_of(calls[i], &ss[i]);
+      tensorflow__serving__inference_task__init(&tasks[i]);
+      tasks[i].model_spec = &ss[i].spec;
+      tasks[i].method_name = (char *)methods[i];
+      tp[i] = &tasks[i];
+    }
+    Tensord__Wire__MultiInferenceRequestRaw req = TENSORD__WIRE__MULTI_INFERENCE_REQUEST_RAW__INIT;
+    req.n_tasks = (size_t)n;
+    req.tasks = tp;
+    req.input = &in;
+    Tensord__Wire__MultiInferenceLogRaw ml = TENSORD__WIRE__MULTI_INFERENCE_LOG_RAW__INIT;
+    ml.request = &req;
+    ml.response = resp;
+    Tensorflow__Serving__LogMetadata md = TENSORFLOW__SERVING__LOG_METADATA__INIT;
+    md.model_spec = &ss[0].spec;
+    Tensord__Wire__PredictionLogRaw log = TENSORD__WIRE__PREDICTION_LOG_RAW__INIT;
+    log.log_metadata = &md;
+    log.log_type_case = TENSORD__WIRE__PREDICTION_LOG_RAW__LOG_TYPE_MULTI_INFERENCE_LOG;
+    log.multi_inference_log = &ml;
+    data = frame(&log.base, &len);
+  }
+  free(ss), free(tasks), free(tp), free(bins), free(resp.data);
+  enqueue(lg, data, len);
 }

@@ -13,8 +13,12 @@
  * prefix changes in a config reload). That is the format of
  * assets.extra/tf_serving_warmup_requests: a log file copied there replays
  * as warmup. TF Serving's open-source build registers no log collector, so
- * the same config logs nothing there. Only successful Predict calls are
- * logged; Classify, Regress and MultiInference are not (yet).
+ * the same config logs nothing there. Successful Predict, Classify,
+ * Regress and MultiInference calls are logged (predict_log, classify_log,
+ * regress_log, multi_inference_log), REST and gRPC alike. A Classify,
+ * Regress or MultiInference record holds the examples as the model saw
+ * them (a context merged into each example, as TF Serving feeds them), in
+ * an example_list, and the version that served in the model specs.
  *
  * Writes never block a request: the request thread encodes the record and
  * offers it to a bounded queue (SRV_REQLOG_QUEUE records); one writer
@@ -31,6 +35,9 @@
 #ifndef SRV_REQLOG_H
 #define SRV_REQLOG_H
 
+#include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
+
 #include "cfg_model_config.h"
 #include "srv_api.h"
 
@@ -44,5 +51,19 @@ void srv_reqlog_configure(void *ctx, const cfg_model_config *c);
 /* After a successful Predict call, before srv_call_end (the inputs and
  * outputs are read). Samples, encodes and queues; never blocks. */
 void srv_reqlog_predict(const srv_call *c);
+
+/* Classify, Regress, MultiInference: srv_reqlog_sample draws the sample for
+ * one request of `model` (true: log it; one atomic load when the model
+ * logs nothing), so a transport builds the protobuf response only for a
+ * sampled request; then, after the successful call and before
+ * srv_call_end, one of: */
+bool srv_reqlog_sample(const char *model);
+/* A Classify (regress false) or Regress call, and its response message
+ * (ClassificationResponse or RegressionResponse). */
+void srv_reqlog_infer(const srv_call *c, bool regress, const ProtobufCMessage *response);
+/* A MultiInference: one call per task (the same version and examples),
+ * each task's method name, and the MultiInferenceResponse. */
+void srv_reqlog_multi(const srv_call *const *calls, const char *const *methods, int n,
+                      const ProtobufCMessage *response);
 
 #endif

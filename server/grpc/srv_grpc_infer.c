@@ -12,12 +12,16 @@
  * so it runs one engine call per task, all on the same servable version and
  * the same examples; the last call to finish answers. */
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ldr_registry.h"
 #include "srv_grpc_call.h"
 #include "srv_infer.h"
+#include "srv_inferpb.h"
+#include "srv_metrics.h"
+#include "srv_reqlog.h"
 #include "tensord/raw_input.pb-c.h"
 #include "tensorflow_serving/apis/classification.pb-c.h"
 #include "tensorflow_serving/apis/inference.pb-c.h"
@@ -56,92 +60,6 @@ static td_code examples_of(const Tensord__Wire__InputRaw *in, examples *ex, td_e
   return TD_OK;
 }
 
-/* Fills a ClassificationResult for call `call`; the arrays are freed with
- * free_classification. Labels point into the call's output tensor. */
-typedef struct classification {
-  Tensorflow__Serving__ClassificationResult result;
-  Tensorflow__Serving__Classifications *per_example, **per_example_p;
-  Tensorflow__Serving__Class *classes, **classes_p;
-  char *labels; /* NUL-terminated copies: protobuf-c strings are C strings */
-  srv_classify_result cr;
-} classification;
-
-static void free_classification(classification *k) {
-  free(k->per_example), free(k->per_example_p), free(k->classes), free(k->classes_p);
-  free(k->labels);
-  srv_classify_result_free(&k->cr);
-}
-
-static td_code make_classification(const srv_call *call, int n_examples, classification *k,
-                                   td_err *err) {
-  memset(k, 0, sizeof *k);
-  tensorflow__serving__classification_result__init(&k->result);
-  td_code rc = srv_infer_classify_result(call, n_examples, &k->cr, err);
-  if (rc) return rc;
-  size_t ne = (size_t)k->cr.n_examples, nc = (size_t)k->cr.n_classes, total = ne * nc;
-  size_t label_bytes = 0;
-  for (size_t i = 0; i < total; i++) label_bytes += k->cr.classes[i].label_len + 1;
-  k->per_example = calloc(ne + 1, sizeof *k->per_example);
-  k->per_example_p = calloc(ne + 1, sizeof *k->per_example_p);
-  k->classes = calloc(total + 1, sizeof *k->classes);
-  k->classes_p = calloc(total + 1, sizeof *k->classes_p);
-  k->labels = malloc(label_bytes + 1);
-  if (!k->per_example || !k->per_example_p || !k->classes || !k->classes_p || !k->labels) {
-    free_classification(k);
-    return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
-  }
-  char *lp = k->labels;
-  for (size_t i = 0; i < total; i++) {
-    const srv_class *src = &k->cr.classes[i];
-    tensorflow__serving__class__init(&k->classes[i]);
-    memcpy(lp, src->label, src->label_len);
-    lp[src->label_len] = '\0';
-    k->classes[i].label = lp;
-    lp += src->label_len + 1;
-    k->classes[i].score = src->score;
-    k->classes_p[i] = &k->classes[i];
-  }
-  for (size_t e = 0; e < ne; e++) {
-    tensorflow__serving__classifications__init(&k->per_example[e]);
-    k->per_example[e].n_classes = nc;
-    k->per_example[e].classes = k->classes_p + e * nc;
-    k->per_example_p[e] = &k->per_example[e];
-  }
-  k->result.n_classifications = ne;
-  k->result.classifications = k->per_example_p;
-  return TD_OK;
-}
-
-typedef struct regression {
-  Tensorflow__Serving__RegressionResult result;
-  Tensorflow__Serving__Regression *values, **values_p;
-} regression;
-
-static void free_regression(regression *g) { free(g->values), free(g->values_p); }
-
-static td_code make_regression(const srv_call *call, int n_examples, regression *g, td_err *err) {
-  memset(g, 0, sizeof *g);
-  tensorflow__serving__regression_result__init(&g->result);
-  const float *v;
-  td_code rc = srv_infer_regress_result(call, n_examples, &v, err);
-  if (rc) return rc;
-  size_t n = (size_t)n_examples;
-  g->values = calloc(n + 1, sizeof *g->values);
-  g->values_p = calloc(n + 1, sizeof *g->values_p);
-  if (!g->values || !g->values_p) {
-    free_regression(g);
-    return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
-  }
-  for (size_t i = 0; i < n; i++) {
-    tensorflow__serving__regression__init(&g->values[i]);
-    g->values[i].value = v[i];
-    g->values_p[i] = &g->values[i];
-  }
-  g->result.n_regressions = n;
-  g->result.regressions = g->values_p;
-  return TD_OK;
-}
-
 /* --- Classify and Regress ------------------------------------------------- */
 
 typedef struct infer_state {
@@ -167,12 +85,13 @@ static void infer_done(srv_call *call) {
     srv_gcall_fail(c, &call->task.err);
     return;
   }
+  srv_metrics_examples(call->mstats, st->n_examples);
   td_err err;
   srv_gspec spec;
   srv_gspec_make(&spec, st->model_name, call->version, st->signature_name);
   if (st->kind == SRV_INFER_CLASSIFY) {
-    classification k;
-    if (make_classification(call, st->n_examples, &k, &err)) {
+    srv_inferpb_classification k;
+    if (srv_inferpb_classify(call, st->n_examples, &k, &err)) {
       srv_gcall_fail(c, &err);
       return;
     }
@@ -180,11 +99,12 @@ static void infer_done(srv_call *call) {
     tensorflow__serving__classification_response__init(&resp);
     resp.model_spec = &spec.spec;
     resp.result = &k.result;
+    if (srv_reqlog_sample(call->metric_model)) srv_reqlog_infer(call, false, &resp.base);
     srv_gcall_reply(c, &resp.base);
-    free_classification(&k);
+    srv_inferpb_classification_free(&k);
   } else {
-    regression g;
-    if (make_regression(call, st->n_examples, &g, &err)) {
+    srv_inferpb_regression g;
+    if (srv_inferpb_regress(call, st->n_examples, &g, &err)) {
       srv_gcall_fail(c, &err);
       return;
     }
@@ -192,8 +112,9 @@ static void infer_done(srv_call *call) {
     tensorflow__serving__regression_response__init(&resp);
     resp.model_spec = &spec.spec;
     resp.result = &g.result;
+    if (srv_reqlog_sample(call->metric_model)) srv_reqlog_infer(call, true, &resp.base);
     srv_gcall_reply(c, &resp.base);
-    free_regression(&g);
+    srv_inferpb_regression_free(&g);
   }
 }
 
@@ -271,20 +192,37 @@ static void multi_cleanup(srv_gcall *c) {
   c->state = NULL;
 }
 
-/* Called by the last engine call to finish: every result is in. */
+static void log_multi(const multi_state *m, const ProtobufCMessage *resp) {
+  const srv_call **calls = calloc((size_t)m->n_tasks, sizeof *calls);
+  const char **methods = calloc((size_t)m->n_tasks, sizeof *methods);
+  if (calls && methods) {
+    for (int i = 0; i < m->n_tasks; i++) {
+      calls[i] = &m->tasks[i].call;
+      methods[i] = m->tasks[i].kind == SRV_INFER_CLASSIFY ? CLASSIFY_METHOD : REGRESS_METHOD;
+    }
+    srv_reqlog_multi(calls, methods, m->n_tasks, resp);
+  }
+  free(calls), free(methods);
+}
+
+/* Called by the last engine call to finish: every result is in. The
+ * request's metrics (API "MultiInference") are kept on the gcall's own
+ * srv_call, which runs nothing: the engine time is the tasks' together. */
 static void multi_answer(multi_state *m) {
   srv_gcall *c = m->c;
+  for (int i = 0; i < m->n_tasks; i++) c->call.run_ns += m->tasks[i].call.run_ns;
   for (int i = 0; i < m->n_tasks; i++)
     if (m->tasks[i].call.task.code) {
       srv_gcall_fail(c, &m->tasks[i].call.task.err);
       return;
     }
+  srv_metrics_examples(c->call.mstats, m->n_examples);
   size_t n = (size_t)m->n_tasks;
   Tensorflow__Serving__InferenceResult *res = calloc(n, sizeof *res);
   Tensorflow__Serving__InferenceResult **resp_p = calloc(n, sizeof *resp_p);
   srv_gspec *specs = calloc(n, sizeof *specs);
-  classification *ks = calloc(n, sizeof *ks);
-  regression *gs = calloc(n, sizeof *gs);
+  srv_inferpb_classification *ks = calloc(n, sizeof *ks);
+  srv_inferpb_regression *gs = calloc(n, sizeof *gs);
   td_err err;
   td_code rc = res && resp_p && specs && ks && gs
                    ? TD_OK
@@ -296,11 +234,11 @@ static void multi_answer(multi_state *m) {
     srv_gspec_make(&specs[i], m->model_name, t->call.version, t->signature_name);
     res[i].model_spec = &specs[i].spec;
     if (t->kind == SRV_INFER_CLASSIFY) {
-      rc = make_classification(&t->call, m->n_examples, &ks[i], &err);
+      rc = srv_inferpb_classify(&t->call, m->n_examples, &ks[i], &err);
       res[i].result_case = TENSORFLOW__SERVING__INFERENCE_RESULT__RESULT_CLASSIFICATION_RESULT;
       res[i].classification_result = &ks[i].result;
     } else {
-      rc = make_regression(&t->call, m->n_examples, &gs[i], &err);
+      rc = srv_inferpb_regress(&t->call, m->n_examples, &gs[i], &err);
       res[i].result_case = TENSORFLOW__SERVING__INFERENCE_RESULT__RESULT_REGRESSION_RESULT;
       res[i].regression_result = &gs[i].result;
     }
@@ -314,15 +252,16 @@ static void multi_answer(multi_state *m) {
     tensorflow__serving__multi_inference_response__init(&resp);
     resp.n_results = n;
     resp.results = resp_p;
+    if (srv_reqlog_sample(m->model_name)) log_multi(m, &resp.base);
     srv_gcall_reply(c, &resp.base);
   }
   /* The reply (or failure) ends the call, and with it m: what to free is
    * read from res, which is ours. */
   for (size_t i = 0; i < built; i++) {
     if (res[i].result_case == TENSORFLOW__SERVING__INFERENCE_RESULT__RESULT_CLASSIFICATION_RESULT)
-      free_classification(&ks[i]);
+      srv_inferpb_classification_free(&ks[i]);
     else
-      free_regression(&gs[i]);
+      srv_inferpb_regression_free(&gs[i]);
   }
   free(res), free(resp_p), free(specs), free(ks), free(gs);
 }
@@ -396,6 +335,10 @@ void srv_grpc_multi_inference(srv_gcall *c, const uint8_t *req, size_t len) {
     /* The first task's model spec picks the servable for all of them. */
     srv_model_spec spec;
     srv_gspec_from_proto(r->tasks[0]->model_spec, &spec);
+    if (spec.name && *spec.name) {
+      snprintf(c->call.metric_model, sizeof c->call.metric_model, "%s", spec.name);
+      c->call.mstats = srv_metrics_model(spec.name);
+    }
     int64_t version = spec.has_version ? spec.version : -1;
     if (!spec.name || !*spec.name)
       rc = td_err_set(&err, TD_INVALID_ARGUMENT, "ModelSpec has no name specified.");

@@ -306,11 +306,12 @@ void srv_grpc_v2_model_statistics(srv_gcall *c, const uint8_t *req, size_t len) 
       ms[i].execution_count = e[i].execution_count;
       di[0].count = e[i].success_count, di[0].ns = e[i].success_ns;
       di[1].count = e[i].fail_count, di[1].ns = e[i].fail_ns;
-      /* Queue and compute are not measured apart: the whole run is
-       * compute_infer, queueing included (srv_stats.h); the other phases
-       * count every run with no time of their own. */
+      /* Each successful run counts once in every phase (srv_stats.h). */
       for (int k = 2; k < 6; k++) di[k].count = e[i].success_count;
-      di[4].ns = e[i].success_ns;
+      di[2].ns = e[i].queue_ns;
+      di[3].ns = e[i].compute_input_ns;
+      di[4].ns = e[i].compute_infer_ns;
+      di[5].ns = e[i].compute_output_ns;
       is[i].success = &di[0], is[i].fail = &di[1], is[i].queue = &di[2];
       is[i].compute_input = &di[3], is[i].compute_infer = &di[4], is[i].compute_output = &di[5];
       is[i].cache_hit = &di[6], is[i].cache_miss = &di[7];

@@ -39,6 +39,7 @@
 
 #include "srv_api.h"
 #include "srv_infer.h"
+#include "srv_inferpb.h"
 #include "srv_json.h"
 #include "srv_jsonexample.h"
 #include "srv_jsonmeta.h"
@@ -589,6 +590,39 @@ static enum MHD_Result send_timeout(rest_req *q) {
   return send_error(q, &e);
 }
 
+/* A sampled :classify / :regress goes to the request log as the gRPC
+ * messages TF Serving would log. */
+static void log_infer(rest_run *r) {
+  if (!srv_reqlog_sample(r->call.metric_model)) return;
+  Tensorflow__Serving__ModelSpec spec = TENSORFLOW__SERVING__MODEL_SPEC__INIT;
+  Google__Protobuf__Int64Value ver = GOOGLE__PROTOBUF__INT64_VALUE__INIT;
+  ver.value = r->call.version;
+  spec.name = r->call.metric_model;
+  spec.version_choice_case = TENSORFLOW__SERVING__MODEL_SPEC__VERSION_CHOICE_VERSION;
+  spec.version = &ver;
+  spec.signature_name = (char *)r->call.sig->key;
+  if (r->kind == SRV_ROUTE_CLASSIFY) {
+    srv_inferpb_classification k;
+    if (!srv_inferpb_classify(&r->call, r->n_examples, &k, NULL)) {
+      Tensorflow__Serving__ClassificationResponse resp =
+          TENSORFLOW__SERVING__CLASSIFICATION_RESPONSE__INIT;
+      resp.model_spec = &spec;
+      resp.result = &k.result;
+      srv_reqlog_infer(&r->call, false, &resp.base);
+    }
+    srv_inferpb_classification_free(&k);
+  } else {
+    srv_inferpb_regression g;
+    if (!srv_inferpb_regress(&r->call, r->n_examples, &g, NULL)) {
+      Tensorflow__Serving__RegressionResponse resp = TENSORFLOW__SERVING__REGRESSION_RESPONSE__INIT;
+      resp.model_spec = &spec;
+      resp.result = &g.result;
+      srv_reqlog_infer(&r->call, true, &resp.base);
+    }
+    srv_inferpb_regression_free(&g);
+  }
+}
+
 /* Encodes the result of the connection's finished run. */
 static enum MHD_Result answer_run(rest_req *q) {
   rest_run *r = q->run;
@@ -617,6 +651,7 @@ static enum MHD_Result answer_run(rest_req *q) {
     rc = srv_infer_regress_result(&r->call, r->n_examples, &v, &err);
     if (!rc) srv_json_encode_regress(v, r->n_examples, &b);
   }
+  if (!rc && r->kind != SRV_ROUTE_PREDICT) log_infer(r);
   if (rc) {
     td_buf_free(&b);
     return send_error(q, &err);

@@ -265,15 +265,14 @@ static void stats(srv_api *api, const srv_v2_route *r, srv_v2_reply *out) {
     td_buf_putc(b, ',');
     duration(b, "fail", e[i].fail_count, e[i].fail_ns);
     td_buf_putc(b, ',');
-    /* Queue and compute are not measured apart (srv_stats.h): every run
-     * counts in each phase, its whole time in compute_infer. */
-    duration(b, "queue", e[i].success_count, 0);
+    /* Each successful run counts once in every phase (srv_stats.h). */
+    duration(b, "queue", e[i].success_count, e[i].queue_ns);
     td_buf_putc(b, ',');
-    duration(b, "compute_input", e[i].success_count, 0);
+    duration(b, "compute_input", e[i].success_count, e[i].compute_input_ns);
     td_buf_putc(b, ',');
-    duration(b, "compute_infer", e[i].success_count, e[i].success_ns);
+    duration(b, "compute_infer", e[i].success_count, e[i].compute_infer_ns);
     td_buf_putc(b, ',');
-    duration(b, "compute_output", e[i].success_count, 0);
+    duration(b, "compute_output", e[i].success_count, e[i].compute_output_ns);
     td_buf_puts(b, "},\"batch_stats\":[]}");
   }
   td_buf_puts(b, "]}");
