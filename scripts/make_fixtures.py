@@ -931,6 +931,70 @@ def export_pbtxt():
             f.write(text_format.MessageToString(sm))
 
 
+# --- Numeric, image and control-flow ops of the long tail -------------------
+# Small models whose graphs hold them, each checked against TensorFlow by
+# tests/e2e/test_coverage_ops.py on the CPU and the reference device.
+# python3 scripts/make_fixtures.py --coverage-ops
+OPS_ROOT = "tests/fixtures/models/coverage_ops"
+OPS_JSON = "tests/fixtures/coverage_ops.json"
+
+
+def ops_models():
+    """name -> (model or TF1 writer, how it is saved, input alias -> spec)."""
+    import keras
+    from keras import layers
+    keras.utils.set_random_seed(1)
+    # Keras Conv2DTranspose exports Conv2DBackpropInput: SAME with strides,
+    # VALID with a non-square window.
+    img = keras.Input((5, 6, 3), name="image")
+    t = layers.Conv2DTranspose(4, 3, strides=2, padding="same", name="up")(img)
+    t = layers.Conv2DTranspose(2, (2, 3), padding="valid", activation="relu", name="widen")(t)
+    conv_t = keras.Model(img, t, name="conv_transpose")
+    # Conv3D, 3-D pools and Conv3DTranspose (Conv3DBackpropInputV2).
+    clip = keras.Input((4, 5, 6, 2), name="clip")
+    v = layers.Conv3D(3, 2, padding="same", activation="relu", name="conv3d")(clip)
+    v = layers.MaxPooling3D(2, padding="same", name="max3d")(v)
+    v = layers.Conv3DTranspose(2, 2, strides=(1, 2, 2), name="conv3d_t")(v)
+    v = layers.AveragePooling3D((1, 2, 2), strides=(1, 2, 1), padding="same", name="avg3d")(v)
+    volume = keras.Model(clip, v, name="volumetric")
+    return {
+        "conv_transpose": (conv_t, "model.export()",
+                           {"image": {"dtype": "float32", "shape": [5, 6, 3], "gen": "float",
+                                      "seed": 21}}),
+        "volumetric": (volume, "model.export()",
+                       {"clip": {"dtype": "float32", "shape": [4, 5, 6, 2], "gen": "float",
+                                 "seed": 23}}),
+    }
+
+
+def export_ops_models():
+    if os.path.isdir(p(OPS_ROOT)):
+        shutil.rmtree(p(OPS_ROOT))
+    out = {}
+    for name, (model, how, spec) in ops_models().items():
+        rel = os.path.join(OPS_ROOT, name, "1")
+        if how == "tf.function":
+            tf.saved_model.save(model, p(rel), signatures={"serving_default": model.serve})
+        elif how == "tf1":
+            model(p(rel))
+        else:
+            model.export(p(rel), verbose=False)
+        fn = tf.saved_model.load(p(rel)).signatures["serving_default"]
+        entry = {"dir": rel, "export": how, "signature": "serving_default", "inputs": spec,
+                 "outputs": {}}
+        for b in ZOO_BATCHES:
+            feeds = {a: tf.constant(zoo_input(sp, b)) for a, sp in spec.items()}
+            for alias, t in sorted(fn(**feeds).items()):
+                o = entry["outputs"].setdefault(alias, {"dtype": t.dtype.name})
+                vals = ([int(v) for v in t.numpy().reshape(-1)] if not t.dtype.is_floating
+                        else floats(t.numpy()))
+                o["batch%d" % b] = {"shape": list(t.shape), "values": vals}
+        out[name] = entry
+    with open(p(OPS_JSON), "w") as f:
+        json.dump({"models": out}, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
 def main():
     check_version()
     seed_everything()
@@ -949,6 +1013,10 @@ def main():
     if sys.argv[1:] == ["--coverage"]:
         # Only the long-tail models: python3 scripts/make_fixtures.py --coverage
         export_coverage()
+        return
+    if sys.argv[1:] == ["--coverage-ops"]:
+        # Only the numeric, image and control-flow op models
+        export_ops_models()
         return
     if sys.argv[1:] == ["--pbtxt"]:
         # Only the text-format copies: python3 scripts/make_fixtures.py --pbtxt

@@ -284,4 +284,16 @@ td_code eng_k_lookup_table_size(eng_kctx *c);
 td_code eng_k_size(eng_kctx *c);
 td_code eng_k_dense_bincount(eng_kctx *c);
 
+/* eng_kernels_conv3d.c: Conv3D, Conv2DBackpropInput, Conv3DBackpropInputV2
+ * (im2col / col2im around sgemm), MaxPool3D, AvgPool3D; channels last,
+ * float32. Their load-time checks: T float32, channels last, VALID/SAME. */
+td_code eng_k_conv3d(eng_kctx *c);
+td_code eng_k_conv2d_backprop_input(eng_kctx *c);
+td_code eng_k_conv3d_backprop_input(eng_kctx *c);
+td_code eng_k_max_pool3d(eng_kctx *c);
+td_code eng_k_avg_pool3d(eng_kctx *c);
+td_code eng_c_conv3d(const eng_node *n, td_err *err);
+td_code eng_c_pool3d(const eng_node *n, td_err *err);
+td_code eng_c_conv2d_backprop(const eng_node *n, td_err *err);
+
 #endif
