@@ -964,7 +964,38 @@ def ops_models():
         "volumetric": (volume, "model.export()",
                        {"clip": {"dtype": "float32", "shape": [4, 5, 6, 2], "gen": "float",
                                  "seed": 23}}),
+        "image_ops": (ImageOps(), "tf.function",
+                      {"image": {"dtype": "float32", "shape": [6, 7, 3], "gen": "float",
+                                 "seed": 25}}),
     }
+
+
+class ImageOps(tf.Module):
+    """An image preprocessing pipeline in a tf.function: every resize method
+    tf.image offers beyond bilinear / nearest, crops by boxes and the colour
+    adjustments (Keras's RandomContrast and friends are identities when
+    serving, so the ops are called directly)."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 6, 7, 3], tf.float32, name="image")])
+    def serve(self, image):
+        pic = tf.nn.sigmoid(image * 3.0)
+        n = tf.shape(pic)[0]
+        boxes = tf.tile(tf.constant([[0.1, 0.0, 0.9, 0.8], [-0.1, 0.2, 0.5, 1.1]]), [n, 1])
+        box_ind = tf.repeat(tf.range(n), 2)
+        hsv = tf.image.rgb_to_hsv(pic)
+        return {
+            "bicubic": tf.image.resize(pic, [9, 5], method="bicubic"),
+            "bicubic_legacy": tf.compat.v1.image.resize_bicubic(pic, [4, 10], align_corners=True),
+            "area": tf.image.resize(pic, [4, 3], method="area"),
+            "crop_bilinear": tf.image.crop_and_resize(pic, boxes, box_ind, [3, 4]),
+            "crop_nearest": tf.image.crop_and_resize(pic, boxes, box_ind, [5, 2],
+                                                     method="nearest", extrapolation_value=-1.0),
+            "hsv": hsv,
+            "rgb": tf.image.hsv_to_rgb(hsv * [1.0, 0.5, 1.0]),
+            "contrast": tf.image.adjust_contrast(pic, 1.8),
+            "saturation": tf.image.adjust_saturation(pic, 0.4),
+            "hue": tf.image.adjust_hue(pic, 0.3),
+        }
 
 
 def export_ops_models():

@@ -296,4 +296,17 @@ td_code eng_c_conv3d(const eng_node *n, td_err *err);
 td_code eng_c_pool3d(const eng_node *n, td_err *err);
 td_code eng_c_conv2d_backprop(const eng_node *n, td_err *err);
 
+/* eng_kernels_image.c: ResizeBicubic, ResizeArea, CropAndResize (float32
+ * results from float/int/uint8 images; eng_c_pixels checks T), RGBToHSV,
+ * HSVToRGB, AdjustSaturation, AdjustHue, AdjustContrastv2 (float32). */
+td_code eng_k_resize_bicubic(eng_kctx *c);
+td_code eng_k_resize_area(eng_kctx *c);
+td_code eng_k_crop_and_resize(eng_kctx *c);
+td_code eng_k_rgb_to_hsv(eng_kctx *c);
+td_code eng_k_hsv_to_rgb(eng_kctx *c);
+td_code eng_k_adjust_saturation(eng_kctx *c);
+td_code eng_k_adjust_hue(eng_kctx *c);
+td_code eng_k_adjust_contrast_v2(eng_kctx *c);
+td_code eng_c_pixels(const eng_node *n, td_err *err);
+
 #endif
