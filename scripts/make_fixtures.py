@@ -967,6 +967,10 @@ def ops_models():
         "image_ops": (ImageOps(), "tf.function",
                       {"image": {"dtype": "float32", "shape": [6, 7, 3], "gen": "float",
                                  "seed": 25}}),
+        "scatter_segments": (ScatterSegments(), "tf.function",
+                             {"x": {"dtype": "float32", "shape": [6], "gen": "float", "seed": 27},
+                              "ids": {"dtype": "int64", "shape": [5], "gen": "int", "mod": 23,
+                                      "seed": 4}}),
     }
 
 
@@ -995,6 +999,57 @@ class ImageOps(tf.Module):
             "contrast": tf.image.adjust_contrast(pic, 1.8),
             "saturation": tf.image.adjust_saturation(pic, 0.4),
             "hue": tf.image.adjust_hue(pic, 0.3),
+        }
+
+
+class ScatterSegments(tf.Module):
+    """Scatters, segment reductions and embedding combiners in a tf.function,
+    guarded by an assertion and a numerics check that pass on good input
+    (a bad id answers INVALID_ARGUMENT with the assertion's message)."""
+
+    def __init__(self):
+        super().__init__()
+        rng = np.random.default_rng(17)
+        self.table = tf.Variable(rng.normal(0, 0.5, (23, 4)).astype(np.float32))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 6], tf.float32, name="x"),
+                                  tf.TensorSpec([None, 5], tf.int64, name="ids")])
+    def serve(self, x, ids):
+        x = tf.debugging.check_numerics(x, "x")
+        check = tf.debugging.assert_less(ids, tf.constant(23, tf.int64),
+                                         message="ids must be below 23")
+        with tf.control_dependencies([check]):
+            ids = tf.identity(ids)
+        n = tf.shape(x, out_type=tf.int64)[0]
+        flat = tf.reshape(ids, [-1])
+        rows = tf.repeat(tf.range(n), 5)
+        cols = tf.constant([0, 0, 1, 1, 1, 3], tf.int64)
+        xt = tf.transpose(x)
+        picked = tf.gather(self.table, ids)
+        where = tf.stack([tf.range(n), ids[:, 0] % 6], axis=1)
+        uniq, uniq_idx = tf.unique(flat % 7)
+        uc, uc_idx, uc_count = tf.unique_with_counts(flat % 5, out_idx=tf.int64)
+        return {
+            "scatter": tf.scatter_nd(where, x[:, 0] + 1.0, tf.stack([n, 6])),
+            "update": tf.tensor_scatter_nd_update(x, where, x[:, 1] * 10.0),
+            "add": tf.tensor_scatter_nd_add(x, where, x[:, 2]),
+            "sub": tf.tensor_scatter_nd_sub(ids, where[:, :1], ids * 2),
+            "max": tf.tensor_scatter_nd_max(x, where, tf.zeros_like(x[:, 0])),
+            "min": tf.tensor_scatter_nd_min(x, where, tf.zeros_like(x[:, 0])),
+            "seg_sum": tf.math.segment_sum(xt, cols),
+            "seg_mean": tf.math.segment_mean(xt, cols),
+            "seg_max": tf.math.segment_max(xt, cols),
+            "seg_min": tf.math.segment_min(xt, cols),
+            "seg_prod": tf.math.segment_prod(xt, cols),
+            "unsorted_sum": tf.math.unsorted_segment_sum(picked, ids % 4, 4),
+            "unsorted_max": tf.math.unsorted_segment_max(picked, ids % 4, 5),
+            "unsorted_min": tf.math.unsorted_segment_min(picked, ids % 4, 4),
+            "unsorted_prod": tf.math.unsorted_segment_prod(ids, ids % 3, 3),
+            "emb_sum": tf.sparse.segment_sum(self.table, flat, rows),
+            "emb_mean": tf.sparse.segment_mean(self.table, flat, rows, num_segments=n + 1),
+            "emb_sqrtn": tf.sparse.segment_sqrt_n(self.table, flat, rows),
+            "unique": uniq, "unique_idx": uniq_idx,
+            "uc": uc, "uc_idx": uc_idx, "uc_count": uc_count,
         }
 
 

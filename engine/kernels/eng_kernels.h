@@ -309,4 +309,37 @@ td_code eng_k_adjust_hue(eng_kctx *c);
 td_code eng_k_adjust_contrast_v2(eng_kctx *c);
 td_code eng_c_pixels(const eng_node *n, td_err *err);
 
+/* eng_kernels_scatter.c: ScatterNd, TensorScatterUpdate/Add/Sub/Max/Min,
+ * Segment{Sum,Mean,Max,Min,Prod}, UnsortedSegment{Sum,Max,Min,Prod},
+ * SparseSegment{Sum,Mean,SqrtN}[WithNumSegments]. */
+td_code eng_k_scatter_nd(eng_kctx *c);
+td_code eng_k_tensor_scatter_update(eng_kctx *c);
+td_code eng_k_tensor_scatter_add(eng_kctx *c);
+td_code eng_k_tensor_scatter_sub(eng_kctx *c);
+td_code eng_k_tensor_scatter_max(eng_kctx *c);
+td_code eng_k_tensor_scatter_min(eng_kctx *c);
+td_code eng_k_segment_sum(eng_kctx *c);
+td_code eng_k_segment_mean(eng_kctx *c);
+td_code eng_k_segment_max(eng_kctx *c);
+td_code eng_k_segment_min(eng_kctx *c);
+td_code eng_k_segment_prod(eng_kctx *c);
+td_code eng_k_unsorted_segment_sum(eng_kctx *c);
+td_code eng_k_unsorted_segment_max(eng_kctx *c);
+td_code eng_k_unsorted_segment_min(eng_kctx *c);
+td_code eng_k_unsorted_segment_prod(eng_kctx *c);
+td_code eng_k_sparse_segment_sum(eng_kctx *c);
+td_code eng_k_sparse_segment_mean(eng_kctx *c);
+td_code eng_k_sparse_segment_sqrt_n(eng_kctx *c);
+/* ResourceGather: GatherV2 over a variable's value. */
+td_code eng_k_resource_gather(eng_kctx *c);
+
+/* eng_kernels_unique.c: Unique, UniqueWithCounts (1-D, first-seen order). */
+td_code eng_k_unique(eng_kctx *c);
+td_code eng_k_unique_with_counts(eng_kctx *c);
+
+/* eng_kernels_assert.c: Assert (a false one fails the request with
+ * INVALID_ARGUMENT and its data), CheckNumerics (NaN / Inf fail). */
+td_code eng_k_assert(eng_kctx *c);
+td_code eng_k_check_numerics(eng_kctx *c);
+
 #endif

@@ -6,7 +6,11 @@ reference device (which runs the ops it does not lower on the host)."""
 import json
 import os
 
+import grpc
+import numpy as np
 import pytest
+import tensorflow as tf
+from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
 from conftest import FIXTURES, ROOT
 from test_coverage import check_outputs
@@ -27,3 +31,29 @@ def test_op_model_matches_tensorflow(serve, model, batch, device):
     status, out = s.json("POST", f"/v1/models/{model}:predict", json.dumps({"inputs": inputs}))
     assert status == 200, out
     check_outputs(entry, out["outputs"], batch)
+
+
+def test_false_assertion_answers_invalid_argument_and_the_model_keeps_serving(serve):
+    # tf.debugging.assert_less guards the ids: an id past the table fails
+    # that request with the assertion's message (REST 400, gRPC
+    # INVALID_ARGUMENT), and the next good request is answered.
+    entry = MODELS["scatter_segments"]
+    s = serve("m", os.path.dirname(os.path.join(ROOT, entry["dir"])))
+    good = {alias: zoo_input(spec, 2) for alias, spec in entry["inputs"].items()}
+    bad = dict(good, ids=[[1, 2, 3, 4, 5], [6, 7, 99, 8, 9]])
+    status, out = s.json("POST", "/v1/models/m:predict", json.dumps({"inputs": bad}))
+    assert status == 400, out
+    assert "assertion failed" in out["error"] and "ids must be below 23" in out["error"], out
+    req = predict_pb2.PredictRequest()
+    req.model_spec.name = "m"
+    req.inputs["x"].CopyFrom(tf.make_tensor_proto(np.asarray(good["x"], np.float32)))
+    req.inputs["ids"].CopyFrom(tf.make_tensor_proto(np.asarray(bad["ids"], np.int64)))
+    with grpc.insecure_channel(f"127.0.0.1:{s.grpc_port}") as ch:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(ch)
+        with pytest.raises(grpc.RpcError) as e:
+            stub.Predict(req, timeout=30)
+        assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "ids must be below 23" in e.value.details()
+    status, out = s.json("POST", "/v1/models/m:predict", json.dumps({"inputs": good}))
+    assert status == 200, out
+    assert sorted(out["outputs"]) == sorted(entry["outputs"])
