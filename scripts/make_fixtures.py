@@ -660,6 +660,8 @@ def export_control():
                                         layers.SimpleRNN(4)], name="gru_stack"), seq),
         "cond_loop": (CondLoop(), {"x": {"dtype": "float32", "shape": [4], "gen": "float",
                                          "seed": 4}}),
+        "tf1_while": (export_tf1_while, "tf1",
+                      {"x": {"dtype": "float32", "shape": [4], "gen": "float", "seed": 29}}),
     }
     tf1 = os.path.join(CONTROL_ROOT, "tf1_cond", "1")
     export_tf1_cond(tf1)
@@ -971,6 +973,8 @@ def ops_models():
                              {"x": {"dtype": "float32", "shape": [6], "gen": "float", "seed": 27},
                               "ids": {"dtype": "int64", "shape": [5], "gen": "int", "mod": 23,
                                       "seed": 4}}),
+        "tf1_while": (export_tf1_while, "tf1",
+                      {"x": {"dtype": "float32", "shape": [4], "gen": "float", "seed": 29}}),
     }
 
 
@@ -1051,6 +1055,47 @@ class ScatterSegments(tf.Module):
             "unique": uniq, "unique_idx": uniq_idx,
             "uc": uc, "uc_idx": uc_idx, "uc_count": uc_count,
         }
+
+
+def export_tf1_while(path):
+    """A TF1 graph with tf.while_loop in control flow v1 (Enter, Merge,
+    Switch, LoopCond, NextIteration, Exit in frames): a loop reading a ref
+    variable and an invariant, a loop whose trip count comes from the
+    input, and a loop nested in another."""
+    v1 = tf.compat.v1
+    v1.disable_control_flow_v2()
+    try:
+        with tf.Graph().as_default() as g, v1.Session(graph=g) as sess:
+            w = v1.Variable([0.5, -1.0, 2.0, 0.25], dtype=tf.float32, name="w", use_resource=False)
+            x = v1.placeholder(tf.float32, [None, 4], name="x")
+            bias = tf.reduce_mean(x, axis=0)
+            _, y = tf.while_loop(lambda i, a: i < 3,
+                                 lambda i, a: (i + 1, tf.tanh(a * w + bias * tf.cast(i, tf.float32))),
+                                 [tf.constant(0), x], name="steps")
+            limit = tf.cast(tf.reduce_sum(tf.abs(x)) * 2.0, tf.int32) % 5 + 1
+            k, total = tf.while_loop(lambda k, t: k < limit, lambda k, t: (k + 1, t * 0.5 + 1.0),
+                                     [tf.constant(0), tf.reduce_sum(x, axis=1)], name="counted")
+
+            def outer(j, acc):
+                _, inner = tf.while_loop(lambda q, b: q < j + 1, lambda q, b: (q + 1, b + x * 0.1),
+                                         [tf.constant(0), acc], name="inner")
+                return j + 1, inner
+            _, nested = tf.while_loop(lambda j, acc: j < 3, outer, [tf.constant(0), x], name="outer")
+            sess.run(v1.global_variables_initializer())
+            u = v1.saved_model.signature_def_utils
+            builder = v1.saved_model.Builder(path)
+            builder.add_meta_graph_and_variables(
+                sess, [v1.saved_model.tag_constants.SERVING],
+                signature_def_map={"serving_default": u.predict_signature_def(
+                    inputs={"x": x},
+                    outputs={"y": tf.identity(y, name="y"), "trips": tf.identity(k, name="trips"),
+                             "total": tf.identity(total, name="total"),
+                             "nested": tf.identity(nested, name="nested")})})
+            builder.save()
+            ops = {n.op for n in g.as_graph_def().node}
+            assert {"Enter", "Exit", "LoopCond", "NextIteration"} <= ops, sorted(ops)
+    finally:
+        v1.enable_control_flow_v2()
 
 
 def export_ops_models():
