@@ -662,6 +662,8 @@ def export_control():
                                          "seed": 4}}),
         "tf1_while": (export_tf1_while, "tf1",
                       {"x": {"dtype": "float32", "shape": [4], "gen": "float", "seed": 29}}),
+        "tf1_dropout": (export_tf1_dropout, "tf1",
+                        {"x": {"dtype": "float32", "shape": [4], "gen": "float", "seed": 31}}),
     }
     tf1 = os.path.join(CONTROL_ROOT, "tf1_cond", "1")
     export_tf1_cond(tf1)
@@ -975,6 +977,8 @@ def ops_models():
                                       "seed": 4}}),
         "tf1_while": (export_tf1_while, "tf1",
                       {"x": {"dtype": "float32", "shape": [4], "gen": "float", "seed": 29}}),
+        "tf1_dropout": (export_tf1_dropout, "tf1",
+                        {"x": {"dtype": "float32", "shape": [4], "gen": "float", "seed": 31}}),
     }
 
 
@@ -1094,6 +1098,31 @@ def export_tf1_while(path):
             builder.save()
             ops = {n.op for n in g.as_graph_def().node}
             assert {"Enter", "Exit", "LoopCond", "NextIteration"} <= ops, sorted(ops)
+    finally:
+        v1.enable_control_flow_v2()
+
+
+def export_tf1_dropout(path):
+    """A TF1 graph whose dropout sits in the untaken branch of a tf.cond on
+    a learning-phase placeholder_with_default(False): RandomUniform is in
+    the graph, never run when serving."""
+    v1 = tf.compat.v1
+    v1.disable_control_flow_v2()
+    try:
+        with tf.Graph().as_default() as g, v1.Session(graph=g) as sess:
+            x = v1.placeholder(tf.float32, [None, 4], name="x")
+            training = v1.placeholder_with_default(False, [], name="keras_learning_phase")
+            h = tf.cond(training, lambda: tf.nn.dropout(x, rate=0.5), lambda: tf.identity(x))
+            noisy = tf.cond(training, lambda: h + tf.random.normal(tf.shape(h)), lambda: h)
+            u = v1.saved_model.signature_def_utils
+            builder = v1.saved_model.Builder(path)
+            builder.add_meta_graph_and_variables(
+                sess, [v1.saved_model.tag_constants.SERVING],
+                signature_def_map={"serving_default": u.predict_signature_def(
+                    inputs={"x": x}, outputs={"y": tf.identity(noisy * 2.0 + 1.0, name="y")})})
+            builder.save()
+            ops = {n.op for n in g.as_graph_def().node}
+            assert {"RandomUniform", "RandomStandardNormal", "Switch"} <= ops, sorted(ops)
     finally:
         v1.enable_control_flow_v2()
 

@@ -342,4 +342,11 @@ td_code eng_k_unique_with_counts(eng_kctx *c);
 td_code eng_k_assert(eng_kctx *c);
 td_code eng_k_check_numerics(eng_kctx *c);
 
+/* eng_kernels_random.c: RandomUniform, RandomStandardNormal,
+ * TruncatedNormal (float32/64; eng_c_random checks dtype). */
+td_code eng_k_random_uniform(eng_kctx *c);
+td_code eng_k_random_standard_normal(eng_kctx *c);
+td_code eng_k_truncated_normal(eng_kctx *c);
+td_code eng_c_random(const eng_node *n, td_err *err);
+
 #endif
