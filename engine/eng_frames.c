@@ -241,3 +241,8 @@ td_code eng_frames_lower(eng_graph *g, td_err *err) {
   free(fr);
   return rc;
 }
+
+bool eng_frames_is_loop_op(const char *op) {
+  return !strcmp(op, "Enter") || !strcmp(op, "Exit") || !strcmp(op, "LoopCond") ||
+         !strcmp(op, "NextIteration");
+}

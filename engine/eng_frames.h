@@ -33,4 +33,8 @@
 
 td_code eng_frames_lower(eng_graph *g, td_err *err);
 
+/* True for the frame ops a lowered loop leaves behind (Enter, Exit,
+ * LoopCond, NextIteration): they never run themselves. */
+bool eng_frames_is_loop_op(const char *op);
+
 #endif

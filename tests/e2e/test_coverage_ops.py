@@ -57,3 +57,17 @@ def test_false_assertion_answers_invalid_argument_and_the_model_keeps_serving(se
     status, out = s.json("POST", "/v1/models/m:predict", json.dumps({"inputs": good}))
     assert status == 200, out
     assert sorted(out["outputs"]) == sorted(entry["outputs"])
+
+
+def test_inspect_shows_tf1_loops_lowered_to_while():
+    import subprocess
+    from conftest import BINARY
+    d = os.path.join(ROOT, MODELS["tf1_while"]["dir"])
+    out = subprocess.run([BINARY, "inspect", d], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "Loading with tags 'serve': OK" in out.stdout, out.stdout
+    line = next(l for l in out.stdout.splitlines() if "ops run:" in l)
+    assert "While x3" in line and "Enter" not in line, line
+    assert "(TF1 loop, lowered to While)" in out.stdout
+    lacks = next(l for l in out.stdout.splitlines() if l.startswith("Ops the engine lacks"))
+    assert "Enter" not in lacks and "LoopCond" not in lacks, lacks
