@@ -2,8 +2,9 @@
  *
  * Folding: once variables are restored, a serving plan's variable reads are
  * as constant as its Const nodes. A step is constant when it writes no
- * state, is not a Placeholder or RestoreV2, and all its data and control
- * inputs are constant and not fed. The constant values that non-constant
+ * state, is not a Placeholder, RestoreV2 or a random source (ENG_OP_RANDOM),
+ * and all its data and control inputs are constant and not fed. The
+ * constant values that non-constant
  * steps (or fetches) read, the frontier, are computed once by running a
  * sub-plan that fetches them; the constant steps then leave the schedule.
  * Only plans that write no state are folded: a restore plan reads
@@ -143,7 +144,7 @@ static void fold(eng_plan *p) {
   if (cnode && cstep) {
     for (int s = 0; s < p->n_steps; s++) {
       const eng_node *nd = eng_graph_node(g, p->steps[s]);
-      bool c = strcmp(nd->op, "Placeholder") != 0;
+      bool c = strcmp(nd->op, "Placeholder") != 0 && !(p->ops[s]->flags & ENG_OP_RANDOM);
       for (int k = 0; k < nd->n_in && c; k++)
         c = cnode[nd->in[k].node] && !is_fed(p, p->base[nd->in[k].node] + nd->in[k].index);
       for (int k = 0; k < nd->n_ctrl && c; k++) c = cnode[nd->ctrl[k]];
@@ -511,8 +512,8 @@ static bool shape_consts(eng_plan *p, bool *cnode, bool *cstep) {
   if (!snode) return false;
   for (int s = 0; s < p->n_steps; s++) {
     const eng_node *nd = eng_graph_node(g, p->steps[s]);
-    bool v = strcmp(nd->op, "Placeholder") != 0, sh = true;
     const eng_op_def *od = p->ops[s];
+    bool v = strcmp(nd->op, "Placeholder") != 0 && !(od->flags & ENG_OP_RANDOM), sh = true;
     bool rule = od->flags & ENG_OP_SHAPED;
     for (int k = 0; k < nd->n_in; k++) {
       int in = nd->in[k].node;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <threads.h>
 
+#include "eng_frames.h"
 #include "eng_gemm.h"
 #include "eng_inline.h"
 #include "eng_op.h"
@@ -106,6 +107,7 @@ td_code eng_model_create(eng_graph *graph, eng_library *lib, const eng_io *io, e
   m->sub_lock_init = mtx_init(&m->sub_lock, mtx_plain) == thrd_success;
   m->pack_lock_init = mtx_init(&m->pack_lock, mtx_plain) == thrd_success;
   td_code rc = lib ? eng_inline_calls(graph, lib, err) : TD_OK;
+  if (!rc) rc = eng_frames_lower(graph, err);
   if (!rc) rc = assign_slots(m, err);
   if (rc) {
     eng_model_destroy(m);
@@ -584,7 +586,8 @@ td_code eng_plan_build(eng_model *m, int n_inputs, const char *const *inputs, in
   for (int i = 0; i < n; i++) n_need += need[i];
   if (ns != n_need) {
     rc = td_err_set(err, TD_INVALID_ARGUMENT,
-                    "the graph has a cycle among the nodes needed (TF1 control flow is not supported)");
+                    "the graph has a cycle among the nodes needed (TF1 control flow that is not a "
+                    "tf.while_loop)");
     goto fail;
   }
   p->n_steps = ns;

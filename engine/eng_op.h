@@ -72,6 +72,9 @@ enum {
    * the input shapes and the values of the inputs in shape_values. An op
    * without it never has a shape known before it runs. */
   ENG_OP_SHAPED = 1 << 4,
+  /* Its value changes from run to run (random sources): never folded into
+   * a constant, in a plan or a shape specialisation. */
+  ENG_OP_RANDOM = 1 << 5,
 };
 
 /* How an op treats dim 0 when a batch runs as slices (eng_slice.h). An op

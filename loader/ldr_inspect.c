@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "eng_device.h"
+#include "eng_frames.h"
 #include "eng_model.h"
 #include "eng_op.h"
 #include "ldr_proto.h"
@@ -118,16 +119,22 @@ static void print_meta_graph(FILE *out, const Tensorflow__MetaGraphDef *mg) {
   int lacking = 0;
   for (int i = 0; i < c.n; i++) {
     bool call = is_function(g, c.e[i].op);
-    bool have = call || eng_op_find(c.e[i].op) || !strcmp(c.e[i].op, "StatefulPartitionedCall") ||
+    bool loop = eng_frames_is_loop_op(c.e[i].op);
+    bool have = call || loop || eng_op_find(c.e[i].op) ||
+                !strcmp(c.e[i].op, "StatefulPartitionedCall") ||
                 !strcmp(c.e[i].op, "PartitionedCall");
     lacking += !have;
     fprintf(out, "  %-28s %5d%s\n", c.e[i].op, c.e[i].count,
-            call ? "  (function call, inlined)" : have ? "" : "  (not supported by the engine)");
+            call   ? "  (function call, inlined)"
+            : loop ? "  (TF1 loop, lowered to While)"
+            : have ? ""
+                   : "  (not supported by the engine)");
   }
   fprintf(out, "\nOps the engine lacks: ");
   if (!lacking) fprintf(out, "none\n");
   for (int i = 0, k = 0; i < c.n; i++) {
     if (is_function(g, c.e[i].op) || eng_op_find(c.e[i].op) ||
+        eng_frames_is_loop_op(c.e[i].op) ||
         !strcmp(c.e[i].op, "StatefulPartitionedCall") || !strcmp(c.e[i].op, "PartitionedCall"))
       continue;
     fprintf(out, "%s%s (e.g. node '%s')", k++ ? ", " : "", c.e[i].op, c.e[i].example);

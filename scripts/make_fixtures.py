@@ -660,6 +660,10 @@ def export_control():
                                         layers.SimpleRNN(4)], name="gru_stack"), seq),
         "cond_loop": (CondLoop(), {"x": {"dtype": "float32", "shape": [4], "gen": "float",
                                          "seed": 4}}),
+        "tf1_while": (export_tf1_while, "tf1",
+                      {"x": {"dtype": "float32", "shape": [4], "gen": "float", "seed": 29}}),
+        "tf1_dropout": (export_tf1_dropout, "tf1",
+                        {"x": {"dtype": "float32", "shape": [4], "gen": "float", "seed": 31}}),
     }
     tf1 = os.path.join(CONTROL_ROOT, "tf1_cond", "1")
     export_tf1_cond(tf1)
@@ -931,6 +935,226 @@ def export_pbtxt():
             f.write(text_format.MessageToString(sm))
 
 
+# --- Numeric, image and control-flow ops of the long tail -------------------
+# Small models whose graphs hold them, each checked against TensorFlow by
+# tests/e2e/test_coverage_ops.py on the CPU and the reference device.
+# python3 scripts/make_fixtures.py --coverage-ops
+OPS_ROOT = "tests/fixtures/models/coverage_ops"
+OPS_JSON = "tests/fixtures/coverage_ops.json"
+
+
+def ops_models():
+    """name -> (model or TF1 writer, how it is saved, input alias -> spec)."""
+    import keras
+    from keras import layers
+    keras.utils.set_random_seed(1)
+    # Keras Conv2DTranspose exports Conv2DBackpropInput: SAME with strides,
+    # VALID with a non-square window.
+    img = keras.Input((5, 6, 3), name="image")
+    t = layers.Conv2DTranspose(4, 3, strides=2, padding="same", name="up")(img)
+    t = layers.Conv2DTranspose(2, (2, 3), padding="valid", activation="relu", name="widen")(t)
+    conv_t = keras.Model(img, t, name="conv_transpose")
+    # Conv3D, 3-D pools and Conv3DTranspose (Conv3DBackpropInputV2).
+    clip = keras.Input((4, 5, 6, 2), name="clip")
+    v = layers.Conv3D(3, 2, padding="same", activation="relu", name="conv3d")(clip)
+    v = layers.MaxPooling3D(2, padding="same", name="max3d")(v)
+    v = layers.Conv3DTranspose(2, 2, strides=(1, 2, 2), name="conv3d_t")(v)
+    v = layers.AveragePooling3D((1, 2, 2), strides=(1, 2, 1), padding="same", name="avg3d")(v)
+    volume = keras.Model(clip, v, name="volumetric")
+    return {
+        "conv_transpose": (conv_t, "model.export()",
+                           {"image": {"dtype": "float32", "shape": [5, 6, 3], "gen": "float",
+                                      "seed": 21}}),
+        "volumetric": (volume, "model.export()",
+                       {"clip": {"dtype": "float32", "shape": [4, 5, 6, 2], "gen": "float",
+                                 "seed": 23}}),
+        "image_ops": (ImageOps(), "tf.function",
+                      {"image": {"dtype": "float32", "shape": [6, 7, 3], "gen": "float",
+                                 "seed": 25}}),
+        "scatter_segments": (ScatterSegments(), "tf.function",
+                             {"x": {"dtype": "float32", "shape": [6], "gen": "float", "seed": 27},
+                              "ids": {"dtype": "int64", "shape": [5], "gen": "int", "mod": 23,
+                                      "seed": 4}}),
+        "tf1_while": (export_tf1_while, "tf1",
+                      {"x": {"dtype": "float32", "shape": [4], "gen": "float", "seed": 29}}),
+        "tf1_dropout": (export_tf1_dropout, "tf1",
+                        {"x": {"dtype": "float32", "shape": [4], "gen": "float", "seed": 31}}),
+    }
+
+
+class ImageOps(tf.Module):
+    """An image preprocessing pipeline in a tf.function: every resize method
+    tf.image offers beyond bilinear / nearest, crops by boxes and the colour
+    adjustments (Keras's RandomContrast and friends are identities when
+    serving, so the ops are called directly)."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 6, 7, 3], tf.float32, name="image")])
+    def serve(self, image):
+        pic = tf.nn.sigmoid(image * 3.0)
+        n = tf.shape(pic)[0]
+        boxes = tf.tile(tf.constant([[0.1, 0.0, 0.9, 0.8], [-0.1, 0.2, 0.5, 1.1]]), [n, 1])
+        box_ind = tf.repeat(tf.range(n), 2)
+        hsv = tf.image.rgb_to_hsv(pic)
+        return {
+            "bicubic": tf.image.resize(pic, [9, 5], method="bicubic"),
+            "bicubic_legacy": tf.compat.v1.image.resize_bicubic(pic, [4, 10], align_corners=True),
+            "area": tf.image.resize(pic, [4, 3], method="area"),
+            "crop_bilinear": tf.image.crop_and_resize(pic, boxes, box_ind, [3, 4]),
+            "crop_nearest": tf.image.crop_and_resize(pic, boxes, box_ind, [5, 2],
+                                                     method="nearest", extrapolation_value=-1.0),
+            "hsv": hsv,
+            "rgb": tf.image.hsv_to_rgb(hsv * [1.0, 0.5, 1.0]),
+            "contrast": tf.image.adjust_contrast(pic, 1.8),
+            "saturation": tf.image.adjust_saturation(pic, 0.4),
+            "hue": tf.image.adjust_hue(pic, 0.3),
+        }
+
+
+class ScatterSegments(tf.Module):
+    """Scatters, segment reductions and embedding combiners in a tf.function,
+    guarded by an assertion and a numerics check that pass on good input
+    (a bad id answers INVALID_ARGUMENT with the assertion's message)."""
+
+    def __init__(self):
+        super().__init__()
+        rng = np.random.default_rng(17)
+        self.table = tf.Variable(rng.normal(0, 0.5, (23, 4)).astype(np.float32))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 6], tf.float32, name="x"),
+                                  tf.TensorSpec([None, 5], tf.int64, name="ids")])
+    def serve(self, x, ids):
+        x = tf.debugging.check_numerics(x, "x")
+        check = tf.debugging.assert_less(ids, tf.constant(23, tf.int64),
+                                         message="ids must be below 23")
+        with tf.control_dependencies([check]):
+            ids = tf.identity(ids)
+        n = tf.shape(x, out_type=tf.int64)[0]
+        flat = tf.reshape(ids, [-1])
+        rows = tf.repeat(tf.range(n), 5)
+        cols = tf.constant([0, 0, 1, 1, 1, 3], tf.int64)
+        xt = tf.transpose(x)
+        picked = tf.gather(self.table, ids)
+        where = tf.stack([tf.range(n), ids[:, 0] % 6], axis=1)
+        uniq, uniq_idx = tf.unique(flat % 7)
+        uc, uc_idx, uc_count = tf.unique_with_counts(flat % 5, out_idx=tf.int64)
+        return {
+            "scatter": tf.scatter_nd(where, x[:, 0] + 1.0, tf.stack([n, 6])),
+            "update": tf.tensor_scatter_nd_update(x, where, x[:, 1] * 10.0),
+            "add": tf.tensor_scatter_nd_add(x, where, x[:, 2]),
+            "sub": tf.tensor_scatter_nd_sub(ids, where[:, :1], ids * 2),
+            "max": tf.tensor_scatter_nd_max(x, where, tf.zeros_like(x[:, 0])),
+            "min": tf.tensor_scatter_nd_min(x, where, tf.zeros_like(x[:, 0])),
+            "seg_sum": tf.math.segment_sum(xt, cols),
+            "seg_mean": tf.math.segment_mean(xt, cols),
+            "seg_max": tf.math.segment_max(xt, cols),
+            "seg_min": tf.math.segment_min(xt, cols),
+            "seg_prod": tf.math.segment_prod(xt, cols),
+            "unsorted_sum": tf.math.unsorted_segment_sum(picked, ids % 4, 4),
+            "unsorted_max": tf.math.unsorted_segment_max(picked, ids % 4, 5),
+            "unsorted_min": tf.math.unsorted_segment_min(picked, ids % 4, 4),
+            "unsorted_prod": tf.math.unsorted_segment_prod(ids, ids % 3, 3),
+            "emb_sum": tf.sparse.segment_sum(self.table, flat, rows),
+            "emb_mean": tf.sparse.segment_mean(self.table, flat, rows, num_segments=n + 1),
+            "emb_sqrtn": tf.sparse.segment_sqrt_n(self.table, flat, rows),
+            "unique": uniq, "unique_idx": uniq_idx,
+            "uc": uc, "uc_idx": uc_idx, "uc_count": uc_count,
+        }
+
+
+def export_tf1_while(path):
+    """A TF1 graph with tf.while_loop in control flow v1 (Enter, Merge,
+    Switch, LoopCond, NextIteration, Exit in frames): a loop reading a ref
+    variable and an invariant, a loop whose trip count comes from the
+    input, and a loop nested in another."""
+    v1 = tf.compat.v1
+    v1.disable_control_flow_v2()
+    try:
+        with tf.Graph().as_default() as g, v1.Session(graph=g) as sess:
+            w = v1.Variable([0.5, -1.0, 2.0, 0.25], dtype=tf.float32, name="w", use_resource=False)
+            x = v1.placeholder(tf.float32, [None, 4], name="x")
+            bias = tf.reduce_mean(x, axis=0)
+            _, y = tf.while_loop(lambda i, a: i < 3,
+                                 lambda i, a: (i + 1, tf.tanh(a * w + bias * tf.cast(i, tf.float32))),
+                                 [tf.constant(0), x], name="steps")
+            limit = tf.cast(tf.reduce_sum(tf.abs(x)) * 2.0, tf.int32) % 5 + 1
+            k, total = tf.while_loop(lambda k, t: k < limit, lambda k, t: (k + 1, t * 0.5 + 1.0),
+                                     [tf.constant(0), tf.reduce_sum(x, axis=1)], name="counted")
+
+            def outer(j, acc):
+                _, inner = tf.while_loop(lambda q, b: q < j + 1, lambda q, b: (q + 1, b + x * 0.1),
+                                         [tf.constant(0), acc], name="inner")
+                return j + 1, inner
+            _, nested = tf.while_loop(lambda j, acc: j < 3, outer, [tf.constant(0), x], name="outer")
+            sess.run(v1.global_variables_initializer())
+            u = v1.saved_model.signature_def_utils
+            builder = v1.saved_model.Builder(path)
+            builder.add_meta_graph_and_variables(
+                sess, [v1.saved_model.tag_constants.SERVING],
+                signature_def_map={"serving_default": u.predict_signature_def(
+                    inputs={"x": x},
+                    outputs={"y": tf.identity(y, name="y"), "trips": tf.identity(k, name="trips"),
+                             "total": tf.identity(total, name="total"),
+                             "nested": tf.identity(nested, name="nested")})})
+            builder.save()
+            ops = {n.op for n in g.as_graph_def().node}
+            assert {"Enter", "Exit", "LoopCond", "NextIteration"} <= ops, sorted(ops)
+    finally:
+        v1.enable_control_flow_v2()
+
+
+def export_tf1_dropout(path):
+    """A TF1 graph whose dropout sits in the untaken branch of a tf.cond on
+    a learning-phase placeholder_with_default(False): RandomUniform is in
+    the graph, never run when serving."""
+    v1 = tf.compat.v1
+    v1.disable_control_flow_v2()
+    try:
+        with tf.Graph().as_default() as g, v1.Session(graph=g) as sess:
+            x = v1.placeholder(tf.float32, [None, 4], name="x")
+            training = v1.placeholder_with_default(False, [], name="keras_learning_phase")
+            h = tf.cond(training, lambda: tf.nn.dropout(x, rate=0.5), lambda: tf.identity(x))
+            noisy = tf.cond(training, lambda: h + tf.random.normal(tf.shape(h)), lambda: h)
+            u = v1.saved_model.signature_def_utils
+            builder = v1.saved_model.Builder(path)
+            builder.add_meta_graph_and_variables(
+                sess, [v1.saved_model.tag_constants.SERVING],
+                signature_def_map={"serving_default": u.predict_signature_def(
+                    inputs={"x": x}, outputs={"y": tf.identity(noisy * 2.0 + 1.0, name="y")})})
+            builder.save()
+            ops = {n.op for n in g.as_graph_def().node}
+            assert {"RandomUniform", "RandomStandardNormal", "Switch"} <= ops, sorted(ops)
+    finally:
+        v1.enable_control_flow_v2()
+
+
+def export_ops_models():
+    if os.path.isdir(p(OPS_ROOT)):
+        shutil.rmtree(p(OPS_ROOT))
+    out = {}
+    for name, (model, how, spec) in ops_models().items():
+        rel = os.path.join(OPS_ROOT, name, "1")
+        if how == "tf.function":
+            tf.saved_model.save(model, p(rel), signatures={"serving_default": model.serve})
+        elif how == "tf1":
+            model(p(rel))
+        else:
+            model.export(p(rel), verbose=False)
+        fn = tf.saved_model.load(p(rel)).signatures["serving_default"]
+        entry = {"dir": rel, "export": how, "signature": "serving_default", "inputs": spec,
+                 "outputs": {}}
+        for b in ZOO_BATCHES:
+            feeds = {a: tf.constant(zoo_input(sp, b)) for a, sp in spec.items()}
+            for alias, t in sorted(fn(**feeds).items()):
+                o = entry["outputs"].setdefault(alias, {"dtype": t.dtype.name})
+                vals = ([int(v) for v in t.numpy().reshape(-1)] if not t.dtype.is_floating
+                        else floats(t.numpy()))
+                o["batch%d" % b] = {"shape": list(t.shape), "values": vals}
+        out[name] = entry
+    with open(p(OPS_JSON), "w") as f:
+        json.dump({"models": out}, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
 def main():
     check_version()
     seed_everything()
@@ -949,6 +1173,10 @@ def main():
     if sys.argv[1:] == ["--coverage"]:
         # Only the long-tail models: python3 scripts/make_fixtures.py --coverage
         export_coverage()
+        return
+    if sys.argv[1:] == ["--coverage-ops"]:
+        # Only the numeric, image and control-flow op models
+        export_ops_models()
         return
     if sys.argv[1:] == ["--pbtxt"]:
         # Only the text-format copies: python3 scripts/make_fixtures.py --pbtxt

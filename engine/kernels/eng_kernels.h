@@ -285,4 +285,69 @@ td_code eng_k_lookup_table_size(eng_kctx *c);
 td_code eng_k_size(eng_kctx *c);
 td_code eng_k_dense_bincount(eng_kctx *c);
 
+/* eng_kernels_conv3d.c: Conv3D, Conv2DBackpropInput, Conv3DBackpropInputV2
+ * (im2col / col2im around sgemm), MaxPool3D, AvgPool3D; channels last,
+ * float32. Their load-time checks: T float32, channels last, VALID/SAME. */
+td_code eng_k_conv3d(eng_kctx *c);
+td_code eng_k_conv2d_backprop_input(eng_kctx *c);
+td_code eng_k_conv3d_backprop_input(eng_kctx *c);
+td_code eng_k_max_pool3d(eng_kctx *c);
+td_code eng_k_avg_pool3d(eng_kctx *c);
+td_code eng_c_conv3d(const eng_node *n, td_err *err);
+td_code eng_c_pool3d(const eng_node *n, td_err *err);
+td_code eng_c_conv2d_backprop(const eng_node *n, td_err *err);
+
+/* eng_kernels_image.c: ResizeBicubic, ResizeArea, CropAndResize (float32
+ * results from float/int/uint8 images; eng_c_pixels checks T), RGBToHSV,
+ * HSVToRGB, AdjustSaturation, AdjustHue, AdjustContrastv2 (float32). */
+td_code eng_k_resize_bicubic(eng_kctx *c);
+td_code eng_k_resize_area(eng_kctx *c);
+td_code eng_k_crop_and_resize(eng_kctx *c);
+td_code eng_k_rgb_to_hsv(eng_kctx *c);
+td_code eng_k_hsv_to_rgb(eng_kctx *c);
+td_code eng_k_adjust_saturation(eng_kctx *c);
+td_code eng_k_adjust_hue(eng_kctx *c);
+td_code eng_k_adjust_contrast_v2(eng_kctx *c);
+td_code eng_c_pixels(const eng_node *n, td_err *err);
+
+/* eng_kernels_scatter.c: ScatterNd, TensorScatterUpdate/Add/Sub/Max/Min,
+ * Segment{Sum,Mean,Max,Min,Prod}, UnsortedSegment{Sum,Max,Min,Prod},
+ * SparseSegment{Sum,Mean,SqrtN}[WithNumSegments]. */
+td_code eng_k_scatter_nd(eng_kctx *c);
+td_code eng_k_tensor_scatter_update(eng_kctx *c);
+td_code eng_k_tensor_scatter_add(eng_kctx *c);
+td_code eng_k_tensor_scatter_sub(eng_kctx *c);
+td_code eng_k_tensor_scatter_max(eng_kctx *c);
+td_code eng_k_tensor_scatter_min(eng_kctx *c);
+td_code eng_k_segment_sum(eng_kctx *c);
+td_code eng_k_segment_mean(eng_kctx *c);
+td_code eng_k_segment_max(eng_kctx *c);
+td_code eng_k_segment_min(eng_kctx *c);
+td_code eng_k_segment_prod(eng_kctx *c);
+td_code eng_k_unsorted_segment_sum(eng_kctx *c);
+td_code eng_k_unsorted_segment_max(eng_kctx *c);
+td_code eng_k_unsorted_segment_min(eng_kctx *c);
+td_code eng_k_unsorted_segment_prod(eng_kctx *c);
+td_code eng_k_sparse_segment_sum(eng_kctx *c);
+td_code eng_k_sparse_segment_mean(eng_kctx *c);
+td_code eng_k_sparse_segment_sqrt_n(eng_kctx *c);
+/* ResourceGather: GatherV2 over a variable's value. */
+td_code eng_k_resource_gather(eng_kctx *c);
+
+/* eng_kernels_unique.c: Unique, UniqueWithCounts (1-D, first-seen order). */
+td_code eng_k_unique(eng_kctx *c);
+td_code eng_k_unique_with_counts(eng_kctx *c);
+
+/* eng_kernels_assert.c: Assert (a false one fails the request with
+ * INVALID_ARGUMENT and its data), CheckNumerics (NaN / Inf fail). */
+td_code eng_k_assert(eng_kctx *c);
+td_code eng_k_check_numerics(eng_kctx *c);
+
+/* eng_kernels_random.c: RandomUniform, RandomStandardNormal,
+ * TruncatedNormal (float32/64; eng_c_random checks dtype). */
+td_code eng_k_random_uniform(eng_kctx *c);
+td_code eng_k_random_standard_normal(eng_kctx *c);
+td_code eng_k_truncated_normal(eng_kctx *c);
+td_code eng_c_random(const eng_node *n, td_err *err);
+
 #endif

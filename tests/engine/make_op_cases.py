@@ -314,6 +314,125 @@ case("DenseBincount", [a(0, 2, 2, 5, dt=i64), scalar(3, i64), a(0.5, 1.0, 2.0, 4
 case("DenseBincount", [a([0, 2, 2], [1, 1, 3], dt=i64), scalar(4, i64), np.zeros([0], np.int64)],
      {"binary_output": True}, call=lambda x, n, w: R.DenseBincount(input=x, size=n, weights=w, binary_output=True))
 
+
+# --- volumetric and transposed convolutions, 3-D pools (eng_kernels_conv3d.c)
+X5 = r([2, 4, 5, 4, 2], 60)
+for st, pad in [([1, 1, 1, 1, 1], "SAME"), ([1, 2, 1, 2, 1], "VALID"), ([1, 1, 2, 2, 1], "SAME")]:
+    case("Conv3D", [X5, r([2, 3, 2, 2, 3], 61)], {"strides": st, "padding": pad},
+         call=lambda x, f, st=st, pad=pad: R.Conv3D(input=x, filter=f, strides=st, padding=pad))
+for isz, fs, st, pad in [([2, 5, 6, 3], [3, 3, 3, 4], [1, 2, 2, 1], "SAME"),
+                         ([1, 4, 4, 2], [2, 3, 2, 3], [1, 1, 1, 1], "VALID"),
+                         ([1, 7, 6, 2], [3, 3, 2, 2], [1, 2, 3, 1], "VALID"),
+                         ([2, 6, 6, 1], [2, 2, 1, 3], [1, 2, 2, 1], "SAME")]:
+    fwd = tf.nn.conv2d(tf.zeros(isz), tf.zeros(fs), st, pad)
+    case("Conv2DBackpropInput", [a(*isz, dt=i32), r(fs, 62), r(fwd.shape.as_list(), 63)],
+         {"strides": st, "padding": pad},
+         call=lambda s, f, dy, st=st, pad=pad: R.Conv2DBackpropInput(
+             input_sizes=s, filter=f, out_backprop=dy, strides=st, padding=pad))
+for isz, fs, st, pad in [([1, 3, 4, 5, 2], [2, 2, 3, 2, 3], [1, 1, 2, 2, 1], "SAME"),
+                         ([2, 4, 3, 3, 1], [3, 2, 2, 1, 2], [1, 1, 1, 1, 1], "VALID")]:
+    fwd = tf.nn.conv3d(tf.zeros(isz), tf.zeros(fs), st, pad)
+    case("Conv3DBackpropInputV2", [a(*isz, dt=i64), r(fs, 64), r(fwd.shape.as_list(), 65)],
+         {"strides": st, "padding": pad},
+         call=lambda s, f, dy, st=st, pad=pad: R.Conv3DBackpropInputV2(
+             input_sizes=s, filter=f, out_backprop=dy, strides=st, padding=pad))
+for op in ["MaxPool3D", "AvgPool3D"]:
+    for ks, st, pad in [([1, 2, 2, 2, 1], [1, 2, 2, 2, 1], "VALID"),
+                        ([1, 3, 2, 3, 1], [1, 2, 1, 2, 1], "SAME")]:
+        case(op, [X5], {"ksize": ks, "strides": st, "padding": pad},
+             call=lambda x, op=op, ks=ks, st=st, pad=pad: getattr(R, op)(
+                 input=x, ksize=ks, strides=st, padding=pad))
+
+
+# --- image ops (eng_kernels_image.c)
+IMG = r([2, 4, 5, 3], 66, lo=0, hi=1)
+for size, ac, hp in [((7, 9), False, False), ((7, 9), True, False), ((7, 9), False, True),
+                     ((3, 2), False, False), ((3, 2), False, True), ((1, 1), True, False)]:
+    at = {"align_corners": ac, "half_pixel_centers": hp}
+    case("ResizeBicubic", [IMG, a(*size, dt=i32)], at,
+         call=lambda x, s, at=at: R.ResizeBicubic(images=x, size=s, **at))
+case("ResizeBicubic", [r([1, 3, 3, 1], 67, dt=i32, lo=0, hi=255), a(5, 4, dt=i32)], {"half_pixel_centers": True},
+     call=lambda x, s: R.ResizeBicubic(images=x, size=s, half_pixel_centers=True))
+for size, ac in [((2, 2), False), ((3, 4), False), ((7, 9), False), ((3, 4), True), ((1, 1), False)]:
+    case("ResizeArea", [IMG, a(*size, dt=i32)], {"align_corners": ac},
+         call=lambda x, s, ac=ac: R.ResizeArea(images=x, size=s, align_corners=ac))
+case("ResizeArea", [r([1, 4, 4, 1], 68, dt=i32, lo=0, hi=255), a(3, 3, dt=i32)],
+     call=lambda x, s: R.ResizeArea(images=x, size=s))
+BOXES = a([0.0, 0.0, 1.0, 1.0], [0.1, 0.2, 0.7, 0.9], [-0.2, 0.3, 0.6, 1.3], [0.9, 0.8, 0.2, 0.1],
+          [0.5, 0.5, 0.5, 0.5])
+for method, size, ex in [("bilinear", (3, 4), 0.0), ("nearest", (3, 4), 0.0), ("bilinear", (1, 1), 0.0),
+                         ("bilinear", (4, 3), -1.5), ("nearest", (2, 5), 2.0)]:
+    at = {"method": method, "extrapolation_value": ex}
+    case("CropAndResize", [IMG, BOXES, a(0, 1, 1, 0, 1, dt=i32), a(*size, dt=i32)], at,
+         call=lambda x, b, i, s, at=at: R.CropAndResize(image=x, boxes=b, box_ind=i, crop_size=s, **at))
+case("CropAndResize", [r([1, 3, 3, 1], 69, dt=i32, lo=0, hi=255), a([0.0, 0.0, 0.8, 1.0]), a(0, dt=i32),
+                       a(2, 3, dt=i32)], call=lambda x, b, i, s: R.CropAndResize(image=x, boxes=b, box_ind=i, crop_size=s))
+RGB = np.concatenate([IMG.reshape(-1, 3), a([0.5, 0.5, 0.5], [0.0, 0.0, 0.0], [1.0, 0.0, 0.0],
+                                          [0.2, 0.9, 0.2], [0.1, 0.3, 0.8], [0.9, 0.1, 0.6])]).reshape(-1, 2, 3)
+case("RGBToHSV", [RGB], call=lambda x: R.RGBToHSV(images=x))
+HSV = np.asarray(R.RGBToHSV(images=tf.constant(RGB)))
+case("HSVToRGB", [HSV], call=lambda x: R.HSVToRGB(images=x))
+case("HSVToRGB", [a([0.0, 1.0, 1.0], [0.999, 0.5, 0.25], [0.3333, 0.0, 0.7], [0.75, 0.2, 1.0])],
+     call=lambda x: R.HSVToRGB(images=x))
+for k in [0.0, 0.5, 1.7]:
+    case("AdjustSaturation", [RGB, np.array(k, f32)], call=lambda x, s: R.AdjustSaturation(images=x, scale=s))
+for k in [0.0, 0.3, -0.45, 0.9]:
+    case("AdjustHue", [RGB, np.array(k, f32)], call=lambda x, d: R.AdjustHue(images=x, delta=d))
+for k in [0.5, 2.0, -1.0]:
+    case("AdjustContrastv2", [IMG, np.array(k, f32)],
+         call=lambda x, f: R.AdjustContrastv2(images=x, contrast_factor=f))
+case("AdjustContrastv2", [r([2, 2, 3, 3, 2], 70), np.array(1.5, f32)],
+     call=lambda x, f: R.AdjustContrastv2(images=x, contrast_factor=f))
+
+
+# --- scatters, segments, unique, checks (eng_kernels_scatter.c, _unique.c, _assert.c)
+case("ScatterNd", [a([1], [3], [1], dt=i32), a(9.5, -2.0, 0.25), a(5, dt=i32)],
+     call=lambda i, u, s: R.ScatterNd(indices=i, updates=u, shape=s))
+case("ScatterNd", [a([0, 1], [2, 0], dt=i64), a([1, 2, 3], [4, 5, 6], dt=i32), a(3, 2, 3, dt=i64)],
+     call=lambda i, u, s: R.ScatterNd(indices=i, updates=u, shape=s))
+case("ScatterNd", [a([[2]], [[0]], dt=i32), r([2, 1, 4], 71), a(3, 4, dt=i32)],
+     call=lambda i, u, s: R.ScatterNd(indices=i, updates=u, shape=s))
+TS = r([4, 3], 72)
+for op in ["TensorScatterUpdate", "TensorScatterAdd", "TensorScatterSub", "TensorScatterMax",
+           "TensorScatterMin"]:
+    case(op, [TS, a([2], [0], dt=i32), r([2, 3], 73)],
+         call=lambda t, i, u, op=op: getattr(R, op)(tensor=t, indices=i, updates=u))
+    dup = op != "TensorScatterUpdate"  # duplicates combine, except for Update (undefined order)
+    case(op, [a([1, 2], [3, 4], dt=i64), a([0, 1], [1, 0], [0, 1], dt=i64)[:3 if dup else 2],
+              a(10, -5, 7, dt=i64)[:3 if dup else 2]],
+         call=lambda t, i, u, op=op: getattr(R, op)(tensor=t, indices=i, updates=u))
+case("TensorScatterUpdate", [a(True, False, True, dt=b8), a([1], [2], dt=i32), a(True, False, dt=b8)],
+     call=lambda t, i, u: R.TensorScatterUpdate(tensor=t, indices=i, updates=u))
+SEGX = r([6, 3], 74)
+for op in ["SegmentSum", "SegmentMean", "SegmentMax", "SegmentMin", "SegmentProd"]:
+    case(op, [SEGX, a(0, 0, 1, 3, 3, 3, dt=i32)],
+         call=lambda x, s, op=op: getattr(R, op)(data=x, segment_ids=s))
+    case(op, [a(4, 7, -2, 9, 1, dt=i32), a(1, 1, 2, 2, 2, dt=i64)],
+         call=lambda x, s, op=op: getattr(R, op)(data=x, segment_ids=s))
+for op in ["UnsortedSegmentSum", "UnsortedSegmentMax", "UnsortedSegmentMin", "UnsortedSegmentProd"]:
+    case(op, [SEGX, a(3, 0, -1, 3, 0, 1, dt=i32), scalar(5, i32)],
+         call=lambda x, s, n, op=op: getattr(R, op)(data=x, segment_ids=s, num_segments=n))
+    case(op, [a([4, 7, -2], [9, 1, 3], dt=i64), a([1, 0, 1], [2, 2, 0], dt=i64), scalar(3, i64)],
+         call=lambda x, s, n, op=op: getattr(R, op)(data=x, segment_ids=s, num_segments=n))
+EMB = r([5, 4], 75)
+for op in ["SparseSegmentSum", "SparseSegmentMean", "SparseSegmentSqrtN"]:
+    case(op, [EMB, a(0, 3, 3, 1, 4, 2, dt=i32), a(0, 0, 0, 2, 2, 3, dt=i32)],
+         call=lambda x, i, s, op=op: getattr(R, op)(data=x, indices=i, segment_ids=s))
+    case(op + "WithNumSegments", [EMB, a(4, 1, 0, dt=i64), a(1, 1, 3, dt=i64), scalar(6, i32)],
+         call=lambda x, i, s, n, op=op: getattr(R, op + "WithNumSegments")(
+             data=x, indices=i, segment_ids=s, num_segments=n))
+UQ = a(3.5, -1.0, 3.5, 0.0, -0.0, 2.0, -1.0, 3.5)
+case("Unique", [UQ], n_out=2, call=lambda x: R.Unique(x=x))
+case("Unique", [a(7, 7, 1, 9, 1, 4, dt=i64)], {"out_idx": tf.int64}, n_out=2,
+     call=lambda x: R.Unique(x=x, out_idx=tf.int64))
+case("UniqueWithCounts", [UQ], n_out=3, call=lambda x: R.UniqueWithCounts(x=x))
+case("UniqueWithCounts", [a(5, 2, 5, 5, 8, 2, dt=i32)], {"out_idx": tf.int64}, n_out=3,
+     call=lambda x: R.UniqueWithCounts(x=x, out_idx=tf.int64))
+case("Assert", [scalar(True, b8), a(1.0, 2.0)], n_out=0,
+     call=lambda c, x: R.Assert(condition=c, data=[x]))
+case("CheckNumerics", [a(1.0, -2.5, 0.0)], {"message": "ok"},
+     call=lambda x: R.CheckNumerics(tensor=x, message="ok"))
+
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "op_cases.inc"), "w") as f:
     f.write("/* Generated by tests/engine/make_op_cases.py from TensorFlow %s: do not edit. */\n"
             % tf.__version__)

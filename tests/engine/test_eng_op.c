@@ -113,6 +113,10 @@ static const char *bookkeeping[] = {
     "Merge",
     /* lookup tables (model state): kernels/test_eng_kernels_table.c */
     "HashTableV2", "LookupTableImportV2", "LookupTableFindV2", "LookupTableSizeV2",
+    /* a gather from a variable's value: tests/e2e/test_coverage_ops.py */
+    "ResourceGather",
+    /* random sources: kernels/test_eng_kernels_random.c */
+    "RandomStandardNormal", "RandomUniform", "TruncatedNormal",
     /* plan-internal ops of Pad folding: test_eng_compile.c */
     "_DepthwiseConv2dNativePadded", "_PadView"};
 
