@@ -821,12 +821,22 @@ class StringHead(tf.Module):
                 "ranked": tf.gather(tiled, tf.argsort(-x, axis=1), batch_dims=1)}
 
 
-def export_coverage():
-    if os.path.isdir(p(COVERAGE_ROOT)):
-        shutil.rmtree(p(COVERAGE_ROOT))
+def export_coverage(only=None):
+    """Every coverage model, or (only: names) just those, the others' files
+    and entries left as they are."""
     out = {}
-    for name, (model, how, spec) in coverage_models().items():
+    if only:
+        with open(p(COVERAGE_JSON)) as f:
+            out = json.load(f)["models"]
+    elif os.path.isdir(p(COVERAGE_ROOT)):
+        shutil.rmtree(p(COVERAGE_ROOT))
+    models = {**coverage_models(), **text_coverage_models()}
+    for name, (model, how, spec) in models.items():
+        if only and name not in only:
+            continue
         rel = os.path.join(COVERAGE_ROOT, name, "1")
+        if only and os.path.isdir(p(os.path.dirname(rel))):
+            shutil.rmtree(p(os.path.dirname(rel)))
         if how == "tf.saved_model.save(model)":
             tf.saved_model.save(model, p(rel))
         elif how == "tf.function":
@@ -848,6 +858,8 @@ def export_coverage():
     with open(p(COVERAGE_JSON), "w") as f:
         json.dump({"models": out}, f, indent=1, sort_keys=True)
         f.write("\n")
+    if only:
+        return
     # A model TensorFlow serves and tensord refuses at load (an Einsum that
     # sums a label away): the load must fail naming the node, while the
     # version before it keeps serving (tests/e2e/test_coverage.py).
@@ -866,6 +878,80 @@ class EinsumSummed(tf.Module):
     @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32, name="x")])
     def serve(self, x):
         return {"y": tf.einsum("ij,jk->i", x, self.w)}
+
+
+# --- text: strings, hashing, regexes, vocabularies (coverage models) ------
+TEXT_WORDS = ["Hello World", "  Mixed Case\t", "tab\tend ", "x,y.z!", "H\u00e9llo W\u00f6rld",
+              "abc", "The CAT, the dog.", "don't stop"]
+
+
+def text_coverage_models():
+    """The text half of the coverage set: name -> (model, how, spec), as
+    coverage_models()."""
+    import keras
+    from keras import layers
+    keras.utils.set_random_seed(0)
+    words = keras.Input((3,), dtype="string", name="words")
+    codes = keras.Input((2,), dtype="int64", name="codes")
+    hashing = keras.Model([words, codes], {
+        "fast": layers.Hashing(16)(words),
+        "salted": layers.Hashing(16, salt=[3, 5])(words),
+        "salt_int": layers.Hashing(8, salt=7)(words),
+        "codes": layers.Hashing(10)(codes)}, name="hashing")
+    return {
+        # Keras Hashing with and without salt (Fingerprint64, SipHash-2-4),
+        # over strings and integers.
+        "hashing": (hashing, "model.export()",
+                    {"words": {"dtype": "string", "shape": [3], "gen": "words", "seed": 4,
+                               "words": ["cat", "dog", "", "H\u00e9llo", "a much longer word "
+                                         "that takes the block loop of the hash" * 2]},
+                     "codes": {"dtype": "int64", "shape": [2], "gen": "int", "mod": 1000,
+                               "seed": 3}}),
+        "string_ops": (StringOps(), "tf.function",
+                       {"text": {"dtype": "string", "shape": [2], "gen": "words", "seed": 1,
+                                 "words": TEXT_WORDS},
+                        "x": {"dtype": "float32", "shape": [2], "gen": "float", "seed": 5},
+                        "ids": {"dtype": "int64", "shape": [2], "gen": "int", "mod": 700,
+                                "seed": 2},
+                        "numbers": {"dtype": "string", "shape": [2], "gen": "words", "seed": 3,
+                                    "words": ["3.5", " -2 ", "1e3", "0.1", "-0", "inf"]},
+                        "counts": {"dtype": "string", "shape": [2], "gen": "words", "seed": 6,
+                                   "words": ["7", "-12", " 300", "+4", "2147483647"]}}),
+    }
+
+
+class StringOps(tf.Module):
+    """Elementwise string ops as tf.function pipelines put them: formatting
+    numbers, lengths, joins, case, whitespace, substrings, parsing numbers,
+    the legacy hash."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.string, name="text"),
+                                  tf.TensorSpec([None, 2], tf.float32, name="x"),
+                                  tf.TensorSpec([None, 2], tf.int64, name="ids"),
+                                  tf.TensorSpec([None, 2], tf.string, name="numbers"),
+                                  tf.TensorSpec([None, 2], tf.string, name="counts")])
+    def serve(self, text, x, ids, numbers, counts):
+        return {
+            "as_int": tf.strings.as_string(ids),
+            "as_fixed": tf.strings.as_string(x, precision=3),
+            "as_sci": tf.strings.as_string(x * 1000.0, scientific=True),
+            "as_short": tf.strings.as_string(x, shortest=True),
+            "as_padded": tf.strings.as_string(ids, width=5, fill="0"),
+            "as_bool": tf.strings.as_string(x > 0),
+            "bytes": tf.strings.length(text),
+            "chars": tf.strings.length(text, unit="UTF8_CHAR"),
+            "joined": tf.strings.join([text, "|", tf.strings.as_string(ids)], separator="-"),
+            "lower": tf.strings.lower(text),
+            "upper": tf.strings.upper(text),
+            "stripped": tf.strings.strip(text),
+            "substr": tf.strings.substr(text, 1, 3),
+            "substr_tail": tf.strings.substr(text, -2, 5),
+            "substr_chars": tf.strings.substr(text, 1, 4, unit="UTF8_CHAR"),
+            "legacy_bucket": tf.strings.to_hash_bucket(text, 100),
+            "number": tf.strings.to_number(numbers),
+            "count": tf.strings.to_number(counts, tf.int64),
+            "count32": tf.strings.to_number(counts, tf.int32),
+        }
 
 
 def large_models():
@@ -949,6 +1035,10 @@ def main():
     if sys.argv[1:] == ["--coverage"]:
         # Only the long-tail models: python3 scripts/make_fixtures.py --coverage
         export_coverage()
+        return
+    if sys.argv[1:2] == ["--coverage"]:
+        # Some of them: python3 scripts/make_fixtures.py --coverage NAME...
+        export_coverage(sys.argv[2:])
         return
     if sys.argv[1:] == ["--pbtxt"]:
         # Only the text-format copies: python3 scripts/make_fixtures.py --pbtxt

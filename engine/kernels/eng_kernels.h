@@ -284,4 +284,37 @@ td_code eng_k_lookup_table_size(eng_kctx *c);
 td_code eng_k_size(eng_kctx *c);
 td_code eng_k_dense_bincount(eng_kctx *c);
 
+/* --- text: strings, hashing, regexes, ragged results ----------------------
+ * eng_kernels_string.c: a string output built element by element (add
+ * starts the next element, append extends it; finish allocates output
+ * `out` of shape s, which must hold exactly the elements added, and frees
+ * the builder either way). */
+typedef struct eng_strbuild {
+  char *bytes;
+  int64_t len, cap;
+  size_t *lens;
+  int64_t n, cap_n;
+} eng_strbuild;
+td_code eng_strbuild_add(eng_kctx *c, eng_strbuild *b, const char *s, size_t n);
+td_code eng_strbuild_append(eng_kctx *c, eng_strbuild *b, const char *s, size_t n);
+td_code eng_strbuild_finish(eng_kctx *c, eng_strbuild *b, int out, const eng_shape *s);
+void eng_strbuild_free(eng_strbuild *b);
+td_code eng_k_as_string(eng_kctx *c);
+td_code eng_k_string_length(eng_kctx *c);
+td_code eng_k_string_join(eng_kctx *c);
+td_code eng_k_string_lower(eng_kctx *c);
+td_code eng_k_string_upper(eng_kctx *c);
+td_code eng_k_string_strip(eng_kctx *c);
+td_code eng_k_substr(eng_kctx *c);
+td_code eng_k_string_to_number(eng_kctx *c);
+td_code eng_c_as_string(const eng_node *n, td_err *err);        /* T and format attrs */
+td_code eng_c_string_unit(const eng_node *n, td_err *err);      /* unit BYTE or UTF8_CHAR */
+td_code eng_c_string_case(const eng_node *n, td_err *err);      /* encoding "" (ASCII) */
+td_code eng_c_string_to_number(const eng_node *n, td_err *err); /* out_type float/int 32/64 */
+
+/* eng_kernels_hash.c: StringToHashBucketFast / Strong / (legacy). */
+td_code eng_k_string_to_hash_bucket_fast(eng_kctx *c);
+td_code eng_k_string_to_hash_bucket_strong(eng_kctx *c);
+td_code eng_k_string_to_hash_bucket(eng_kctx *c);
+
 #endif

@@ -113,6 +113,10 @@ static const char *bookkeeping[] = {
     "Merge",
     /* lookup tables (model state): kernels/test_eng_kernels_table.c */
     "HashTableV2", "LookupTableImportV2", "LookupTableFindV2", "LookupTableSizeV2",
+    /* text ops (strings in, strings out): kernels/test_eng_kernels_text.c,
+     * tests/e2e/test_coverage.py against TensorFlow */
+    "AsString", "StringJoin", "StringLength", "StringLower", "StringStrip", "StringToHashBucket",
+    "StringToHashBucketFast", "StringToHashBucketStrong", "StringToNumber", "StringUpper", "Substr",
     /* plan-internal ops of Pad folding: test_eng_compile.c */
     "_DepthwiseConv2dNativePadded", "_PadView"};
 
