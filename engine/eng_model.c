@@ -68,7 +68,7 @@ static td_code assign_slots(eng_model *m, td_err *err) {
     const eng_node *nd = eng_graph_node(m->g, i);
     m->node_slot[i] = -1;
     if (strcmp(nd->op, "VarHandleOp") && strcmp(nd->op, "VariableV2") &&
-        strcmp(nd->op, "HashTableV2"))
+        strcmp(nd->op, "HashTableV2") && strcmp(nd->op, "MutableHashTableV2"))
       continue; /* tables are slots too (eng_kernels_table.c) */
     const eng_attr *c = eng_node_attr(nd, "container");
     const eng_attr *s = eng_node_attr(nd, "shared_name");

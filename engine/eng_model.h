@@ -3,7 +3,7 @@
  * eng_model_create takes a top-level graph and its function library, flattens
  * function calls (eng_inline), and gives every variable (VarHandleOp /
  * VariableV2, keyed by container + shared_name as TensorFlow does) and
- * every lookup table (HashTableV2, keyed alike) a slot.
+ * every lookup table (HashTableV2, MutableHashTableV2, keyed alike) a slot.
  *
  * Running works like a TensorFlow Session: feeds (tensors that replace graph
  * tensors, cutting the graph there), fetches (tensors to return) and targets

@@ -898,7 +898,25 @@ def text_coverage_models():
         "salted": layers.Hashing(16, salt=[3, 5])(words),
         "salt_int": layers.Hashing(8, salt=7)(words),
         "codes": layers.Hashing(10)(codes)}, name="hashing")
+    # A text classifier's front: TextVectorization (lower_and_strip_punctuation,
+    # whitespace split, a vocabulary table, padded or cut to 6 tokens).
+    corpus = ["The cat sat on the mat.", "A dog, a cat!", "Dogs and cats don't mix",
+              "the END"]
+    text = keras.Input((1,), dtype="string", name="text")
+    tv = layers.TextVectorization(max_tokens=12, output_sequence_length=6)
+    tv.adapt(corpus)
+    tokens = tv(text)
+    emb = layers.GlobalAveragePooling1D()(layers.Embedding(12, 3)(tokens))
+    vectorize = keras.Model(text, {"tokens": tokens, "score": layers.Dense(2)(emb)},
+                            name="text_vectorization")
+    sentences = {"dtype": "string", "shape": [1], "gen": "words", "seed": 5,
+                 "words": ["The cat, the DOG!", "", "  mat  sat   on", "unknown words only",
+                           "cats; dogs: mix? (a)", "the the the the the the the the",
+                           "don't stop", "H\u00e9llo cat"]}
     return {
+        "text_vectorization": (vectorize, "model.export()", {"text": sentences}),
+        "text_ops": (TextOps(), "tf.function",
+                     {"text": dict(sentences, shape=[], seed=3)}),
         # Keras Hashing with and without salt (Fingerprint64, SipHash-2-4),
         # over strings and integers.
         "hashing": (hashing, "model.export()",
@@ -918,6 +936,36 @@ def text_coverage_models():
                         "counts": {"dtype": "string", "shape": [2], "gen": "words", "seed": 6,
                                    "words": ["7", "-12", " 300", "+4", "2147483647"]}}),
     }
+
+
+class TextOps(tf.Module):
+    """Regexes, splits and n-grams as tf.strings pipelines use them: static
+    and tensor patterns, whitespace and separator splits into ragged
+    tensors, bigrams with and without padding, ragged results made dense."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def serve(self, text):
+        low = tf.strings.lower(text)
+        words = tf.strings.split(low)                                  # ragged [b, None]
+        grams = tf.strings.ngrams(words, 2, separator="_")
+        padded = tf.strings.ngrams(words, (1, 3), separator=" ", pad_values=("<s>", "</s>"),
+                                   padding_width=1)
+        short = tf.strings.ngrams(words, 4, preserve_short_sequences=True)
+        pattern = tf.constant("([a-z]+)'([a-z]+)")
+        return {
+            "stripped": tf.strings.regex_replace(low, r"[[:punct:]]", ""),
+            "first_vowel": tf.strings.regex_replace(text, "[aeiou]", "#", replace_global=False),
+            "swapped": tf.strings.regex_replace(low, pattern, r"\2'\1"),
+            "mentions_cat": tf.strings.regex_full_match(low, ".*\\bcats?\\b.*"),
+            "plain_words": tf.strings.regex_full_match(low, tf.constant("[a-z ]+")),
+            "words": words.to_tensor(default_value="<pad>"),
+            "word_count": words.row_lengths(),
+            "fixed_words": words.to_tensor(shape=[None, 3]),
+            "comma_split": tf.strings.split(text, sep=",", maxsplit=1).to_tensor(),
+            "bigrams": grams.to_tensor(),
+            "padded_grams": padded.to_tensor(),
+            "short_grams": short.to_tensor(),
+        }
 
 
 class StringOps(tf.Module):

@@ -307,6 +307,8 @@ td_code eng_k_string_upper(eng_kctx *c);
 td_code eng_k_string_strip(eng_kctx *c);
 td_code eng_k_substr(eng_kctx *c);
 td_code eng_k_string_to_number(eng_kctx *c);
+/* Equal / NotEqual: strings compared here (broadcasting), others by eng_k_compare. */
+td_code eng_k_equal_any(eng_kctx *c);
 td_code eng_c_as_string(const eng_node *n, td_err *err);        /* T and format attrs */
 td_code eng_c_string_unit(const eng_node *n, td_err *err);      /* unit BYTE or UTF8_CHAR */
 td_code eng_c_string_case(const eng_node *n, td_err *err);      /* encoding "" (ASCII) */
@@ -316,5 +318,19 @@ td_code eng_c_string_to_number(const eng_node *n, td_err *err); /* out_type floa
 td_code eng_k_string_to_hash_bucket_fast(eng_kctx *c);
 td_code eng_k_string_to_hash_bucket_strong(eng_kctx *c);
 td_code eng_k_string_to_hash_bucket(eng_kctx *c);
+
+/* eng_kernels_regex.c: StaticRegexReplace / StaticRegexFullMatch (pattern
+ * compiled by the check), RegexReplace / RegexFullMatch (pattern input). */
+td_code eng_k_static_regex_replace(eng_kctx *c);
+td_code eng_k_static_regex_full_match(eng_kctx *c);
+td_code eng_k_regex_replace(eng_kctx *c);
+td_code eng_k_regex_full_match(eng_kctx *c);
+td_code eng_c_static_regex(const eng_node *n, td_err *err); /* RE2 present, pattern compiles */
+td_code eng_c_regex(const eng_node *n, td_err *err);        /* RE2 present */
+
+/* eng_kernels_ragged.c: StringSplitV2, StringNGrams, RaggedTensorToTensor. */
+td_code eng_k_string_split_v2(eng_kctx *c);
+td_code eng_k_string_ngrams(eng_kctx *c);
+td_code eng_k_ragged_tensor_to_tensor(eng_kctx *c);
 
 #endif

@@ -431,3 +431,31 @@ td_code eng_k_string_to_number(eng_kctx *c) {
                        (int)(s[i].len > 200 ? 200 : s[i].len), s[i].data);
   return TD_OK;
 }
+
+/* --- Equal / NotEqual over strings --------------------------------------- */
+
+td_code eng_k_equal_any(eng_kctx *c) {
+  const eng_tensor *a = &c->in[0], *b = &c->in[1];
+  if (a->dtype != ENG_DT_STRING && b->dtype != ENG_DT_STRING) return eng_k_compare(c);
+  if (a->dtype != b->dtype)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "operands are %s and %s", eng_dtype_name(a->dtype),
+                     eng_dtype_name(b->dtype));
+  eng_shape s;
+  td_code rc = eng_broadcast_shape(&a->shape, &b->shape, &s, c->err);
+  if (rc) {
+    td_err_prefix(c->err, "node '%s' (%s)", c->node->name, c->node->op);
+    return rc;
+  }
+  if ((rc = eng_kout_raw(c, 0, ENG_DT_BOOL, &s))) return rc;
+  bool want = !strcmp(c->node->op, "Equal");
+  const eng_shape *in[2] = {&a->shape, &b->shape};
+  eng_bcast it;
+  eng_bcast_init(&it, &s, 2, in);
+  const eng_str *x = eng_tensor_strs(a), *y = eng_tensor_strs(b);
+  bool *out = eng_tensor_data(&c->out[0]);
+  for (int64_t i = 0, n = eng_shape_numel(&s); i < n; i++, eng_bcast_next(&it)) {
+    eng_str p = x[it.off[0]], q = y[it.off[1]];
+    out[i] = (p.len == q.len && !memcmp(p.data, q.data, p.len)) == want;
+  }
+  return TD_OK;
+}

@@ -117,6 +117,8 @@ static const char *bookkeeping[] = {
      * tests/e2e/test_coverage.py against TensorFlow */
     "AsString", "StringJoin", "StringLength", "StringLower", "StringStrip", "StringToHashBucket",
     "StringToHashBucketFast", "StringToHashBucketStrong", "StringToNumber", "StringUpper", "Substr",
+    "StaticRegexReplace", "StaticRegexFullMatch", "RegexReplace", "RegexFullMatch", "StringSplitV2",
+    "StringNGrams", "RaggedTensorToTensor", "MutableHashTableV2",
     /* plan-internal ops of Pad folding: test_eng_compile.c */
     "_DepthwiseConv2dNativePadded", "_PadView"};
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "eng_kernels.h"
+#include "eng_regex.h"
 #include "td_opcase.h"
 
 static eng_tensor strs(int n, const char *const *v) {
@@ -151,6 +152,60 @@ START_TEST(case_and_strip_are_ascii) {
 }
 END_TEST
 
+static eng_tensor vec_i64(int n, const int64_t *v) {
+  int64_t d = n;
+  eng_shape s = eng_shape_make(1, &d);
+  eng_tensor t = {0};
+  ck_assert_int_eq(eng_tensor_alloc(&t, ENG_DT_INT64, &s, NULL), TD_OK);
+  memcpy(eng_tensor_data(&t), v, sizeof *v * (size_t)n);
+  return t;
+}
+
+START_TEST(bad_patterns_fail_the_check) {
+  if (!eng_regex_available()) {
+    eng_tensor in[1] = {strs(1, (const char *[]){"a"})};
+    run *r = run_op("StaticRegexFullMatch", "pattern=s:a+", 1, in);
+    want_fail(r, TD_UNIMPLEMENTED, "need RE2");
+    done(r);
+    return;
+  }
+  eng_tensor in[1] = {strs(1, (const char *[]){"a"})};
+  run *r = run_op("StaticRegexFullMatch", "pattern=s:(a", 1, in);
+  want_fail(r, TD_INVALID_ARGUMENT, "invalid pattern");
+  done(r);
+  eng_tensor in2[1] = {strs(1, (const char *[]){"a"})};
+  r = run_op("StaticRegexReplace", "pattern=s:(a);rewrite=s:\\2", 1, in2);
+  want_fail(r, TD_INVALID_ARGUMENT, "invalid rewrite");
+  done(r);
+  eng_tensor in3[2] = {strs(2, (const char *[]){"aa", "ab"}), strs(1, (const char *[]){"a+"})};
+  in3[1].shape = eng_shape_scalar();
+  r = run_op("RegexFullMatch", "", 2, in3);
+  ck_assert_int_eq(r->rc, TD_OK);
+  ck_assert(((bool *)eng_tensor_data(&r->out[0]))[0] && !((bool *)eng_tensor_data(&r->out[0]))[1]);
+  done(r);
+}
+END_TEST
+
+START_TEST(bad_ragged_partitions_fail_cleanly) {
+  eng_tensor in[4] = {vec_i64(2, (int64_t[]){-1, 2}), vec_i64(3, (int64_t[]){1, 2, 3}),
+                      scalar_i64(0), vec_i64(3, (int64_t[]){0, 2, 5})};
+  run *r = run_op("RaggedTensorToTensor", "row_partition_types=ls:ROW_SPLITS", 4, in);
+  want_fail(r, TD_INVALID_ARGUMENT, "row_splits end at 5, but there are 3 values");
+  done(r);
+  eng_tensor in2[4] = {vec_i64(2, (int64_t[]){-1, 2}), vec_i64(3, (int64_t[]){1, 2, 3}),
+                       scalar_i64(0), vec_i64(3, (int64_t[]){0, 2, 3})};
+  r = run_op("RaggedTensorToTensor", "row_partition_types=ls:ROW_SPLITS", 4, in2);
+  ck_assert_msg(r->rc == TD_OK, "%s", r->err.msg);
+  const int64_t *v = eng_tensor_data(&r->out[0]);
+  ck_assert(v[0] == 1 && v[1] == 2 && v[2] == 3 && v[3] == 0);
+  done(r);
+  eng_tensor in3[2] = {strs(2, (const char *[]){"a", "b"}), vec_i64(2, (int64_t[]){0, 3})};
+  r = run_op("StringNGrams", "ngram_widths=li:2;separator=s: ", 2, in3);
+  want_fail(r, TD_INVALID_ARGUMENT, "Invalid split value 3");
+  done(r);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("eng_kernels_text");
   TCase *tc = tcase_create("core");
@@ -159,6 +214,8 @@ int main(void) {
   tcase_add_test(tc, join_needs_matching_shapes);
   tcase_add_test(tc, unsupported_attrs_fail_the_check);
   tcase_add_test(tc, case_and_strip_are_ascii);
+  tcase_add_test(tc, bad_patterns_fail_the_check);
+  tcase_add_test(tc, bad_ragged_partitions_fail_cleanly);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
