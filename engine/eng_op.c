@@ -103,6 +103,7 @@ static const eng_op_def ops[] = {
     {"Pow", ENG_OP_SHAPED, eng_s_binary, eng_k_pow, ENG_SLICE_ELEMENTWISE, 0, NULL},
     {"PreventGradient", ENG_OP_SHAPED, eng_s_identity, eng_k_identity, ENG_SLICE_NO, 0, NULL},
     {"Prod", ENG_OP_SHAPED, eng_s_unknown, eng_k_reduce, ENG_SLICE_REDUCE, 2, NULL},
+    {"RaggedBincount", 0, eng_s_unknown, eng_k_ragged_bincount, ENG_SLICE_NO, 0, NULL},
     {"RaggedTensorToTensor", 0, eng_s_unknown, eng_k_ragged_tensor_to_tensor, ENG_SLICE_NO, 0, NULL},
     {"Range", 0, eng_s_unknown, eng_k_range, ENG_SLICE_NO, 0, NULL},
     {"ReadVariableOp", 0, NULL, eng_k_read_variable, ENG_SLICE_NO, 0, NULL},

@@ -913,7 +913,24 @@ def text_coverage_models():
                  "words": ["The cat, the DOG!", "", "  mat  sat   on", "unknown words only",
                            "cats; dogs: mix? (a)", "the the the the the the the the",
                            "don't stop", "H\u00e9llo cat"]}
+    # The bag-of-words modes over unigrams and bigrams (RaggedBincount), and
+    # lookups turned back into words and codes (invert=True).
+    modes = {}
+    for mode in ("multi_hot", "count", "tf_idf"):
+        layer = layers.TextVectorization(max_tokens=10, output_mode=mode, ngrams=2)
+        layer.adapt(corpus)
+        modes[mode] = layer(text)
+    bags = keras.Model(text, modes, name="text_bags")
+    ids = keras.Input((3,), dtype="int64", name="ids")
+    inverted = keras.Model(ids, {
+        "words": layers.StringLookup(vocabulary=["cat", "dog", "bird"], invert=True)(ids),
+        "codes": layers.IntegerLookup(vocabulary=[7, 11, 42], invert=True)(ids)},
+        name="lookup_invert")
     return {
+        "text_bags": (bags, "model.export()", {"text": sentences}),
+        "lookup_invert": (inverted, "model.export()",
+                          {"ids": {"dtype": "int64", "shape": [3], "gen": "int", "mod": 5,
+                                   "seed": 1}}),
         "text_vectorization": (vectorize, "model.export()", {"text": sentences}),
         "text_ops": (TextOps(), "tf.function",
                      {"text": dict(sentences, shape=[], seed=3)}),

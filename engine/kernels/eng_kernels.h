@@ -328,9 +328,11 @@ td_code eng_k_regex_full_match(eng_kctx *c);
 td_code eng_c_static_regex(const eng_node *n, td_err *err); /* RE2 present, pattern compiles */
 td_code eng_c_regex(const eng_node *n, td_err *err);        /* RE2 present */
 
-/* eng_kernels_ragged.c: StringSplitV2, StringNGrams, RaggedTensorToTensor. */
+/* eng_kernels_ragged.c: StringSplitV2, StringNGrams, RaggedTensorToTensor,
+ * RaggedBincount. */
 td_code eng_k_string_split_v2(eng_kctx *c);
 td_code eng_k_string_ngrams(eng_kctx *c);
 td_code eng_k_ragged_tensor_to_tensor(eng_kctx *c);
+td_code eng_k_ragged_bincount(eng_kctx *c);
 
 #endif

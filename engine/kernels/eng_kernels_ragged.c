@@ -1,9 +1,10 @@
 /* Tokens and ragged results: StringSplitV2 (strings to a sparse
  * [row, token] layout), StringNGrams (n-grams within the rows of a ragged
- * string tensor) and RaggedTensorToTensor (a ragged tensor padded or cut
- * to a dense one), as Keras TextVectorization and tf.strings emit them.
- * Semantics follow TensorFlow's CPU kernels, including their padding and
- * maxsplit corner cases. */
+ * string tensor), RaggedTensorToTensor (a ragged tensor padded or cut to a
+ * dense one) and RaggedBincount (counts per ragged row), as Keras
+ * TextVectorization and tf.strings emit them. Semantics follow
+ * TensorFlow's CPU kernels, including their padding and maxsplit corner
+ * cases. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -417,4 +418,74 @@ td_code eng_k_ragged_tensor_to_tensor(eng_kctx *c) {
   }
   free(src);
   return rc;
+}
+
+/* --- RaggedBincount ----------------------------------------------------- */
+
+/* Per row of a ragged int tensor (splits, values), how often each value in
+ * [0, size) occurs, the sum of its weights, or 1 (binary_output); values at
+ * or above size are dropped, negative ones are INVALID_ARGUMENT, as
+ * TensorFlow's CPU kernel does. Output dtype T (the weights'). */
+td_code eng_k_ragged_bincount(eng_kctx *c) {
+  const eng_tensor *sp = &c->in[0], *vals = &c->in[1], *w = &c->in[3];
+  int64_t size;
+  td_code rc = eng_karg_int(c, 2, &size);
+  if (rc) return rc;
+  if (size < 0)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "size (%lld) must be non-negative", (long long)size);
+  if (sp->dtype != ENG_DT_INT64 || sp->shape.rank != 1 ||
+      (vals->dtype != ENG_DT_INT32 && vals->dtype != ENG_DT_INT64))
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "splits must be an int64 vector, values integers");
+  eng_dtype t = eng_node_attr_type(c->node, "T", w->dtype);
+  if (t != ENG_DT_FLOAT && t != ENG_DT_DOUBLE && t != ENG_DT_INT32 && t != ENG_DT_INT64)
+    return eng_kfail(c, TD_UNIMPLEMENTED, "T %s", eng_dtype_name(t));
+  bool binary = eng_node_attr_bool(c->node, "binary_output", false);
+  int64_t nv = eng_tensor_numel(vals), nw = eng_tensor_numel(w), ns = sp->shape.dim[0];
+  if (nw && (nw != nv || w->dtype != t))
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "weights must be empty or one %s per value",
+                     eng_dtype_name(t));
+  const int64_t *s = eng_tensor_data(sp);
+  if (ns < 1 || s[0] != 0 || s[ns - 1] != nv)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "splits must start at 0 and end at %lld",
+                     (long long)nv);
+  for (int64_t i = 1; i < ns; i++)
+    if (s[i] < s[i - 1]) return eng_kfail(c, TD_INVALID_ARGUMENT, "splits must not decrease");
+  eng_shape so = eng_shape_make(2, (int64_t[]){ns - 1, size});
+  if ((rc = eng_kout(c, 0, t, &so))) return rc;
+  char *out = eng_tensor_data(&c->out[0]);
+  for (int64_t b = 0; b + 1 < ns; b++)
+    for (int64_t k = s[b]; k < s[b + 1]; k++) {
+      int64_t v = any_int(vals, k);
+      if (v < 0) return eng_kfail(c, TD_INVALID_ARGUMENT, "Input must be non-negative");
+      if (v >= size) continue;
+      int64_t at = b * size + v;
+      double wt = !nw                  ? 1.0
+                  : t == ENG_DT_FLOAT  ? ((const float *)eng_tensor_data(w))[k]
+                  : t == ENG_DT_DOUBLE ? ((const double *)eng_tensor_data(w))[k]
+                  : t == ENG_DT_INT32  ? ((const int32_t *)eng_tensor_data(w))[k]
+                                       : (double)((const int64_t *)eng_tensor_data(w))[k];
+      switch (t) {
+        case ENG_DT_FLOAT: {
+          float *o = (float *)out + at;
+          *o = binary ? 1.0f : *o + (float)wt;
+          break;
+        }
+        case ENG_DT_DOUBLE: {
+          double *o = (double *)out + at;
+          *o = binary ? 1.0 : *o + wt;
+          break;
+        }
+        case ENG_DT_INT32: {
+          int32_t *o = (int32_t *)out + at;
+          *o = binary ? 1 : *o + (int32_t)wt;
+          break;
+        }
+        default: {
+          int64_t *o = (int64_t *)out + at;
+          *o = binary ? 1 : *o + (int64_t)wt;
+          break;
+        }
+      }
+    }
+  return TD_OK;
 }

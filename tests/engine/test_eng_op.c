@@ -118,7 +118,7 @@ static const char *bookkeeping[] = {
     "AsString", "StringJoin", "StringLength", "StringLower", "StringStrip", "StringToHashBucket",
     "StringToHashBucketFast", "StringToHashBucketStrong", "StringToNumber", "StringUpper", "Substr",
     "StaticRegexReplace", "StaticRegexFullMatch", "RegexReplace", "RegexFullMatch", "StringSplitV2",
-    "StringNGrams", "RaggedTensorToTensor", "MutableHashTableV2",
+    "StringNGrams", "RaggedTensorToTensor", "MutableHashTableV2", "RaggedBincount",
     /* plan-internal ops of Pad folding: test_eng_compile.c */
     "_DepthwiseConv2dNativePadded", "_PadView"};
 
