@@ -242,6 +242,13 @@ td_code eng_model_restore(eng_model *m, const char *prefix, const char *key, eng
   return m->io.restore(m->io.ctx, prefix, key, dtype, out, err);
 }
 
+td_code eng_model_read_asset(eng_model *m, const char *path, char **data, size_t *len,
+                             td_err *err) {
+  if (!m->io.read_asset)
+    return td_err_set(err, TD_FAILED_PRECONDITION, "no asset reader to read '%s'", path);
+  return m->io.read_asset(m->io.ctx, path, data, len, err);
+}
+
 /* --- plans ------------------------------------------------------------- */
 
 void eng_plan_destroy(eng_plan *p) {

@@ -837,7 +837,9 @@ def export_coverage(only=None):
         rel = os.path.join(COVERAGE_ROOT, name, "1")
         if only and os.path.isdir(p(os.path.dirname(rel))):
             shutil.rmtree(p(os.path.dirname(rel)))
-        if how == "tf.saved_model.save(model)":
+        if how.startswith("TF1"):
+            model(p(rel))  # writes the SavedModel itself
+        elif how == "tf.saved_model.save(model)":
             tf.saved_model.save(model, p(rel))
         elif how == "tf.function":
             tf.saved_model.save(model, p(rel), signatures={"serving_default": model.serve})
@@ -926,7 +928,13 @@ def text_coverage_models():
         "words": layers.StringLookup(vocabulary=["cat", "dog", "bird"], invert=True)(ids),
         "codes": layers.IntegerLookup(vocabulary=[7, 11, 42], invert=True)(ids)},
         name="lookup_invert")
+    tf1_words = {"dtype": "string", "shape": [3], "gen": "words", "seed": 2,
+                 "words": ["cat", "dog", "emu", "bird", "", "fish", "yak", "owl"]}
     return {
+        "tf1_vocab": (lambda path: export_tf1_vocab(path, legacy=False),
+                      "TF1 Builder, main_op, assets/", {"words": tf1_words}),
+        "tf1_vocab_legacy": (lambda path: export_tf1_vocab(path, legacy=True),
+                             "TF1 Builder, legacy_init_op, assets/", {"words": tf1_words}),
         "text_bags": (bags, "model.export()", {"text": sentences}),
         "lookup_invert": (inverted, "model.export()",
                           {"ids": {"dtype": "int64", "shape": [3], "gen": "int", "mod": 5,
@@ -953,6 +961,65 @@ def text_coverage_models():
                         "counts": {"dtype": "string", "shape": [2], "gen": "words", "seed": 6,
                                    "words": ["7", "-12", " 300", "+4", "2147483647"]}}),
     }
+
+
+def export_tf1_vocab(path, legacy):
+    """A TF1 graph whose tables come from asset files (assets/vocab.txt, a
+    tab-separated assets/labels.tsv), initialised by the main op or the
+    legacy init op: words to ids (with and without OOV buckets, a cut
+    vocab_size), ids back to words, words to labels by column."""
+    import tempfile
+    v1 = tf.compat.v1
+    src = tempfile.mkdtemp()
+    vocab = os.path.join(src, "vocab.txt")
+    with open(vocab, "w") as f:
+        f.write("cat\ndog\nbird\r\nfish\nowl\n")
+    labels = os.path.join(src, "labels.tsv")
+    with open(labels, "w") as f:
+        f.write("cat\tfeline\t1\ndog\tcanine\t2\nowl\tstrigine\t3\n")
+    g = tf.Graph()
+    with g.as_default():
+        words = v1.placeholder(tf.string, [None, 3], name="words")
+        vocab_t = tf.constant(vocab, name="vocab_path")
+        labels_t = tf.constant(labels, name="labels_path")
+        v1.add_to_collection(v1.GraphKeys.ASSET_FILEPATHS, vocab_t)
+        v1.add_to_collection(v1.GraphKeys.ASSET_FILEPATHS, labels_t)
+        lines = tf.lookup.TextFileIndex
+
+        def by_line(**kw):
+            return tf.lookup.TextFileInitializer(vocab_t, tf.string, lines.WHOLE_LINE, tf.int64,
+                                                 lines.LINE_NUMBER, **kw)
+        ids = tf.lookup.StaticHashTable(by_line(), -1)
+        oov = tf.lookup.StaticVocabularyTable(by_line(), num_oov_buckets=3)
+        short = tf.lookup.StaticHashTable(by_line(vocab_size=3), -1)
+        back = tf.lookup.StaticHashTable(tf.lookup.TextFileInitializer(
+            vocab_t, tf.int64, lines.LINE_NUMBER, tf.string, lines.WHOLE_LINE), "UNK")
+        by_col = tf.lookup.StaticHashTable(tf.lookup.TextFileInitializer(
+            labels_t, tf.string, 0, tf.string, 1, delimiter="\t"), "?")
+        num_col = tf.lookup.StaticHashTable(tf.lookup.TextFileInitializer(
+            labels_t, tf.string, 0, tf.int64, 2, delimiter="\t"), -7)
+        # A mutable table filled by the init op: two inserts in order, the
+        # second overwriting a key of the first.
+        mutable = tf.lookup.experimental.MutableHashTable(tf.string, tf.int64, -5)
+        first = mutable.insert(tf.constant(["cat", "emu", "yak"]), tf.constant([10, 11, 12], tf.int64))
+        with tf.control_dependencies([first]):
+            second = mutable.insert(tf.constant(["yak", "owl"]), tf.constant([20, 21], tf.int64))
+        found = ids.lookup(words)
+        outs = {"ids": found, "oov_ids": oov.lookup(words), "short_ids": short.lookup(words),
+                "back": back.lookup(tf.maximum(found, 0)), "label": by_col.lookup(words),
+                "label_num": num_col.lookup(words), "inserted": mutable.lookup(words),
+                "inserted_size": tf.fill([tf.shape(words)[0]], mutable.size())}
+        init = tf.group(v1.tables_initializer(), second)
+        with v1.Session() as sess:
+            sess.run(init)
+            b = v1.saved_model.Builder(path)
+            sig = v1.saved_model.predict_signature_def({"words": words}, outs)
+            kw = {"legacy_init_op": init} if legacy else {"main_op": init}
+            b.add_meta_graph_and_variables(
+                sess, ["serve"], signature_def_map={"serving_default": sig},
+                assets_collection=v1.get_collection(v1.GraphKeys.ASSET_FILEPATHS), **kw)
+            b.save()
+    shutil.rmtree(src)
 
 
 class TextOps(tf.Module):

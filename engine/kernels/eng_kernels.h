@@ -279,6 +279,19 @@ td_code eng_k_hash_table(eng_kctx *c);
 td_code eng_k_lookup_table_import(eng_kctx *c);
 td_code eng_k_lookup_table_find(eng_kctx *c);
 td_code eng_k_lookup_table_size(eng_kctx *c);
+/* MutableHashTableV2 shares eng_k_hash_table; LookupTableInsertV2 (at
+ * load) replaces the table with the old entries and the new, later values
+ * winning; LookupTableExportV2 gives the distinct keys and their values in
+ * import order. */
+td_code eng_k_lookup_table_insert(eng_kctx *c);
+td_code eng_k_lookup_table_export(eng_kctx *c);
+/* eng_kernels_vocab.c: InitializeTableFromTextFileV2 (asset files, at load). */
+td_code eng_k_init_table_from_text_file(eng_kctx *c);
+/* Fills the table behind c's input 0 from keys (rank 1) and values (one
+ * row per key): a key given twice with different values is
+ * INVALID_ARGUMENT, or (last_wins) takes the later row. */
+td_code eng_table_import(eng_kctx *c, const eng_tensor *keys, const eng_tensor *values,
+                         bool last_wins);
 
 /* eng_kernels_count.c: Size, DenseBincount. */
 td_code eng_k_size(eng_kctx *c);

@@ -119,6 +119,7 @@ static const char *bookkeeping[] = {
     "StringToHashBucketFast", "StringToHashBucketStrong", "StringToNumber", "StringUpper", "Substr",
     "StaticRegexReplace", "StaticRegexFullMatch", "RegexReplace", "RegexFullMatch", "StringSplitV2",
     "StringNGrams", "RaggedTensorToTensor", "MutableHashTableV2", "RaggedBincount",
+    "LookupTableInsertV2", "LookupTableExportV2", "InitializeTableFromTextFileV2",
     /* plan-internal ops of Pad folding: test_eng_compile.c */
     "_DepthwiseConv2dNativePadded", "_PadView"};
 
