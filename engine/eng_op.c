@@ -177,6 +177,7 @@ static const eng_op_def ops[] = {
     {"TopKV2", ENG_OP_SHAPED, eng_s_unknown, eng_k_top_k, ENG_SLICE_NO, 2, eng_c_numeric},
     {"Transpose", ENG_OP_SHAPED, eng_s_unknown, eng_k_transpose_any, ENG_SLICE_NO, 2, eng_c_movable},
     {"Unpack", ENG_OP_SHAPED, eng_s_unpack, eng_k_unpack_any, ENG_SLICE_NO, 0, eng_c_movable},
+    {"UnsortedSegmentJoin", 0, eng_s_unknown, eng_k_unsorted_segment_join, ENG_SLICE_NO, 0, NULL},
     {"VarHandleOp", 0, eng_s_scalar, eng_k_var_handle, ENG_SLICE_NO, 0, NULL},
     {"VarIsInitializedOp", 0, eng_s_scalar, eng_k_var_is_initialized, ENG_SLICE_NO, 0, NULL},
     {"VariableV2", 0, NULL, eng_k_variable_v2, ENG_SLICE_NO, 0, NULL},

@@ -1049,6 +1049,10 @@ class TextOps(tf.Module):
             "bigrams": grams.to_tensor(),
             "padded_grams": padded.to_tensor(),
             "short_grams": short.to_tensor(),
+            "rejoined": tf.strings.reduce_join(words, axis=1, separator="+"),
+            "by_length": tf.strings.unsorted_segment_join(
+                words.flat_values, tf.minimum(tf.strings.length(words.flat_values), 4), 5,
+                separator=","),
         }
 
 

@@ -322,6 +322,7 @@ td_code eng_k_substr(eng_kctx *c);
 td_code eng_k_string_to_number(eng_kctx *c);
 /* Equal / NotEqual: strings compared here (broadcasting), others by eng_k_compare. */
 td_code eng_k_equal_any(eng_kctx *c);
+td_code eng_k_unsorted_segment_join(eng_kctx *c);
 td_code eng_c_as_string(const eng_node *n, td_err *err);        /* T and format attrs */
 td_code eng_c_string_unit(const eng_node *n, td_err *err);      /* unit BYTE or UTF8_CHAR */
 td_code eng_c_string_case(const eng_node *n, td_err *err);      /* encoding "" (ASCII) */

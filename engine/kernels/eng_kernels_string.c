@@ -1,7 +1,7 @@
-/* String kernels, elementwise: AsString, StringLength, StringJoin,
- * StringLower / StringUpper (ASCII), StringStrip, Substr, StringToNumber,
- * and the builder every string-producing kernel fills its output with
- * (eng_kernels.h). Semantics are TensorFlow's CPU kernels': bytes, not
+/* String kernels: AsString, StringLength, StringJoin, StringLower /
+ * StringUpper (ASCII), StringStrip, Substr, StringToNumber, string Equal /
+ * NotEqual, UnsortedSegmentJoin, and the builder every string-producing
+ * kernel fills its output with (eng_kernels.h). Semantics are TensorFlow's CPU kernels': bytes, not
  * characters, unless a node's unit says UTF8_CHAR. */
 #include <ctype.h>
 #include <errno.h>
@@ -458,4 +458,80 @@ td_code eng_k_equal_any(eng_kctx *c) {
     out[i] = (p.len == q.len && !memcmp(p.data, q.data, p.len)) == want;
   }
   return TD_OK;
+}
+
+/* --- UnsortedSegmentJoin ------------------------------------------------ */
+
+/* Joins the rows of input 0 (rows: the elements under segment_ids' shape,
+ * a prefix of the input's) into num_segments outputs, in order of
+ * appearance, with the separator between; an id outside [0,
+ * num_segments) is INVALID_ARGUMENT as in TensorFlow. */
+td_code eng_k_unsorted_segment_join(eng_kctx *c) {
+  const eng_tensor *x = &c->in[0], *ids = &c->in[1];
+  int64_t nseg;
+  td_code rc = eng_kwant(c, 0, ENG_DT_STRING);
+  if (rc || (rc = eng_karg_int(c, 2, &nseg))) return rc;
+  if (ids->dtype != ENG_DT_INT32 && ids->dtype != ENG_DT_INT64)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "segment_ids must be int32 or int64");
+  if (nseg < 0) return eng_kfail(c, TD_INVALID_ARGUMENT, "Number of segments cannot be negative");
+  if (ids->shape.rank > x->shape.rank)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "segment_ids have a higher rank than the input");
+  for (int d = 0; d < ids->shape.rank; d++)
+    if (ids->shape.dim[d] != x->shape.dim[d])
+      return eng_kfail(c, TD_INVALID_ARGUMENT, "segment_ids.shape must be a prefix of input.shape");
+  int64_t nrow = eng_tensor_numel(ids), inner = nrow ? eng_tensor_numel(x) / nrow : 0;
+  eng_shape out = {.rank = 1 + x->shape.rank - ids->shape.rank};
+  if (out.rank > ENG_MAX_RANK) return eng_kfail(c, TD_UNIMPLEMENTED, "rank above %d", ENG_MAX_RANK);
+  out.dim[0] = nseg;
+  int64_t cells = nseg;
+  for (int d = ids->shape.rank; d < x->shape.rank; d++) {
+    out.dim[1 + d - ids->shape.rank] = x->shape.dim[d];
+    cells *= x->shape.dim[d];
+  }
+  const char *sep = eng_attr_str(c->node, "separator", "");
+  size_t seplen = strlen(sep);
+  /* Output cell -> the rows joined into it, as a linked list in order. */
+  int64_t *first = malloc(sizeof *first * (size_t)(cells + 1));
+  int64_t *next = malloc(sizeof *next * (size_t)(nrow * inner + 1));
+  int64_t *last = malloc(sizeof *last * (size_t)(cells + 1));
+  if (!first || !next || !last) {
+    free(first), free(next), free(last);
+    return eng_kfail(c, TD_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  for (int64_t i = 0; i < cells; i++) first[i] = last[i] = -1;
+  for (int64_t r = 0; !rc && r < nrow; r++) {
+    int64_t s = ids->dtype == ENG_DT_INT32 ? ((const int32_t *)eng_tensor_data(ids))[r]
+                                           : ((const int64_t *)eng_tensor_data(ids))[r];
+    if (s < 0 || s >= nseg) {
+      rc = eng_kfail(c, TD_INVALID_ARGUMENT,
+                     "segment_ids are not allowed to exceed num_segments "
+                     "or be negative (segment_ids[%lld] = %lld)",
+                     (long long)r, (long long)s);
+      break;
+    }
+    for (int64_t e = 0; e < inner; e++) {
+      int64_t cell = s * inner + e, src = r * inner + e;
+      next[src] = -1;
+      if (last[cell] < 0)
+        first[cell] = src;
+      else
+        next[last[cell]] = src;
+      last[cell] = src;
+    }
+  }
+  eng_strbuild b = {0};
+  const eng_str *sv = eng_tensor_strs(x);
+  for (int64_t cell = 0; !rc && cell < cells; cell++) {
+    rc = eng_strbuild_add(c, &b, "", 0);
+    for (int64_t k = first[cell]; !rc && k >= 0; k = next[k]) {
+      if (k != first[cell]) rc = eng_strbuild_append(c, &b, sep, seplen);
+      if (!rc) rc = eng_strbuild_append(c, &b, sv[k].data, sv[k].len);
+    }
+  }
+  free(first), free(next), free(last);
+  if (rc) {
+    eng_strbuild_free(&b);
+    return rc;
+  }
+  return eng_strbuild_finish(c, &b, 0, &out);
 }

@@ -120,6 +120,7 @@ static const char *bookkeeping[] = {
     "StaticRegexReplace", "StaticRegexFullMatch", "RegexReplace", "RegexFullMatch", "StringSplitV2",
     "StringNGrams", "RaggedTensorToTensor", "MutableHashTableV2", "RaggedBincount",
     "LookupTableInsertV2", "LookupTableExportV2", "InitializeTableFromTextFileV2",
+    "UnsortedSegmentJoin",
     /* plan-internal ops of Pad folding: test_eng_compile.c */
     "_DepthwiseConv2dNativePadded", "_PadView"};
 
