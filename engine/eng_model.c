@@ -69,7 +69,7 @@ static td_code assign_slots(eng_model *m, td_err *err) {
     const eng_node *nd = eng_graph_node(m->g, i);
     m->node_slot[i] = -1;
     if (strcmp(nd->op, "VarHandleOp") && strcmp(nd->op, "VariableV2") &&
-        strcmp(nd->op, "HashTableV2"))
+        strcmp(nd->op, "HashTableV2") && strcmp(nd->op, "MutableHashTableV2"))
       continue; /* tables are slots too (eng_kernels_table.c) */
     const eng_attr *c = eng_node_attr(nd, "container");
     const eng_attr *s = eng_node_attr(nd, "shared_name");
@@ -242,6 +242,13 @@ td_code eng_model_restore(eng_model *m, const char *prefix, const char *key, eng
   if (!m->io.restore)
     return td_err_set(err, TD_FAILED_PRECONDITION, "no checkpoint reader to restore '%s'", key);
   return m->io.restore(m->io.ctx, prefix, key, dtype, out, err);
+}
+
+td_code eng_model_read_asset(eng_model *m, const char *path, char **data, size_t *len,
+                             td_err *err) {
+  if (!m->io.read_asset)
+    return td_err_set(err, TD_FAILED_PRECONDITION, "no asset reader to read '%s'", path);
+  return m->io.read_asset(m->io.ctx, path, data, len, err);
 }
 
 /* --- plans ------------------------------------------------------------- */

@@ -3,7 +3,7 @@
  * eng_model_create takes a top-level graph and its function library, flattens
  * function calls (eng_inline), and gives every variable (VarHandleOp /
  * VariableV2, keyed by container + shared_name as TensorFlow does) and
- * every lookup table (HashTableV2, keyed alike) a slot.
+ * every lookup table (HashTableV2, MutableHashTableV2, keyed alike) a slot.
  *
  * Running works like a TensorFlow Session: feeds (tensors that replace graph
  * tensors, cutting the graph there), fetches (tensors to return) and targets
@@ -35,6 +35,10 @@ typedef struct eng_io {
   /* Reads checkpoint tensor `key` from the bundle at `prefix`. */
   td_code (*restore)(void *ctx, const char *prefix, const char *key, eng_dtype dtype,
                      eng_tensor *out, td_err *err);
+  /* Reads the whole of asset file `path` (a vocabulary for
+   * InitializeTableFromTextFileV2) into *data (malloc'd, the caller frees)
+   * and *len. Optional: NULL fails such init ops cleanly. */
+  td_code (*read_asset)(void *ctx, const char *path, char **data, size_t *len, td_err *err);
   void *ctx;
 } eng_io;
 
@@ -117,6 +121,10 @@ bool eng_model_slot_initialized(eng_model *m, int64_t slot);
 td_code eng_model_slot_write(eng_model *m, int64_t slot, const eng_tensor *value, td_err *err);
 td_code eng_model_restore(eng_model *m, const char *prefix, const char *key, eng_dtype dtype,
                           eng_tensor *out, td_err *err);
+/* Reads an asset file through the io callbacks (FAILED_PRECONDITION
+ * without them, e.g. after eng_model_detach_io). */
+td_code eng_model_read_asset(eng_model *m, const char *path, char **data, size_t *len,
+                             td_err *err);
 
 /* --- for the device layer (device/) -------------------------------------- */
 /* The model's device state (weights on the device), opaque here; NULL on

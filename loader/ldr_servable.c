@@ -199,7 +199,22 @@ static td_code convert_signatures(const Tensorflow__MetaGraphDef *mg, ldr_servab
 typedef struct restore_ctx {
   const ldr_bundle *b;
   ldr_servable *sv;
+  const char *dir; /* the version directory: assets are read only below it */
 } restore_ctx;
+
+/* Asset files for init ops (vocabularies), read at load. Only files inside
+ * the version directory are read: a graph naming another path (or one
+ * climbing out with "..") fails its load. */
+#define MAX_ASSET_BYTES ((size_t)1 << 30)
+static td_code asset_read(void *ctx, const char *path, char **data, size_t *len, td_err *err) {
+  restore_ctx *rx = ctx;
+  size_t dl = strlen(rx->dir);
+  while (dl > 1 && rx->dir[dl - 1] == '/') dl--;
+  if (strncmp(path, rx->dir, dl) || path[dl] != '/' || strstr(path, "/../"))
+    return td_err_set(err, TD_INVALID_ARGUMENT, "asset '%s' is outside the version directory %s",
+                      path, rx->dir);
+  return td_file_read(path, MAX_ASSET_BYTES, (uint8_t **)data, len, err);
+}
 
 static td_code bundle_restore(void *ctx, const char *prefix, const char *key, eng_dtype dtype,
                               eng_tensor *out, td_err *err) {
@@ -474,8 +489,8 @@ td_code ldr_servable_load(const char *dir, int64_t version, const char *tags, ld
       goto done;
     }
   }
-  restore_ctx rx = {.b = bundle, .sv = sv};
-  eng_io io = {.restore = bundle_restore, .ctx = &rx};
+  restore_ctx rx = {.b = bundle, .sv = sv, .dir = dir};
+  eng_io io = {.restore = bundle_restore, .read_asset = asset_read, .ctx = &rx};
   rc = eng_model_create(g, lib, &io, &sv->model, err);
   if (rc) goto done;
   rc = restore_and_init(sv, mg, dir, bundle, prefix, err);

@@ -825,13 +825,25 @@ class StringHead(tf.Module):
                 "ranked": tf.gather(tiled, tf.argsort(-x, axis=1), batch_dims=1)}
 
 
-def export_coverage():
-    if os.path.isdir(p(COVERAGE_ROOT)):
-        shutil.rmtree(p(COVERAGE_ROOT))
+def export_coverage(only=None):
+    """Every coverage model, or (only: names) just those, the others' files
+    and entries left as they are."""
     out = {}
-    for name, (model, how, spec) in coverage_models().items():
+    if only:
+        with open(p(COVERAGE_JSON)) as f:
+            out = json.load(f)["models"]
+    elif os.path.isdir(p(COVERAGE_ROOT)):
+        shutil.rmtree(p(COVERAGE_ROOT))
+    models = {**coverage_models(), **text_coverage_models()}
+    for name, (model, how, spec) in models.items():
+        if only and name not in only:
+            continue
         rel = os.path.join(COVERAGE_ROOT, name, "1")
-        if how == "tf.saved_model.save(model)":
+        if only and os.path.isdir(p(os.path.dirname(rel))):
+            shutil.rmtree(p(os.path.dirname(rel)))
+        if how.startswith("TF1"):
+            model(p(rel))  # writes the SavedModel itself
+        elif how == "tf.saved_model.save(model)":
             tf.saved_model.save(model, p(rel))
         elif how == "tf.function":
             tf.saved_model.save(model, p(rel), signatures={"serving_default": model.serve})
@@ -852,6 +864,8 @@ def export_coverage():
     with open(p(COVERAGE_JSON), "w") as f:
         json.dump({"models": out}, f, indent=1, sort_keys=True)
         f.write("\n")
+    if only:
+        return
     # A model TensorFlow serves and tensord refuses at load (an Einsum that
     # sums a label away): the load must fail naming the node, while the
     # version before it keeps serving (tests/e2e/test_coverage.py).
@@ -870,6 +884,214 @@ class EinsumSummed(tf.Module):
     @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32, name="x")])
     def serve(self, x):
         return {"y": tf.einsum("ij,jk->i", x, self.w)}
+
+
+# --- text: strings, hashing, regexes, vocabularies (coverage models) ------
+TEXT_WORDS = ["Hello World", "  Mixed Case\t", "tab\tend ", "x,y.z!", "H\u00e9llo W\u00f6rld",
+              "abc", "The CAT, the dog.", "don't stop"]
+
+
+def text_coverage_models():
+    """The text half of the coverage set: name -> (model, how, spec), as
+    coverage_models()."""
+    import keras
+    from keras import layers
+    keras.utils.set_random_seed(0)
+    words = keras.Input((3,), dtype="string", name="words")
+    codes = keras.Input((2,), dtype="int64", name="codes")
+    hashing = keras.Model([words, codes], {
+        "fast": layers.Hashing(16)(words),
+        "salted": layers.Hashing(16, salt=[3, 5])(words),
+        "salt_int": layers.Hashing(8, salt=7)(words),
+        "codes": layers.Hashing(10)(codes)}, name="hashing")
+    # A text classifier's front: TextVectorization (lower_and_strip_punctuation,
+    # whitespace split, a vocabulary table, padded or cut to 6 tokens).
+    corpus = ["The cat sat on the mat.", "A dog, a cat!", "Dogs and cats don't mix",
+              "the END"]
+    text = keras.Input((1,), dtype="string", name="text")
+    tv = layers.TextVectorization(max_tokens=12, output_sequence_length=6)
+    tv.adapt(corpus)
+    tokens = tv(text)
+    emb = layers.GlobalAveragePooling1D()(layers.Embedding(12, 3)(tokens))
+    vectorize = keras.Model(text, {"tokens": tokens, "score": layers.Dense(2)(emb)},
+                            name="text_vectorization")
+    sentences = {"dtype": "string", "shape": [1], "gen": "words", "seed": 5,
+                 "words": ["The cat, the DOG!", "", "  mat  sat   on", "unknown words only",
+                           "cats; dogs: mix? (a)", "the the the the the the the the",
+                           "don't stop", "H\u00e9llo cat"]}
+    # The bag-of-words modes over unigrams and bigrams (RaggedBincount), and
+    # lookups turned back into words and codes (invert=True).
+    modes = {}
+    for mode in ("multi_hot", "count", "tf_idf"):
+        layer = layers.TextVectorization(max_tokens=10, output_mode=mode, ngrams=2)
+        layer.adapt(corpus)
+        modes[mode] = layer(text)
+    bags = keras.Model(text, modes, name="text_bags")
+    ids = keras.Input((3,), dtype="int64", name="ids")
+    inverted = keras.Model(ids, {
+        "words": layers.StringLookup(vocabulary=["cat", "dog", "bird"], invert=True)(ids),
+        "codes": layers.IntegerLookup(vocabulary=[7, 11, 42], invert=True)(ids)},
+        name="lookup_invert")
+    tf1_words = {"dtype": "string", "shape": [3], "gen": "words", "seed": 2,
+                 "words": ["cat", "dog", "emu", "bird", "", "fish", "yak", "owl"]}
+    return {
+        "tf1_vocab": (lambda path: export_tf1_vocab(path, legacy=False),
+                      "TF1 Builder, main_op, assets/", {"words": tf1_words}),
+        "tf1_vocab_legacy": (lambda path: export_tf1_vocab(path, legacy=True),
+                             "TF1 Builder, legacy_init_op, assets/", {"words": tf1_words}),
+        "text_bags": (bags, "model.export()", {"text": sentences}),
+        "lookup_invert": (inverted, "model.export()",
+                          {"ids": {"dtype": "int64", "shape": [3], "gen": "int", "mod": 5,
+                                   "seed": 1}}),
+        "text_vectorization": (vectorize, "model.export()", {"text": sentences}),
+        "text_ops": (TextOps(), "tf.function",
+                     {"text": dict(sentences, shape=[], seed=3)}),
+        # Keras Hashing with and without salt (Fingerprint64, SipHash-2-4),
+        # over strings and integers.
+        "hashing": (hashing, "model.export()",
+                    {"words": {"dtype": "string", "shape": [3], "gen": "words", "seed": 4,
+                               "words": ["cat", "dog", "", "H\u00e9llo", "a much longer word "
+                                         "that takes the block loop of the hash" * 2]},
+                     "codes": {"dtype": "int64", "shape": [2], "gen": "int", "mod": 1000,
+                               "seed": 3}}),
+        "string_ops": (StringOps(), "tf.function",
+                       {"text": {"dtype": "string", "shape": [2], "gen": "words", "seed": 1,
+                                 "words": TEXT_WORDS},
+                        "x": {"dtype": "float32", "shape": [2], "gen": "float", "seed": 5},
+                        "ids": {"dtype": "int64", "shape": [2], "gen": "int", "mod": 700,
+                                "seed": 2},
+                        "numbers": {"dtype": "string", "shape": [2], "gen": "words", "seed": 3,
+                                    "words": ["3.5", " -2 ", "1e3", "0.1", "-0", "inf"]},
+                        "counts": {"dtype": "string", "shape": [2], "gen": "words", "seed": 6,
+                                   "words": ["7", "-12", " 300", "+4", "2147483647"]}}),
+    }
+
+
+def export_tf1_vocab(path, legacy):
+    """A TF1 graph whose tables come from asset files (assets/vocab.txt, a
+    tab-separated assets/labels.tsv), initialised by the main op or the
+    legacy init op: words to ids (with and without OOV buckets, a cut
+    vocab_size), ids back to words, words to labels by column."""
+    import tempfile
+    v1 = tf.compat.v1
+    src = tempfile.mkdtemp()
+    vocab = os.path.join(src, "vocab.txt")
+    with open(vocab, "w") as f:
+        f.write("cat\ndog\nbird\r\nfish\nowl\n")
+    labels = os.path.join(src, "labels.tsv")
+    with open(labels, "w") as f:
+        f.write("cat\tfeline\t1\ndog\tcanine\t2\nowl\tstrigine\t3\n")
+    g = tf.Graph()
+    with g.as_default():
+        words = v1.placeholder(tf.string, [None, 3], name="words")
+        vocab_t = tf.constant(vocab, name="vocab_path")
+        labels_t = tf.constant(labels, name="labels_path")
+        v1.add_to_collection(v1.GraphKeys.ASSET_FILEPATHS, vocab_t)
+        v1.add_to_collection(v1.GraphKeys.ASSET_FILEPATHS, labels_t)
+        lines = tf.lookup.TextFileIndex
+
+        def by_line(**kw):
+            return tf.lookup.TextFileInitializer(vocab_t, tf.string, lines.WHOLE_LINE, tf.int64,
+                                                 lines.LINE_NUMBER, **kw)
+        ids = tf.lookup.StaticHashTable(by_line(), -1)
+        oov = tf.lookup.StaticVocabularyTable(by_line(), num_oov_buckets=3)
+        short = tf.lookup.StaticHashTable(by_line(vocab_size=3), -1)
+        back = tf.lookup.StaticHashTable(tf.lookup.TextFileInitializer(
+            vocab_t, tf.int64, lines.LINE_NUMBER, tf.string, lines.WHOLE_LINE), "UNK")
+        by_col = tf.lookup.StaticHashTable(tf.lookup.TextFileInitializer(
+            labels_t, tf.string, 0, tf.string, 1, delimiter="\t"), "?")
+        num_col = tf.lookup.StaticHashTable(tf.lookup.TextFileInitializer(
+            labels_t, tf.string, 0, tf.int64, 2, delimiter="\t"), -7)
+        # A mutable table filled by the init op: two inserts in order, the
+        # second overwriting a key of the first.
+        mutable = tf.lookup.experimental.MutableHashTable(tf.string, tf.int64, -5)
+        first = mutable.insert(tf.constant(["cat", "emu", "yak"]), tf.constant([10, 11, 12], tf.int64))
+        with tf.control_dependencies([first]):
+            second = mutable.insert(tf.constant(["yak", "owl"]), tf.constant([20, 21], tf.int64))
+        found = ids.lookup(words)
+        outs = {"ids": found, "oov_ids": oov.lookup(words), "short_ids": short.lookup(words),
+                "back": back.lookup(tf.maximum(found, 0)), "label": by_col.lookup(words),
+                "label_num": num_col.lookup(words), "inserted": mutable.lookup(words),
+                "inserted_size": tf.fill([tf.shape(words)[0]], mutable.size())}
+        init = tf.group(v1.tables_initializer(), second)
+        with v1.Session() as sess:
+            sess.run(init)
+            b = v1.saved_model.Builder(path)
+            sig = v1.saved_model.predict_signature_def({"words": words}, outs)
+            kw = {"legacy_init_op": init} if legacy else {"main_op": init}
+            b.add_meta_graph_and_variables(
+                sess, ["serve"], signature_def_map={"serving_default": sig},
+                assets_collection=v1.get_collection(v1.GraphKeys.ASSET_FILEPATHS), **kw)
+            b.save()
+    shutil.rmtree(src)
+
+
+class TextOps(tf.Module):
+    """Regexes, splits and n-grams as tf.strings pipelines use them: static
+    and tensor patterns, whitespace and separator splits into ragged
+    tensors, bigrams with and without padding, ragged results made dense."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def serve(self, text):
+        low = tf.strings.lower(text)
+        words = tf.strings.split(low)                                  # ragged [b, None]
+        grams = tf.strings.ngrams(words, 2, separator="_")
+        padded = tf.strings.ngrams(words, (1, 3), separator=" ", pad_values=("<s>", "</s>"),
+                                   padding_width=1)
+        short = tf.strings.ngrams(words, 4, preserve_short_sequences=True)
+        pattern = tf.constant("([a-z]+)'([a-z]+)")
+        return {
+            "stripped": tf.strings.regex_replace(low, r"[[:punct:]]", ""),
+            "first_vowel": tf.strings.regex_replace(text, "[aeiou]", "#", replace_global=False),
+            "swapped": tf.strings.regex_replace(low, pattern, r"\2'\1"),
+            "mentions_cat": tf.strings.regex_full_match(low, ".*\\bcats?\\b.*"),
+            "plain_words": tf.strings.regex_full_match(low, tf.constant("[a-z ]+")),
+            "words": words.to_tensor(default_value="<pad>"),
+            "word_count": words.row_lengths(),
+            "fixed_words": words.to_tensor(shape=[None, 3]),
+            "comma_split": tf.strings.split(text, sep=",", maxsplit=1).to_tensor(),
+            "bigrams": grams.to_tensor(),
+            "padded_grams": padded.to_tensor(),
+            "short_grams": short.to_tensor(),
+            "rejoined": tf.strings.reduce_join(words, axis=1, separator="+"),
+            "by_length": tf.strings.unsorted_segment_join(
+                words.flat_values, tf.minimum(tf.strings.length(words.flat_values), 4), 5,
+                separator=","),
+        }
+
+
+class StringOps(tf.Module):
+    """Elementwise string ops as tf.function pipelines put them: formatting
+    numbers, lengths, joins, case, whitespace, substrings, parsing numbers,
+    the legacy hash."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.string, name="text"),
+                                  tf.TensorSpec([None, 2], tf.float32, name="x"),
+                                  tf.TensorSpec([None, 2], tf.int64, name="ids"),
+                                  tf.TensorSpec([None, 2], tf.string, name="numbers"),
+                                  tf.TensorSpec([None, 2], tf.string, name="counts")])
+    def serve(self, text, x, ids, numbers, counts):
+        return {
+            "as_int": tf.strings.as_string(ids),
+            "as_fixed": tf.strings.as_string(x, precision=3),
+            "as_sci": tf.strings.as_string(x * 1000.0, scientific=True),
+            "as_short": tf.strings.as_string(x, shortest=True),
+            "as_padded": tf.strings.as_string(ids, width=5, fill="0"),
+            "as_bool": tf.strings.as_string(x > 0),
+            "bytes": tf.strings.length(text),
+            "chars": tf.strings.length(text, unit="UTF8_CHAR"),
+            "joined": tf.strings.join([text, "|", tf.strings.as_string(ids)], separator="-"),
+            "lower": tf.strings.lower(text),
+            "upper": tf.strings.upper(text),
+            "stripped": tf.strings.strip(text),
+            "substr": tf.strings.substr(text, 1, 3),
+            "substr_tail": tf.strings.substr(text, -2, 5),
+            "substr_chars": tf.strings.substr(text, 1, 4, unit="UTF8_CHAR"),
+            "legacy_bucket": tf.strings.to_hash_bucket(text, 100),
+            "number": tf.strings.to_number(numbers),
+            "count": tf.strings.to_number(counts, tf.int64),
+            "count32": tf.strings.to_number(counts, tf.int32),
+        }
 
 
 def large_models():
@@ -1177,6 +1399,10 @@ def main():
     if sys.argv[1:] == ["--coverage-ops"]:
         # Only the numeric, image and control-flow op models
         export_ops_models()
+        return
+    if sys.argv[1:2] == ["--coverage"]:
+        # Some of them: python3 scripts/make_fixtures.py --coverage NAME...
+        export_coverage(sys.argv[2:])
         return
     if sys.argv[1:] == ["--pbtxt"]:
         # Only the text-format copies: python3 scripts/make_fixtures.py --pbtxt

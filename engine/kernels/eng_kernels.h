@@ -280,6 +280,19 @@ td_code eng_k_hash_table(eng_kctx *c);
 td_code eng_k_lookup_table_import(eng_kctx *c);
 td_code eng_k_lookup_table_find(eng_kctx *c);
 td_code eng_k_lookup_table_size(eng_kctx *c);
+/* MutableHashTableV2 shares eng_k_hash_table; LookupTableInsertV2 (at
+ * load) replaces the table with the old entries and the new, later values
+ * winning; LookupTableExportV2 gives the distinct keys and their values in
+ * import order. */
+td_code eng_k_lookup_table_insert(eng_kctx *c);
+td_code eng_k_lookup_table_export(eng_kctx *c);
+/* eng_kernels_vocab.c: InitializeTableFromTextFileV2 (asset files, at load). */
+td_code eng_k_init_table_from_text_file(eng_kctx *c);
+/* Fills the table behind c's input 0 from keys (rank 1) and values (one
+ * row per key): a key given twice with different values is
+ * INVALID_ARGUMENT, or (last_wins) takes the later row. */
+td_code eng_table_import(eng_kctx *c, const eng_tensor *keys, const eng_tensor *values,
+                         bool last_wins);
 
 /* eng_kernels_count.c: Size, DenseBincount. */
 td_code eng_k_size(eng_kctx *c);
@@ -349,5 +362,57 @@ td_code eng_k_random_uniform(eng_kctx *c);
 td_code eng_k_random_standard_normal(eng_kctx *c);
 td_code eng_k_truncated_normal(eng_kctx *c);
 td_code eng_c_random(const eng_node *n, td_err *err);
+
+/* --- text: strings, hashing, regexes, ragged results ----------------------
+ * eng_kernels_string.c: a string output built element by element (add
+ * starts the next element, append extends it; finish allocates output
+ * `out` of shape s, which must hold exactly the elements added, and frees
+ * the builder either way). */
+typedef struct eng_strbuild {
+  char *bytes;
+  int64_t len, cap;
+  size_t *lens;
+  int64_t n, cap_n;
+} eng_strbuild;
+td_code eng_strbuild_add(eng_kctx *c, eng_strbuild *b, const char *s, size_t n);
+td_code eng_strbuild_append(eng_kctx *c, eng_strbuild *b, const char *s, size_t n);
+td_code eng_strbuild_finish(eng_kctx *c, eng_strbuild *b, int out, const eng_shape *s);
+void eng_strbuild_free(eng_strbuild *b);
+td_code eng_k_as_string(eng_kctx *c);
+td_code eng_k_string_length(eng_kctx *c);
+td_code eng_k_string_join(eng_kctx *c);
+td_code eng_k_string_lower(eng_kctx *c);
+td_code eng_k_string_upper(eng_kctx *c);
+td_code eng_k_string_strip(eng_kctx *c);
+td_code eng_k_substr(eng_kctx *c);
+td_code eng_k_string_to_number(eng_kctx *c);
+/* Equal / NotEqual: strings compared here (broadcasting), others by eng_k_compare. */
+td_code eng_k_equal_any(eng_kctx *c);
+td_code eng_k_unsorted_segment_join(eng_kctx *c);
+td_code eng_c_as_string(const eng_node *n, td_err *err);        /* T and format attrs */
+td_code eng_c_string_unit(const eng_node *n, td_err *err);      /* unit BYTE or UTF8_CHAR */
+td_code eng_c_string_case(const eng_node *n, td_err *err);      /* encoding "" (ASCII) */
+td_code eng_c_string_to_number(const eng_node *n, td_err *err); /* out_type float/int 32/64 */
+
+/* eng_kernels_hash.c: StringToHashBucketFast / Strong / (legacy). */
+td_code eng_k_string_to_hash_bucket_fast(eng_kctx *c);
+td_code eng_k_string_to_hash_bucket_strong(eng_kctx *c);
+td_code eng_k_string_to_hash_bucket(eng_kctx *c);
+
+/* eng_kernels_regex.c: StaticRegexReplace / StaticRegexFullMatch (pattern
+ * compiled by the check), RegexReplace / RegexFullMatch (pattern input). */
+td_code eng_k_static_regex_replace(eng_kctx *c);
+td_code eng_k_static_regex_full_match(eng_kctx *c);
+td_code eng_k_regex_replace(eng_kctx *c);
+td_code eng_k_regex_full_match(eng_kctx *c);
+td_code eng_c_static_regex(const eng_node *n, td_err *err); /* RE2 present, pattern compiles */
+td_code eng_c_regex(const eng_node *n, td_err *err);        /* RE2 present */
+
+/* eng_kernels_ragged.c: StringSplitV2, StringNGrams, RaggedTensorToTensor,
+ * RaggedBincount. */
+td_code eng_k_string_split_v2(eng_kctx *c);
+td_code eng_k_string_ngrams(eng_kctx *c);
+td_code eng_k_ragged_tensor_to_tensor(eng_kctx *c);
+td_code eng_k_ragged_bincount(eng_kctx *c);
 
 #endif

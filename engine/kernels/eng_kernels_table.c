@@ -8,6 +8,9 @@
  * import, so any number of requests may read it at once; it goes with the
  * slot, when the model (the version) is freed.
  *
+ * MutableHashTableV2 is the same slot; LookupTableInsertV2 and
+ * InitializeTableFromTextFileV2 (eng_kernels_vocab.c) fill it at load too.
+ *
  * Keys: string, int64 or int32; values: any fixed-size dtype or string,
  * one row (values.shape[1:]) per key. A key imported twice with different
  * values is INVALID_ARGUMENT, as TensorFlow's static HashTable reports. */
@@ -99,9 +102,12 @@ static td_code want_table_handle(eng_kctx *c) {
 }
 
 td_code eng_k_lookup_table_import(eng_kctx *c) {
+  return eng_table_import(c, &c->in[1], &c->in[2], false);
+}
+
+td_code eng_table_import(eng_kctx *c, const eng_tensor *k, const eng_tensor *v, bool last_wins) {
   td_code rc = want_table_handle(c);
   if (rc) return rc;
-  const eng_tensor *k = &c->in[1], *v = &c->in[2];
   if (!key_type(k->dtype))
     return eng_kfail(c, TD_UNIMPLEMENTED, "tables keyed by %s", eng_dtype_name(k->dtype));
   if (v->dtype != ENG_DT_STRING && !eng_dtype_size(v->dtype))
@@ -131,7 +137,9 @@ td_code eng_k_lookup_table_import(eng_kctx *c) {
     for (; t->index[at] >= 0; at = (at + 1) & (uint64_t)(t->cap - 1))
       if (key_equal(k, t->index[at], k, i)) break;
     if (t->index[at] >= 0) {
-      if (!rows_equal(v, t->row, t->index[at], i)) {
+      if (last_wins) {
+        t->index[at] = i;
+      } else if (!rows_equal(v, t->row, t->index[at], i)) {
         eng_tensor_release(&var);
         return eng_kfail(c, TD_INVALID_ARGUMENT, "HashTable has different value for same key");
       }
@@ -231,6 +239,74 @@ td_code eng_k_lookup_table_size(eng_kctx *c) {
     for (int64_t i = 0; i < t->cap; i++) size += t->index[i] >= 0;
     *(int64_t *)eng_tensor_data(&c->out[0]) = size;
   }
+  eng_tensor_release(&hold);
+  return rc;
+}
+
+/* --- mutable tables: insert and export, at load --------------------------
+ * A MutableHashTableV2 is the same slot and table; LookupTableInsertV2 (an
+ * init op) builds a new table from the old entries followed by the new,
+ * the later value winning for a key, and replaces the slot's. Serving
+ * plans only read tables (ENG_OP_STATEFUL keeps inserts out of them). */
+
+/* Runs an element-moving kernel on three inputs (a, b, an int32 scalar)
+ * into *out, for the table's own tensors. */
+static td_code move3(eng_kctx *c, eng_kernel_fn fn, const eng_tensor *a, const eng_tensor *b,
+                     int32_t arg, eng_tensor *out) {
+  eng_tensor in[3] = {*a, *b, {0}};
+  eng_shape sc = eng_shape_scalar();
+  td_code rc = eng_tensor_alloc(&in[2], ENG_DT_INT32, &sc, c->err);
+  if (rc) return rc;
+  *(int32_t *)eng_tensor_data(&in[2]) = arg;
+  eng_kctx sub = *c;
+  sub.in = in;
+  sub.n_in = 3;
+  sub.out = out;
+  sub.n_out = 1;
+  sub.epi = NULL;
+  rc = fn(&sub);
+  eng_tensor_release(&in[2]);
+  return rc;
+}
+
+td_code eng_k_lookup_table_insert(eng_kctx *c) {
+  td_code rc = want_table_handle(c);
+  if (rc) return rc;
+  if (!eng_model_slot_initialized(c->model, eng_tensor_handle(&c->in[0])))
+    return eng_table_import(c, &c->in[1], &c->in[2], true);
+  eng_tensor hold = {0}, keys = {0}, values = {0};
+  const table *t;
+  if ((rc = table_of(c, &hold, &t))) return rc;
+  if (t->keys.dtype != c->in[1].dtype || t->values.dtype != c->in[2].dtype)
+    rc = eng_kfail(c, TD_INVALID_ARGUMENT, "Expected (%s, %s) keys and values, got (%s, %s)",
+                   eng_dtype_name(t->keys.dtype), eng_dtype_name(t->values.dtype),
+                   eng_dtype_name(c->in[1].dtype), eng_dtype_name(c->in[2].dtype));
+  if (!rc) rc = move3(c, eng_k_concat_v2_any, &t->keys, &c->in[1], 0, &keys);
+  if (!rc) rc = move3(c, eng_k_concat_v2_any, &t->values, &c->in[2], 0, &values);
+  eng_tensor_release(&hold); /* the slot keeps the old table until replaced */
+  if (!rc) rc = eng_table_import(c, &keys, &values, true);
+  eng_tensor_release(&keys);
+  eng_tensor_release(&values);
+  return rc;
+}
+
+td_code eng_k_lookup_table_export(eng_kctx *c) {
+  eng_tensor hold = {0}, live = {0};
+  const table *t;
+  td_code rc = table_of(c, &hold, &t);
+  if (rc) return rc;
+  int64_t n = 0;
+  for (int64_t i = 0; i < t->cap; i++) n += t->index[i] >= 0;
+  eng_shape s = eng_shape_make(1, &n);
+  if (!(rc = eng_tensor_alloc(&live, ENG_DT_INT64, &s, c->err))) {
+    /* The live key numbers in import order: the table's own order. */
+    int64_t *ids = eng_tensor_data(&live), k = 0;
+    for (int64_t i = 0; i < t->n; i++)
+      if (table_find(t, &t->keys, i) == i) ids[k++] = i;
+    rc = move3(c, eng_k_gather_v2_any, &t->keys, &live, 0, &c->out[0]);
+    if (!rc) rc = move3(c, eng_k_gather_v2_any, &t->values, &live, 0, &c->out[1]);
+  }
+  eng_tensor_release(&live);
   eng_tensor_release(&hold);
   return rc;
 }

@@ -117,6 +117,14 @@ static const char *bookkeeping[] = {
     "ResourceGather",
     /* random sources: kernels/test_eng_kernels_random.c */
     "RandomStandardNormal", "RandomUniform", "TruncatedNormal",
+    /* text ops (strings in, strings out): kernels/test_eng_kernels_text.c,
+     * tests/e2e/test_coverage.py against TensorFlow */
+    "AsString", "StringJoin", "StringLength", "StringLower", "StringStrip", "StringToHashBucket",
+    "StringToHashBucketFast", "StringToHashBucketStrong", "StringToNumber", "StringUpper", "Substr",
+    "StaticRegexReplace", "StaticRegexFullMatch", "RegexReplace", "RegexFullMatch", "StringSplitV2",
+    "StringNGrams", "RaggedTensorToTensor", "MutableHashTableV2", "RaggedBincount",
+    "LookupTableInsertV2", "LookupTableExportV2", "InitializeTableFromTextFileV2",
+    "UnsortedSegmentJoin",
     /* plan-internal ops of Pad folding: test_eng_compile.c */
     "_DepthwiseConv2dNativePadded", "_PadView"};
 

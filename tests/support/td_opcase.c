@@ -36,6 +36,16 @@ void td_opcase_attrs(eng_graph *g, int id, const char *spec) {
       a->kind = ENG_ATTR_S;
       a->s.data = strdup(val);
       a->s.len = strlen(val);
+    } else if (!strcmp(kind, "ls")) { /* comma-separated strings */
+      a->kind = ENG_ATTR_LIST;
+      a->list_kind = ENG_ATTR_S;
+      a->ls = calloc(16, sizeof *a->ls);
+      for (const char *p = val; *p && a->n < 16;) {
+        size_t n = strcspn(p, ",");
+        a->ls[a->n].data = strndup(p, n);
+        a->ls[a->n++].len = n;
+        p += n + (p[n] == ',');
+      }
     } else if (!strcmp(kind, "lf")) {
       a->kind = ENG_ATTR_LIST;
       a->list_kind = ENG_ATTR_F;

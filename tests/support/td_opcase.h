@@ -20,7 +20,7 @@ typedef struct td_tv {
 
 typedef struct td_opcase {
   const char *op;
-  const char *attrs; /* "name=kind:value;..." kinds b i f s t li */
+  const char *attrs; /* "name=kind:value;..." kinds b i f s t li lf ls */
   int n_in;
   td_tv in[5];
   int n_out;

@@ -122,11 +122,99 @@ START_TEST(uninitialised_and_conflicting_tables_fail_cleanly) {
 }
 END_TEST
 
+/* A mutable table filled by two inserts (the second overwriting "cat"),
+ * exported; a table read from a text file through the io callbacks
+ * (whole line -> line number, a "\r\n" line, a cut vocab_size), and a
+ * file with too few columns. */
+static const char vocab[] = "cat\tfeline\ndog\r\nemu\tbird\n";
+
+static td_code read_vocab(void *ctx, const char *path, char **data, size_t *len, td_err *err) {
+  (void)ctx;
+  if (strcmp(path, "assets/vocab.txt")) return td_err_set(err, TD_NOT_FOUND, "no %s", path);
+  *data = malloc(sizeof vocab);
+  memcpy(*data, vocab, sizeof vocab);
+  *len = sizeof vocab - 1;
+  return TD_OK;
+}
+
+static eng_model *build_mutable(const char *value_index, int64_t vocab_size) {
+  eng_graph *g = eng_graph_create();
+  int t = add(g, "mutable", "MutableHashTableV2", 1, 0, NULL);
+  int k1 = cnst(g, "k1", strings(2, (const char *[]){"cat", "dog"}));
+  int v1 = cnst(g, "v1", ints(1, 2, (int64_t[]){1, 2}));
+  int k2 = cnst(g, "k2", strings(2, (const char *[]){"emu", "cat"}));
+  int v2 = cnst(g, "v2", ints(1, 2, (int64_t[]){3, 4}));
+  int i1 = add(g, "insert1", "LookupTableInsertV2", 0, 3, (int[]){t, k1, v1});
+  int i2 = add(g, "insert2", "LookupTableInsertV2", 0, 3, (int[]){t, k2, v2});
+  eng_graph_add_ctrl(g, i2, i1, NULL);
+  add(g, "export", "LookupTableExportV2", 2, 1, (int[]){t});
+  int f = add(g, "file_table", "HashTableV2", 1, 0, NULL);
+  int fn = cnst(g, "fn", strings(1, (const char *[]){"assets/vocab.txt"}));
+  fn = add(g, "fn_id", "Identity", 1, 1, (int[]){fn});
+  int init = add(g, "from_file", "InitializeTableFromTextFileV2", 0, 2, (int[]){f, fn});
+  eng_attr *a = eng_graph_add_attr(g, init, "key_index");
+  a->kind = ENG_ATTR_I;
+  a->i = -2;
+  a = eng_graph_add_attr(g, init, "value_index");
+  a->kind = ENG_ATTR_I;
+  a->i = strcmp(value_index, "line") ? 1 : -1;
+  a = eng_graph_add_attr(g, init, "vocab_size");
+  a->kind = ENG_ATTR_I;
+  a->i = vocab_size;
+  int q = add(g, "q", "Placeholder", 1, 0, NULL);
+  int d = cnst(g, "d", ints(0, 1, (int64_t[]){-1}));
+  add(g, "find", "LookupTableFindV2", 1, 3, (int[]){f, q, d});
+  eng_io io = {.read_asset = read_vocab};
+  eng_model *m = NULL;
+  ck_assert_int_eq(eng_model_create(g, NULL, &io, &m, NULL), TD_OK);
+  return m;
+}
+
+START_TEST(mutable_tables_insert_export_and_text_files) {
+  eng_model *m = build_mutable("line", 2);
+  td_err err;
+  td_err_clear(&err);
+  const char *targets[] = {"insert2", "from_file"};
+  ck_assert_msg(eng_model_run(m, 0, NULL, 0, NULL, NULL, 2, targets, &err) == TD_OK, "%s", err.msg);
+  eng_feed feed = {"q", strings(3, (const char *[]){"dog", "cat\tfeline", "emu\tbird"})};
+  const char *fetch[] = {"export:0", "export:1", "find"};
+  eng_tensor out[3] = {0};
+  ck_assert_msg(eng_model_run(m, 1, &feed, 3, fetch, out, 0, NULL, &err) == TD_OK, "%s", err.msg);
+  ck_assert_int_eq(eng_tensor_numel(&out[0]), 3);
+  const char *want_keys[] = {"dog", "emu", "cat"};
+  const int64_t want_vals[] = {2, 3, 4}, *vals = eng_tensor_data(&out[1]);
+  for (int i = 0; i < 3; i++) {
+    eng_str k = eng_tensor_strs(&out[0])[i];
+    ck_assert(k.len == strlen(want_keys[i]) && !memcmp(k.data, want_keys[i], k.len));
+    ck_assert_int_eq(vals[i], want_vals[i]);
+  }
+  const int64_t *ids = eng_tensor_data(&out[2]);
+  ck_assert(ids[0] == 1 && ids[1] == 0 && ids[2] == -1); /* vocab_size 2 */
+  for (int i = 0; i < 3; i++) eng_tensor_release(&out[i]);
+  eng_tensor_release(&feed.tensor);
+  eng_model_destroy(m);
+
+  m = build_mutable("column", -1); /* "dog" has no column 1 */
+  td_err_clear(&err);
+  const char *file[] = {"from_file"};
+  ck_assert_int_eq(eng_model_run(m, 0, NULL, 0, NULL, NULL, 1, file, &err), TD_INVALID_ARGUMENT);
+  ck_assert_msg(
+      strstr(err.msg, "from_file") && strstr(err.msg, "Invalid number of columns in line 1"), "%s",
+      err.msg);
+  eng_model_detach_io(m);
+  td_err_clear(&err);
+  ck_assert_int_eq(eng_model_run(m, 0, NULL, 0, NULL, NULL, 1, file, &err), TD_FAILED_PRECONDITION);
+  ck_assert_msg(strstr(err.msg, "from_file") && strstr(err.msg, "no asset reader"), "%s", err.msg);
+  eng_model_destroy(m);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("eng_kernels_table");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, find_hits_misses_and_strings);
   tcase_add_test(tc, uninitialised_and_conflicting_tables_fail_cleanly);
+  tcase_add_test(tc, mutable_tables_insert_export_and_text_files);
   suite_add_tcase(s, tc);
   return s;
 }
