@@ -2,6 +2,7 @@
 HTTP to it with the standard library only (no TensorFlow needed)."""
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -118,3 +119,43 @@ def model_copy(tmp_path):
 def reference():
     with open(os.path.join(FIXTURES, "reference.json")) as f:
         return json.load(f)
+
+
+def wait_for(cond, what, timeout=60):
+    """Polls cond() until it is true; fails naming `what` after `timeout` s.
+    Tests wait on a state, never on a sleep: a loaded box is slow."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def metric_sum(s, name, **labels):
+    """The sum of the series of metric `name` whose labels include these
+    (needs --monitoring_config_file with prometheus enabled; 0: none)."""
+    status, _, raw = s.request("GET", "/monitoring/prometheus/metrics")
+    assert status == 200, raw
+    total = 0.0
+    for line in raw.decode().splitlines():
+        m = re.match(r"^([^{ #]+)(\{(.*)\})? (\S+)$", line)
+        if not m or m.group(1) != name:
+            continue
+        got = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(3) or ""))
+        if all(got.get(k) == v for k, v in labels.items()):
+            total += float(m.group(4))
+    return total
+
+
+def queue_depth(s, model):
+    """Requests of `model` submitted and not yet started, batching queues
+    included."""
+    return metric_sum(s, "tensord_queue_depth", model_name=model)
+
+
+def prometheus_flag(tmp_path):
+    """The flag that turns on /monitoring/prometheus/metrics."""
+    f = tmp_path / "prometheus-monitoring.txt"
+    f.write_text("prometheus_config { enable: true }\n")
+    return f"--monitoring_config_file={f}"

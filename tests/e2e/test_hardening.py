@@ -120,7 +120,7 @@ def test_nested_attr_version_fails_while_the_old_one_serves(serve, tmp_path):
     with open(tmp / "saved_model.pb", "ab") as f:
         f.write(deep_meta_graph(3000))  # a second MetaGraphDef, ~50 KB
     os.rename(tmp, bad)
-    deadline = time.time() + 30
+    deadline = time.time() + 60
     status = None
     while time.time() < deadline:
         code, body = s.json("GET", "/v1/models/hpt")
@@ -293,7 +293,7 @@ def test_skipped_version_names_are_logged_once(hpt):
     tmp = base / ".incoming"
     shutil.copytree(HPT, tmp)
     os.rename(tmp, base / "2")
-    deadline = time.time() + 30
+    deadline = time.time() + 60
     while time.time() < deadline:
         code, body = s.json("GET", "/v1/models/hpt/versions/2")
         if code == 200 and body["model_version_status"][0]["state"] == "AVAILABLE":
