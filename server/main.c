@@ -378,6 +378,7 @@ int main(int argc, char **argv) {
         .port = opt.rest_api_port,
         .n_threads = opt.rest_api_num_threads ? opt.rest_api_num_threads : 4 * cpu_count(),
         .max_body_bytes = (size_t)opt.rest_max_body_bytes,
+        .max_input_bytes = (size_t)opt.max_request_input_bytes,
         .timeout_ms = opt.rest_api_timeout_in_ms,
         .cors = opt.rest_api_enable_cors_support,
         .registry = registry,

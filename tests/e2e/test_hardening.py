@@ -196,6 +196,24 @@ def test_request_input_budget(serve, tmp_path):
         ch.close()
 
 
+def test_rest_input_budget(serve, tmp_path):
+    """The same budget on REST predict: a body (plain or gzip) whose inputs
+    would decode past it is 413 naming the sizes; within it, it serves."""
+    import gzip
+    base = tmp_path / "hpt"
+    shutil.copytree(HPT, base / "1")
+    s = serve("hpt", str(base), "--tensord_max_request_input_bytes=1000")
+    body = json.dumps({"instances": [1.0] * 300})  # 300 floats: 1200 bytes
+    for payload, headers in ((body.encode(), {}),
+                             (gzip.compress(body.encode()), {"Content-Encoding": "gzip"})):
+        status, _, raw = s.request("POST", "/v1/models/hpt:predict", payload, headers)
+        assert status == 413, raw
+        err = json.loads(raw)["error"]
+        assert "input 'x'" in err and "1200 bytes" in err and "1000" in err, err
+    status, out = s.json("POST", "/v1/models/hpt:predict", json.dumps({"inputs": [1.0, 3.0]}))
+    assert (status, out) == (200, {"outputs": [2.5, 3.5]})
+
+
 # --- 6: divergences from TF Serving ----------------------------------------------------------
 
 @pytest.mark.parametrize("dtype,want", [(101, "tensor parsing error: x"),
