@@ -302,6 +302,29 @@ def test_chunked_body_past_the_limit_gets_its_413(serve, tmp_path):
     assert rest_predict(s) == (200, {"predictions": [2.5]})
 
 
+HTTP_LAYER_ERRORS = [
+    ("uri too long", b"GET /v1/models/hpt" + b"a" * 70000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+    ("headers too large",
+     b"GET /v1/models/hpt HTTP/1.1\r\nHost: x\r\nX-A: " + b"b" * 40000 + b"\r\n\r\n", 431),
+    ("http version", b"GET /v1/models/hpt HTTP/2.0\r\nHost: x\r\n\r\n", 505),
+    ("chunk size", b"POST /v1/models/hpt:predict HTTP/1.1\r\nHost: x\r\n"
+     b"Transfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n", 400),
+    ("content length", b"POST /v1/models/hpt:predict HTTP/1.1\r\nHost: x\r\n"
+     b"Content-Length: abc\r\n\r\n{}", 400),
+]
+
+
+@pytest.mark.parametrize("what,data,want", HTTP_LAYER_ERRORS,
+                         ids=[c[0] for c in HTTP_LAYER_ERRORS])
+def test_http_layer_errors_answer_and_keep_serving(hpt, what, data, want):
+    # libmicrohttpd answers these itself, before any callback of ours runs,
+    # with its built-in (HTML) bodies: the status is what can be checked.
+    s, _ = hpt
+    status, _, _ = raw_http(s.rest_port, data)
+    assert status == want, what
+    assert rest_predict(s) == (200, {"predictions": [2.5]})
+
+
 def test_skipped_version_names_are_logged_once(hpt):
     s, base = hpt
     os.symlink("7", base / "7")  # a link to itself
