@@ -27,37 +27,57 @@ def free_port():
 
 class Server:
     def __init__(self, model_name, base_path, extra_args=()):
-        self.grpc_port = free_port()
-        self.rest_port = free_port()
-        self.args = [
-            BINARY,
-            f"--port={self.grpc_port}",
-            f"--rest_api_port={self.rest_port}",
-            f"--model_name={model_name}",
-            f"--model_base_path={base_path}",
-            *extra_args,
-        ]
-        self.log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"),
-                                     f"tensord-{self.rest_port}.log"), "w+")
-        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT)
-        self._wait_ready()
+        # A port found free can be taken by another process before tensord
+        # binds it (other test runs share the machine): then tensord exits
+        # naming the address in use, and it is started again on new ports.
+        for attempt in range(5):
+            self.grpc_port = free_port()
+            self.rest_port = free_port()
+            self.args = [
+                BINARY,
+                f"--port={self.grpc_port}",
+                f"--rest_api_port={self.rest_port}",
+                f"--model_name={model_name}",
+                f"--model_base_path={base_path}",
+                *extra_args,
+            ]
+            self.log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"),
+                                         f"tensord-{self.rest_port}.log"), "w+")
+            self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT)
+            try:
+                self._wait_ready()
+                return
+            except RuntimeError:
+                if attempt == 4 or "address in use" not in self.output():
+                    raise
+                self.log.close()
 
-    def _wait_ready(self, timeout=30):
+    def _wait_ready(self, timeout=120):
+        """Ready once tensord says its REST port is open (it opens gRPC
+        first) and is still running: a bare connect could reach another
+        process that holds the port."""
+        ready = f"Exporting HTTP/REST API at:localhost:{self.rest_port} "
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"tensord exited with {self.proc.returncode}:\n{self.output()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.rest_port), timeout=0.2):
-                    return
-            except OSError:
-                time.sleep(0.05)
+            if ready in self.output():
+                try:
+                    with socket.create_connection(("127.0.0.1", self.rest_port), timeout=5):
+                        pass
+                except OSError:
+                    pass
+                else:
+                    if self.proc.poll() is None:
+                        return
+            time.sleep(0.05)
         raise RuntimeError(f"tensord did not open its REST port:\n{self.output()}")
 
     def output(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()
+        # Read through a file of its own: seeking self.log would move the
+        # offset tensord writes at (the two share it) and garble the log.
+        with open(self.log.name, errors="replace") as f:
+            return f.read()
 
     def request(self, method, path, body=None, headers=None):
         """Returns (status, headers, raw body bytes)."""
@@ -78,7 +98,7 @@ class Server:
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=60)  # sanitizer builds check for leaks at exit
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()

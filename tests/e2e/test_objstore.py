@@ -28,7 +28,7 @@ POLL = ["--file_system_poll_wait_seconds=0.2", "--load_retry_interval_micros=300
 SECRET_MARK = "Zm9vYmFyc2VjcmV0"  # in the wrong secret: must never be logged
 
 
-def wait_port(port, proc=None, timeout=30):
+def wait_port(port, proc=None, timeout=60):
     deadline = time.time() + timeout
     while time.time() < deadline:
         if proc is not None and proc.poll() is not None:
@@ -41,7 +41,7 @@ def wait_port(port, proc=None, timeout=30):
     raise RuntimeError(f"nothing listens on {port}")
 
 
-def wait_for(cond, timeout=20.0, step=0.05):
+def wait_for(cond, timeout=60.0, step=0.05):
     deadline = time.time() + timeout
     while time.time() < deadline:
         v = cond()
