@@ -52,8 +52,8 @@ static const flag_def flags[] = {
     {"tensord_rest_max_body_bytes", FLAG_INT, OPT(rest_max_body_bytes),
      "largest REST request body, after gunzip; 413 above (default 268435456)"},
     {"tensord_max_request_input_bytes", FLAG_INT64, OPT(max_request_input_bytes),
-     "most bytes one gRPC request's input tensors may decode to; RESOURCE_EXHAUSTED above "
-     "(default 4294967296)"},
+     "most bytes one request's input tensors may decode to (gRPC, REST predict); "
+     "RESOURCE_EXHAUSTED (HTTP 413) above (default 4294967296)"},
     {"model_name", FLAG_STRING, OPT(model_name), "name of the served model (default \"default\")"},
     {"model_base_path", FLAG_STRING, OPT(model_base_path),
      "directory (or s3://bucket/prefix, gs://bucket/prefix) holding the model's numbered "

@@ -32,7 +32,13 @@ void ldr_mgr_queue_load(ldr_manager *m, mmodel *mm, mver *x) {
       m->jobs = j;
     m->jobs_tail = j;
     x->st = V_QUEUED;
-    ldr_mgr_set_reg(m, mm, x, LDR_STATE_START, NULL);
+    /* A retry stays LOADING with the last error, as in TF Serving, whose
+     * harness retries within one load: a status read between attempts
+     * must not see the version start over. */
+    if (x->attempts)
+      ldr_mgr_set_reg(m, mm, x, LDR_STATE_LOADING, &x->last_err);
+    else
+      ldr_mgr_set_reg(m, mm, x, LDR_STATE_START, NULL);
     uv_cond_signal(&m->work);
     return;
   }

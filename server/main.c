@@ -8,8 +8,10 @@
  * (and retries go on). A config file that does not parse, or labels that
  * cannot be applied, stop it as they stop TF Serving.
  *
- * Signals (the mask is set before any thread starts, so only the main
- * thread's libuv loop sees them): SIGHUP rereads --model_config_file;
+ * Signals (blocked in every thread of ours, handled by the main thread's
+ * libuv loop; the handlers are installed before the first load, as threads
+ * made before main, OpenBLAS's pool, do not block them): SIGHUP rereads
+ * --model_config_file;
  * SIGINT/SIGTERM stop the server. With --tensord_drain_seconds=N > 0 it
  * first drains as load balancers need: /readyz answers 503 and gRPC health
  * NOT_SERVING at once while every request is still served for N seconds
@@ -277,18 +279,10 @@ int main(int argc, char **argv) {
       .object_cache_dir = opt.object_cache_dir};
   mo.on_config = srv_reqlog_configure; /* logging_config, before the first config */
   srv_reqlog_start();
-  uint64_t ticket = 0;
-  if (ldr_registry_create(opt.saved_model_tags, &registry, &err) ||
-      ldr_manager_create(registry, &mo, &manager, &err) ||
-      ldr_manager_set_config(manager, &models, &ticket, &err)) {
-    cfg_model_config_free(&models);
-    td_log_error("%s", err.msg);
-    goto out;
-  }
-  cfg_model_config_free(&models);
-  srv_metrics_init(registry);
-
-  /* Signals work from here on, also while the first versions load. */
+  /* The handlers are in place before the first load starts: threads made
+   * before main (OpenBLAS's pool) do not block these signals, so a signal
+   * that came while the default action was still set would kill the
+   * process. The loop acts on it once the signals are unblocked below. */
   uv_loop_t *loop = uv_default_loop();
   uv_signal_t sig_int, sig_term, sig_hup;
   uv_signal_init(loop, &sig_int);
@@ -298,6 +292,18 @@ int main(int argc, char **argv) {
   uv_signal_start(&sig_int, on_signal, SIGINT);
   uv_signal_start(&sig_term, on_signal, SIGTERM);
   uv_signal_start(&sig_hup, on_sighup, SIGHUP);
+  uint64_t ticket = 0;
+  if (ldr_registry_create(opt.saved_model_tags, &registry, &err) ||
+      ldr_manager_create(registry, &mo, &manager, &err) ||
+      ldr_manager_set_config(manager, &models, &ticket, &err)) {
+    cfg_model_config_free(&models);
+    td_log_error("%s", err.msg);
+    goto out_loop;
+  }
+  cfg_model_config_free(&models);
+  srv_metrics_init(registry);
+
+  /* Signals work from here on, also while the first versions load. */
   pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
   td_code ready;
   while ((ready = ldr_manager_wait(manager, ticket, 20, &err)) == TD_DEADLINE_EXCEEDED &&
@@ -376,6 +382,7 @@ int main(int argc, char **argv) {
         .port = opt.rest_api_port,
         .n_threads = opt.rest_api_num_threads ? opt.rest_api_num_threads : 4 * cpu_count(),
         .max_body_bytes = (size_t)opt.rest_max_body_bytes,
+        .max_input_bytes = (size_t)opt.max_request_input_bytes,
         .timeout_ms = opt.rest_api_timeout_in_ms,
         .cors = opt.rest_api_enable_cors_support,
         .registry = registry,

@@ -60,7 +60,7 @@ int main(int argc, char **argv) {
       srv_json_format fmt;
       td_err err;
       if (srv_json_parse_request(body.data, body.len, &jr, &err) ||
-          srv_json_decode_predict(&jr, &sig, &t, &fmt, &err)) {
+          srv_json_decode_predict(&jr, &sig, 0, &t, &fmt, &err)) {
         fprintf(stderr, "decode failed: %s\n", err.msg);
         return 1;
       }

@@ -3,6 +3,7 @@
 while its model directory and config change under it.
 
   python3 bench/soak/soak.py [--minutes 10] [--clients 4] [--bin build/tensord]
+                             [--plot FILE.png]
 
 What happens, on a schedule measured from the start:
   * REST :predict and gRPC Predict clients, half each, in closed loops;
@@ -234,6 +235,7 @@ class Soak:
                     bad_path = self.drop_bad(bad)
                 next_bad += 10
             s = proc_stats(self.proc.pid)
+            s["t"] = now - t_start
             if now >= warm:
                 samples.append(s)
                 if warm_sample is None:
@@ -267,7 +269,45 @@ class Soak:
             "log": os.path.join(self.tmp, "tensord.log"),
         }
         print(json.dumps(report, indent=2))
+        if self.args.plot:
+            self.plot(samples, t_start)
         return 0 if failed == 0 and alive and rc == 0 else 1
+
+
+    def plot(self, samples, t_start):
+        """RSS, fds and threads over the run (after warm-up), swaps marked,
+        with the requests answered per second below."""
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        t = [s["t"] for s in samples]
+        fig, (ax, ax2, ax3) = plt.subplots(3, 1, figsize=(9, 7), sharex=True)
+        rss = [s["VmRSS"] / 1024 for s in samples]
+        ax.plot(t, rss, color="tab:blue")
+        ax.set_ylabel("RSS (MiB)")
+        ax.set_ylim(0, max(rss) * 1.2)
+        fds, thr = [s["fds"] for s in samples], [s["Threads"] for s in samples]
+        ax2.plot(t, fds, label="open fds", color="tab:green")
+        ax2.plot(t, thr, label="threads", color="tab:orange")
+        ax2.set_ylim(0, max(fds + thr) * 1.2)
+        ax2.legend(loc="lower right")
+        per_s = {}
+        for t0, _, ok in self.results:
+            if ok:
+                k = int(t0 - t_start)
+                per_s[k] = per_s.get(k, 0) + 1
+        ks = sorted(k for k in per_s if k >= t[0])
+        ax3.plot(ks, [per_s[k] for k in ks], color="tab:gray")
+        ax3.set_ylabel("answers / s")
+        ax3.set_xlabel("seconds since start")
+        for a in (ax, ax2, ax3):
+            for sw in self.swaps:
+                a.axvline(sw - t_start, color="tab:red", alpha=0.15, linewidth=0.8)
+        ax.set_title("Soak: %d requests, %d failed, %d swaps (red lines)"
+                     % (len(self.results), sum(1 for r in self.results if not r[2]),
+                        len(self.swaps)))
+        fig.tight_layout()
+        fig.savefig(self.args.plot, dpi=90)
 
 
 def main():
@@ -275,6 +315,7 @@ def main():
     ap.add_argument("--minutes", type=float, default=10)
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "tensord"))
+    ap.add_argument("--plot", help="draw RSS, fds, threads and throughput to this PNG")
     sys.exit(Soak(ap.parse_args()).run())
 
 

@@ -268,11 +268,35 @@ typedef struct slot {
   size_t *lens;
 } slot;
 
-static td_code alloc_input(eng_tensor *t, eng_dtype dt, const eng_shape *shape, slot *s,
-                           td_err *err) {
-  if (dt != ENG_DT_STRING) return eng_tensor_alloc(t, dt, shape, err);
+/* The bytes an input will take once allocated, as eng_tensor_alloc and
+ * eng_tensor_alloc_strings lay it out (a string tensor: a table entry and a
+ * NUL per element, then the bytes), saturating. */
+static size_t input_bytes(eng_dtype dt, int64_t n, const size_t *lens) {
+  unsigned __int128 b;
+  if (dt == ENG_DT_STRING) {
+    b = (unsigned __int128)n * (sizeof(eng_str) + 1);
+    for (int64_t i = 0; i < n; i++) b += lens[i];
+  } else {
+    b = (unsigned __int128)n * eng_dtype_size(dt);
+  }
+  return b > SIZE_MAX ? SIZE_MAX : (size_t)b;
+}
+
+/* Allocates an input once it fits what is left of the request's budget
+ * (*budget, in bytes), and takes its size from it. */
+static td_code alloc_input(eng_tensor *t, const ldr_tensor_info *ti, const eng_shape *shape,
+                           slot *s, size_t *budget, td_err *err) {
+  const eng_dtype dt = ti->dtype;
   int64_t n = eng_shape_numel(shape);
   if (n < 0) return td_err_set(err, TD_INTERNAL, "bad decoded shape");
+  size_t bytes = input_bytes(dt, n, s->lens);
+  if (bytes > *budget)
+    return td_err_set(err, TD_RESOURCE_EXHAUSTED,
+                      "input '%s': the tensor would take %zu bytes, more than the %zu this "
+                      "request may still use",
+                      ti->alias, bytes, *budget);
+  *budget -= bytes;
+  if (dt != ENG_DT_STRING) return eng_tensor_alloc(t, dt, shape, err);
   return eng_tensor_alloc_strings(t, shape, s->lens, err);
 }
 
@@ -285,7 +309,7 @@ static td_code alloc_lens(slot *s, const eng_shape *shape, td_err *err) {
 /* ----- columnar ----- */
 
 static td_code decode_columnar_one(const cJSON *v, const ldr_tensor_info *ti, eng_tensor *t,
-                                   td_err *err) {
+                                   size_t *budget, td_err *err) {
   slot s = {0};
   td_code rc = json_shape(v, ENG_MAX_RANK, &s.shape, err);
   if (rc) return rc;
@@ -298,7 +322,7 @@ static td_code decode_columnar_one(const cJSON *v, const ldr_tensor_info *ti, en
                  .err = err};
     rc = fill(&f, v, 0);
   }
-  if (!rc) rc = alloc_input(t, ti->dtype, &s.shape, &s, err);
+  if (!rc) rc = alloc_input(t, ti, &s.shape, &s, budget, err);
   if (!rc) {
     f = (filler){.dt = ti->dtype, .shape = s.shape, .pass = PASS_WRITE, .limit = n, .t = t,
                  .err = err};
@@ -309,13 +333,13 @@ static td_code decode_columnar_one(const cJSON *v, const ldr_tensor_info *ti, en
 }
 
 static td_code decode_columnar(const cJSON *val, const ldr_signature *sig, eng_tensor *inputs,
-                               td_err *err) {
+                               size_t *budget, td_err *err) {
   if (!cJSON_IsObject(val) || srv_json_is_b64_object(val)) {
     if (sig->n_inputs > 1)
       return td_err_set(err, TD_INVALID_ARGUMENT,
                         "inputs is a plain value/list, but expecting an object as multiple "
                         "input tensors required as per tensorinfo_map");
-    return decode_columnar_one(val, &sig->inputs[0], &inputs[0], err);
+    return decode_columnar_one(val, &sig->inputs[0], &inputs[0], budget, err);
   }
   for (int k = 0; k < sig->n_inputs; k++) {
     const char *name = sig->inputs[k].alias;
@@ -323,7 +347,7 @@ static td_code decode_columnar(const cJSON *val, const ldr_signature *sig, eng_t
     if (!item)
       return td_err_set(err, TD_INVALID_ARGUMENT, "Missing named input: %s in 'inputs' object.",
                         name);
-    td_code rc = decode_columnar_one(item, &sig->inputs[k], &inputs[k], err);
+    td_code rc = decode_columnar_one(item, &sig->inputs[k], &inputs[k], budget, err);
     if (rc) return rc;
   }
   return TD_OK;
@@ -450,7 +474,7 @@ static td_code walk_rows(const cJSON *instances, const ldr_tensor_info *ti, bool
 }
 
 static td_code decode_row(const cJSON *instances, const ldr_signature *sig, eng_tensor *inputs,
-                          td_err *err) {
+                          size_t *budget, td_err *err) {
   const cJSON *first = instances->child;
   const bool objects = is_element_object(first);
   /* TF tests IsObject() here, so a {"b64"} first element passes it and then
@@ -479,7 +503,7 @@ static td_code decode_row(const cJSON *instances, const ldr_signature *sig, eng_
       rc = alloc_lens(s, &shape, err);
       if (!rc) rc = walk_rows(instances, ti, objects, s, PASS_LENS, NULL, total, err);
     }
-    if (!rc) rc = alloc_input(&inputs[k], ti->dtype, &shape, s, err);
+    if (!rc) rc = alloc_input(&inputs[k], ti, &shape, s, budget, err);
     if (!rc) rc = walk_rows(instances, ti, objects, s, PASS_WRITE, &inputs[k], total, err);
   }
 out:
@@ -490,7 +514,8 @@ out:
 }
 
 td_code srv_json_decode_predict(const srv_json_request *r, const ldr_signature *sig,
-                                eng_tensor *inputs, srv_json_format *fmt, td_err *err) {
+                                size_t max_bytes, eng_tensor *inputs, srv_json_format *fmt,
+                                td_err *err) {
   if (!r || !r->root || !sig || (sig->n_inputs > 0 && !inputs) || !fmt)
     return td_err_set(err, TD_INTERNAL, "srv_json_decode_predict: missing argument");
   for (int k = 0; k < sig->n_inputs; k++) inputs[k] = (eng_tensor){0};
@@ -502,6 +527,7 @@ td_code srv_json_decode_predict(const srv_json_request *r, const ldr_signature *
   const cJSON *columns = cJSON_GetObjectItemCaseSensitive(root, "inputs");
   td_code rc;
   srv_json_format f;
+  size_t budget = max_bytes ? max_bytes : SIZE_MAX;
   if (instances && columns) {
     return value_error(err, TD_INVALID_ARGUMENT, "JSON Value: ", root,
                        " Not formatted correctly expecting only one of 'inputs' or 'instances' "
@@ -514,10 +540,10 @@ td_code srv_json_decode_predict(const srv_json_request *r, const ldr_signature *
       return value_error(err, TD_INVALID_ARGUMENT, "JSON Value: ", root,
                          " No values in 'instances' array");
     f = SRV_JSON_ROW;
-    rc = decode_row(instances, sig, inputs, err);
+    rc = decode_row(instances, sig, inputs, &budget, err);
   } else if (columns) {
     f = SRV_JSON_COLUMNAR;
-    rc = decode_columnar(columns, sig, inputs, err);
+    rc = decode_columnar(columns, sig, inputs, &budget, err);
   } else {
     return td_err_set(err, TD_INVALID_ARGUMENT, "Missing 'inputs' or 'instances' key");
   }

@@ -98,9 +98,14 @@ void srv_json_request_free(srv_json_request *r);
  * inputs[i] (an array of sig->n_inputs) gets sig->inputs[i], with that
  * input's declared dtype and the shape the JSON gives (the declared shape is
  * not checked here). *fmt tells which form the request used, so the
- * response can answer in kind. On failure every inputs[i] is empty. */
+ * response can answer in kind. The inputs together may take at most
+ * max_bytes (0: no bound; strings count their bytes, decoded from base64,
+ * plus a table entry and a NUL each): the input that would pass it fails
+ * RESOURCE_EXHAUSTED, naming its size and what was left, before anything
+ * of its own is allocated. On failure every inputs[i] is empty. */
 td_code srv_json_decode_predict(const srv_json_request *r, const ldr_signature *sig,
-                                eng_tensor *inputs, srv_json_format *fmt, td_err *err);
+                                size_t max_bytes, eng_tensor *inputs, srv_json_format *fmt,
+                                td_err *err);
 
 /* --- responses ----------------------------------------------------------- */
 

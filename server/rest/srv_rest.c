@@ -106,6 +106,7 @@ struct rest_req {
   bool suspended; /* waiting for its run */
   bool expired;   /* the run's deadline passed (set by the watcher) */
   bool too_large; /* the body passed the limit midway: discarding the rest */
+  bool decoded_too_large; /* its inputs would take more than a request may */
   size_t drained;
   bool gzip, z_open, z_end;
   z_stream z;
@@ -257,7 +258,8 @@ static enum MHD_Result send_error(rest_req *q, const td_err *e) {
   td_buf b;
   td_buf_init(&b);
   srv_json_encode_error(e->msg, &b);
-  return send_json(q, (unsigned)td_code_http(e->code), &b);
+  return send_json(q, q->decoded_too_large ? MHD_HTTP_CONTENT_TOO_LARGE : td_code_http(e->code),
+                   &b);
 }
 
 /* Answers 413 at once; MHD then closes the connection without reading the
@@ -477,7 +479,8 @@ static enum MHD_Result handle_preflight(rest_req *q, const char *method, const c
 /* Decodes the body into the run's inputs (after the call has begun). */
 static td_code decode_inputs(rest_run *r, const srv_json_request *jr, td_err *err) {
   if (r->kind == SRV_ROUTE_PREDICT)
-    return srv_json_decode_predict(jr, r->call.sig, r->call.inputs, &r->fmt, err);
+    return srv_json_decode_predict(jr, r->call.sig, r->srv->api.max_input_bytes, r->call.inputs,
+                                   &r->fmt, err);
   srv_infer_kind kind = r->kind == SRV_ROUTE_CLASSIFY ? SRV_INFER_CLASSIFY : SRV_INFER_REGRESS;
   srv_json_examples ex;
   td_code rc = srv_json_decode_examples(jr, &ex, err);
@@ -536,6 +539,9 @@ static td_code start_run(rest_req *q, td_err *err, bool *ran) {
                                                                     : SRV_SIG_ERRORS_INFER};
   rc = srv_call_begin(&r->call, &s->api, &spec, err);
   if (!rc) rc = decode_inputs(r, &jr, err);
+  /* A body that decodes past what a request may use is too large (413),
+   * as one past the body limit is; a full queue stays 429. */
+  if (rc == TD_RESOURCE_EXHAUSTED) q->decoded_too_large = true;
   srv_json_request_free(&jr);
 begun:
   if (rc) {
@@ -906,7 +912,8 @@ td_code srv_rest_start(const srv_rest_options *opt, srv_rest **out, td_err *err)
                      .batcher = opt->batcher,
                      .manager = opt->manager,
                      .stats = opt->stats,
-                     .repo = opt->repo};
+                     .repo = opt->repo,
+                     .max_input_bytes = opt->max_input_bytes};
   if (uv_mutex_init(&s->mu) || uv_cond_init(&s->cv)) {
     free(s);
     return td_err_set(err, TD_INTERNAL, "REST: cannot create locks");

@@ -62,6 +62,10 @@ typedef struct srv_rest_options {
   int port;
   int n_threads;         /* MHD polling threads (>= 1) */
   size_t max_body_bytes; /* request bodies above this get 413 */
+  /* Most bytes one predict request's decoded inputs may take (0: no
+   * bound); a body that would decode past it gets 413 before the input
+   * that passes it is allocated. */
+  size_t max_input_bytes;
   int timeout_ms;        /* model-run deadline; <= 0: none */
   bool cors;             /* --rest_api_enable_cors_support */
   ldr_registry *registry;

@@ -92,6 +92,17 @@ static void wait_done(int n) {
   uv_mutex_unlock(&done_mu);
 }
 
+/* Waits until the batcher has sent `n` batches to the engine queue: a
+ * batch counted there no longer takes tasks, however slow the box is. */
+static void wait_batches(bat_batcher *b, uint64_t n) {
+  for (;;) {
+    bat_batcher_stats st;
+    bat_batcher_get_stats(b, &st);
+    if (st.batches >= n) return;
+    uv_sleep(1);
+  }
+}
+
 /* A task of `rows` x `cols` distinct values seeded by id. */
 static void req_init(req *r, fixture *f, int id, int64_t rows, int64_t cols, float mul, float add) {
   memset(r, 0, sizeof *r);
@@ -253,7 +264,7 @@ START_TEST(test_padding_to_allowed_sizes) {
   req r[4];
   req_init(&r[0], &f, 0, 1, 3, 2.0f, 1.0f);
   ck_assert_int_eq(bat_batcher_submit(b, &r[0].t, NULL), TD_OK);
-  uv_sleep(50); /* r[0]'s batch is now waiting in the engine queue */
+  wait_batches(b, 1); /* r[0]'s batch has left for the engine queue */
   for (int i = 1; i < 4; i++) {
     req_init(&r[i], &f, i, 1, 3, 2.0f, 1.0f);
     ck_assert_int_eq(bat_batcher_submit(b, &r[i].t, NULL), TD_OK);
@@ -350,7 +361,7 @@ START_TEST(test_shapes_and_signatures_never_mix) {
    * gate, so r[0] and r[1] gather into one batch. */
   req_init(&r[2], &f1, 2, 1, 4, 2.0f, 1.0f);
   ck_assert_int_eq(bat_batcher_submit(b, &r[2].t, NULL), TD_OK);
-  uv_sleep(50);
+  wait_batches(b, 1);
   req_init(&r[0], &f1, 0, 1, 3, 2.0f, 1.0f);
   req_init(&r[1], &f1, 1, 2, 5, 2.0f, 1.0f);
   for (int i = 0; i < 2; i++) ck_assert_int_eq(bat_batcher_submit(b, &r[i].t, NULL), TD_OK);
@@ -392,7 +403,7 @@ START_TEST(test_full_queue_is_rejected_at_once) {
   /* r0 is dispatched (the batch thread is free) and waits behind the gate;
    * r1 and r2 fill the one allowed waiting batch; r3 finds the queue full. */
   ck_assert_int_eq(bat_batcher_submit(b, &r[0].t, NULL), TD_OK);
-  uv_sleep(50);
+  wait_batches(b, 1);
   ck_assert_int_eq(bat_batcher_submit(b, &r[1].t, NULL), TD_OK);
   ck_assert_int_eq(bat_batcher_submit(b, &r[2].t, NULL), TD_OK);
   td_err err;
@@ -449,7 +460,7 @@ START_TEST(test_expired_tasks_are_dropped_from_their_batch) {
   req r[4];
   for (int i = 0; i < 4; i++) req_init(&r[i], &f, i, 1 + i, 2, 2.0f, 1.0f);
   ck_assert_int_eq(bat_batcher_submit(b, &r[0].t, NULL), TD_OK); /* waits behind the gate */
-  uv_sleep(50);
+  wait_batches(b, 1);
   r[2].t.deadline_ns = uv_hrtime() + 5 * 1000 * 1000; /* 5 ms: passes while queued */
   for (int i = 1; i < 4; i++) ck_assert_int_eq(bat_batcher_submit(b, &r[i].t, NULL), TD_OK);
   uv_sleep(50);
@@ -469,13 +480,16 @@ START_TEST(test_expired_tasks_are_dropped_from_their_batch) {
 END_TEST
 
 /* Per-model parameters: "small" has its own limits and a queue timeout. */
+/* "small"'s queue timeout, read each time its queue is made. */
+static _Atomic int64_t small_timeout_us;
+
 static bool small_model(void *ctx, const char *model, cfg_batching *out, int64_t *timeout_us) {
   (void)ctx;
   *timeout_us = 0;
   if (strcmp(model, "small")) return false;
   cfg_batching_defaults(out, 1);
   out->max_batch_size = out->max_execution_batch_size = 2;
-  *timeout_us = 5000;
+  *timeout_us = atomic_load(&small_timeout_us);
   return true;
 }
 
@@ -486,6 +500,7 @@ START_TEST(test_per_model_parameters_and_queue_timeout) {
   bat_queue *q;
   ck_assert_int_eq(bat_queue_create(1, 64, &q, NULL), TD_OK);
   cfg_batching p = params(16, 0, 1);
+  atomic_store(&small_timeout_us, 5000);
   bat_batcher *b;
   ck_assert_int_eq(bat_batcher_create(&p, q, small_model, NULL, &b, NULL), TD_OK);
   req r[4];
@@ -512,7 +527,11 @@ START_TEST(test_per_model_parameters_and_queue_timeout) {
   gate_release(&g);
   wait_done(2);
   ck_assert_int_eq(r[2].t.code, TD_DEADLINE_EXCEEDED);
-  ck_assert_int_eq(bat_batcher_submit(b, &r[3].t, NULL), TD_OK); /* nothing in the way now */
+  /* Nothing in the way now: the model's next queue (its last one went with
+   * r[2]) takes a minute's timeout, as 5 ms without a wait cannot be
+   * promised on a loaded box. */
+  atomic_store(&small_timeout_us, 60 * 1000 * 1000);
+  ck_assert_int_eq(bat_batcher_submit(b, &r[3].t, NULL), TD_OK);
   wait_done(3);
   req_check(&r[3]);
   for (int i = 0; i < 4; i++) req_free(&r[i]);
@@ -725,7 +744,7 @@ START_TEST(test_string_tensors_merge_and_split_back) {
   for (int i = 0; i < 3; i++) {
     sreq_init(&r[i], &f.sig, i, rows[i]);
     ck_assert_int_eq(bat_batcher_submit(b, &r[i].t, NULL), TD_OK);
-    if (i == 0) uv_sleep(50); /* r[0]'s batch is waiting behind the gate */
+    if (i == 0) wait_batches(b, 1); /* r[0]'s batch is waiting behind the gate */
   }
   /* 5 rows do not fit the 3 left in the open batch: a batch of their own,
    * not split. */

@@ -2,6 +2,7 @@
 HTTP to it with the standard library only (no TensorFlow needed)."""
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -26,37 +27,57 @@ def free_port():
 
 class Server:
     def __init__(self, model_name, base_path, extra_args=()):
-        self.grpc_port = free_port()
-        self.rest_port = free_port()
-        self.args = [
-            BINARY,
-            f"--port={self.grpc_port}",
-            f"--rest_api_port={self.rest_port}",
-            f"--model_name={model_name}",
-            f"--model_base_path={base_path}",
-            *extra_args,
-        ]
-        self.log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"),
-                                     f"tensord-{self.rest_port}.log"), "w+")
-        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT)
-        self._wait_ready()
+        # A port found free can be taken by another process before tensord
+        # binds it (other test runs share the machine): then tensord exits
+        # naming the address in use, and it is started again on new ports.
+        for attempt in range(5):
+            self.grpc_port = free_port()
+            self.rest_port = free_port()
+            self.args = [
+                BINARY,
+                f"--port={self.grpc_port}",
+                f"--rest_api_port={self.rest_port}",
+                f"--model_name={model_name}",
+                f"--model_base_path={base_path}",
+                *extra_args,
+            ]
+            self.log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"),
+                                         f"tensord-{self.rest_port}.log"), "w+")
+            self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT)
+            try:
+                self._wait_ready()
+                return
+            except RuntimeError:
+                if attempt == 4 or "address in use" not in self.output():
+                    raise
+                self.log.close()
 
-    def _wait_ready(self, timeout=30):
+    def _wait_ready(self, timeout=120):
+        """Ready once tensord says its REST port is open (it opens gRPC
+        first) and is still running: a bare connect could reach another
+        process that holds the port."""
+        ready = f"Exporting HTTP/REST API at:localhost:{self.rest_port} "
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"tensord exited with {self.proc.returncode}:\n{self.output()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.rest_port), timeout=0.2):
-                    return
-            except OSError:
-                time.sleep(0.05)
+            if ready in self.output():
+                try:
+                    with socket.create_connection(("127.0.0.1", self.rest_port), timeout=5):
+                        pass
+                except OSError:
+                    pass
+                else:
+                    if self.proc.poll() is None:
+                        return
+            time.sleep(0.05)
         raise RuntimeError(f"tensord did not open its REST port:\n{self.output()}")
 
     def output(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()
+        # Read through a file of its own: seeking self.log would move the
+        # offset tensord writes at (the two share it) and garble the log.
+        with open(self.log.name, errors="replace") as f:
+            return f.read()
 
     def request(self, method, path, body=None, headers=None):
         """Returns (status, headers, raw body bytes)."""
@@ -77,7 +98,7 @@ class Server:
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=60)  # sanitizer builds check for leaks at exit
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
@@ -118,3 +139,43 @@ def model_copy(tmp_path):
 def reference():
     with open(os.path.join(FIXTURES, "reference.json")) as f:
         return json.load(f)
+
+
+def wait_for(cond, what, timeout=60):
+    """Polls cond() until it is true; fails naming `what` after `timeout` s.
+    Tests wait on a state, never on a sleep: a loaded box is slow."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def metric_sum(s, name, **labels):
+    """The sum of the series of metric `name` whose labels include these
+    (needs --monitoring_config_file with prometheus enabled; 0: none)."""
+    status, _, raw = s.request("GET", "/monitoring/prometheus/metrics")
+    assert status == 200, raw
+    total = 0.0
+    for line in raw.decode().splitlines():
+        m = re.match(r"^([^{ #]+)(\{(.*)\})? (\S+)$", line)
+        if not m or m.group(1) != name:
+            continue
+        got = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(3) or ""))
+        if all(got.get(k) == v for k, v in labels.items()):
+            total += float(m.group(4))
+    return total
+
+
+def queue_depth(s, model):
+    """Requests of `model` submitted and not yet started, batching queues
+    included."""
+    return metric_sum(s, "tensord_queue_depth", model_name=model)
+
+
+def prometheus_flag(tmp_path):
+    """The flag that turns on /monitoring/prometheus/metrics."""
+    f = tmp_path / "prometheus-monitoring.txt"
+    f.write_text("prometheus_config { enable: true }\n")
+    return f"--monitoring_config_file={f}"

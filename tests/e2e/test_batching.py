@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from conftest import BINARY, EXAMPLES
+from conftest import BINARY, EXAMPLES, prometheus_flag, queue_depth, wait_for
 
 HALF_PLUS_TWO = os.path.join(EXAMPLES, "half_plus_two")
 
@@ -49,12 +49,14 @@ def test_concurrent_clients_get_their_own_answers(serve, tmp_path):
 def test_full_batch_queue_is_429_at_once(serve, tmp_path):
     # One batch may wait (for up to 2 s); a request that needs a second
     # batch (another non-batch shape) finds the queue full.
+    # The second request is sent once the first is seen queued; the long
+    # batch timeout keeps the first waiting however slow the box is.
     cfg = write(tmp_path, "max_batch_size { value: 100 }\n"
-                          "batch_timeout_micros { value: 2000000 }\n"
+                          "batch_timeout_micros { value: 5000000 }\n"
                           "max_enqueued_batches { value: 1 }\n"
                           "num_batch_threads { value: 1 }\n")
     s = serve("half_plus_two", HALF_PLUS_TWO, "--enable_batching",
-              f"--batching_parameters_file={cfg}")
+              f"--batching_parameters_file={cfg}", prometheus_flag(tmp_path))
     first = {}
 
     def waiting():
@@ -63,8 +65,7 @@ def test_full_batch_queue_is_429_at_once(serve, tmp_path):
 
     t = threading.Thread(target=waiting)
     t.start()
-    import time
-    time.sleep(0.3)
+    wait_for(lambda: queue_depth(s, "half_plus_two") == 1, "the first request to be queued")
     status, out = s.json("POST", "/v1/models/half_plus_two:predict",
                          '{"instances": [[1.0, 2.0]]}')
     assert status == 429
@@ -116,20 +117,27 @@ def test_sigterm_closes_ports_and_finishes_requests_in_flight(tmp_path):
     import time
     from conftest import Server
     cfg = write(tmp_path, "max_batch_size { value: 8 }\n"
-                          "batch_timeout_micros { value: 2000000 }\n")
+                          "batch_timeout_micros { value: 5000000 }\n")
     s = Server("half_plus_two", HALF_PLUS_TWO, ("--enable_batching",
-                                                f"--batching_parameters_file={cfg}"))
+                                                f"--batching_parameters_file={cfg}",
+                                                prometheus_flag(tmp_path)))
     try:
         got = {}
         t = threading.Thread(target=lambda: got.setdefault(
             "r", s.json("POST", "/v1/models/half_plus_two:predict", '{"instances": [4.0]}')))
         t.start()
-        time.sleep(0.3)
+        wait_for(lambda: queue_depth(s, "half_plus_two") == 1, "the request to be queued")
         s.proc.send_signal(signal.SIGTERM)
-        time.sleep(0.3)
-        for port in (s.rest_port, s.grpc_port):
-            with pytest.raises(ConnectionRefusedError):
+
+        def refused(port):
+            try:
                 socket.create_connection(("127.0.0.1", port), timeout=2).close()
+                return False
+            except ConnectionRefusedError:
+                return True
+
+        for port in (s.rest_port, s.grpc_port):
+            wait_for(lambda: refused(port), f"port {port} to refuse connections")
         t.join(timeout=30)
         assert got["r"] == (200, {"predictions": [4.0]})
         assert s.proc.wait(timeout=30) == 0

@@ -56,7 +56,7 @@ def test_loop_body_with_an_unsupported_op_fails_the_load_naming_it(serve):
     import time
     s = serve("bad", os.path.join(ROOT, "tests/fixtures/models/control/loop_unsupported"),
               "--max_num_load_retries=0")
-    deadline = time.time() + 10
+    deadline = time.time() + 60
     st = {}
     while time.time() < deadline:
         status, st = s.json("GET", "/v1/models/bad")

@@ -109,7 +109,7 @@ def test_version_too_big_for_the_gpu_share_fails_others_serve(serve, tmp_path):
     status, out = s.json("POST", "/v1/models/half:predict", '{"instances": [1.0, 2.0]}')
     assert status == 200 and out["predictions"] == [2.5, 3.0], out
     import time
-    deadline = time.time() + 20
+    deadline = time.time() + 60
     while time.time() < deadline:
         status, out = s.json("GET", "/v1/models/mlp")
         states = out.get("model_version_status", [{}])

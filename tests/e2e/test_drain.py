@@ -5,14 +5,13 @@ import concurrent.futures
 import json
 import os
 import signal
-import time
 
 import grpc
 import numpy as np
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, prometheus_flag, queue_depth, wait_for
 
 HPT = os.path.join(EXAMPLES, "half_plus_two")  # y = 0.5x + 2
 SERVING, NOT_SERVING = 1, 2
@@ -31,15 +30,6 @@ def health(ch):
     resp = ch.unary_unary("/grpc.health.v1.Health/Check", request_serializer=None,
                           response_deserializer=None)(b"", timeout=10)
     return resp[1] if resp else 0
-
-
-def wait_for(cond, what, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def rest_predict(s, x):
@@ -97,7 +87,8 @@ def test_requests_in_flight_at_close_finish(serve, tmp_path):
                    "batch_timeout_micros { value: 3000000 }\n"
                    "num_batch_threads { value: 1 }\n")
     s = serve("half_plus_two", HPT, "--tensord_drain_seconds=600", "--enable_batching",
-              f"--batching_parameters_file={cfg}", "--tensord_shutdown_grace_seconds=30")
+              f"--batching_parameters_file={cfg}", "--tensord_shutdown_grace_seconds=30",
+              prometheus_flag(tmp_path))
     ch = grpc.insecure_channel(f"127.0.0.1:{s.grpc_port}")
     stub = prediction_service_pb2_grpc.PredictionServiceStub(ch)
     assert list(stub.Predict(predict_request(), timeout=30).outputs["y"].float_val) == [
@@ -108,7 +99,10 @@ def test_requests_in_flight_at_close_finish(serve, tmp_path):
         grpc_calls = [pool.submit(stub.Predict, predict_request((float(i),)), 60)
                       for i in range(4)]
         rest_calls = [pool.submit(rest_predict, s, [float(i)]) for i in range(4)]
-        time.sleep(1.0)
+        calls = grpc_calls + rest_calls
+        # Each request is either waiting in the batch or already answered.
+        wait_for(lambda: queue_depth(s, "half_plus_two") + sum(f.done() for f in calls) >= 8,
+                 "all 8 requests to reach the server")
         s.proc.send_signal(signal.SIGTERM)
         for i, f in enumerate(grpc_calls):
             assert list(f.result().outputs["y"].float_val) == [0.5 * i + 2]

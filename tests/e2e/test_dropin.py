@@ -27,7 +27,7 @@ class Proc:
         self.log = open(tmp_path / f"tensord-{self.rest_port}.log", "w+")
         self.proc = subprocess.Popen(args + list(flags), stdout=self.log, stderr=subprocess.STDOUT,
                                      env={**os.environ, **(env or {})})
-        deadline = time.time() + 30
+        deadline = time.time() + 120
         while time.time() < deadline:
             assert self.proc.poll() is None, self.output()
             try:
@@ -40,9 +40,8 @@ class Proc:
     def output(self):
         if self.log.closed:
             return self.final
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()
+        with open(self.log.name, errors="replace") as f:  # see conftest.Server.output
+            return f.read()
 
     def predict(self, model, body):
         import urllib.request

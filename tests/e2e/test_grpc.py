@@ -20,7 +20,8 @@ from tensorflow_serving.apis import (get_model_metadata_pb2, get_model_status_pb
                                      model_management_pb2, model_service_pb2_grpc,
                                      predict_pb2, prediction_service_pb2_grpc)
 
-from conftest import BINARY, EXAMPLES, MODELS, ROOT
+from conftest import (BINARY, EXAMPLES, MODELS, ROOT, metric_sum, prometheus_flag, queue_depth,
+                      wait_for)
 
 HPT = os.path.join(EXAMPLES, "half_plus_two")  # version 123, y = 0.5x + 2
 TRANSFORMER = os.path.join(MODELS, "zoo", "transformer")
@@ -524,43 +525,45 @@ def test_tls_client_verification(serve, tmp_path, pki):
 
 # --- deadlines ------------------------------------------------------------------------
 
-def test_deadline_abandons_queued_work(serve):
+def test_deadline_abandons_queued_work(serve, tmp_path):
     # One engine worker and calls that are small to send but slow to run
     # (the zoo transformer on 8192 sequences: 1 MB in, a few hundred ms of
-    # engine time). Calls queued behind about a second of work with a short
-    # deadline answer DEADLINE_EXCEEDED, and their runs are dropped: a call
-    # made right after the slow ones does not wait for them. Counts scale with
-    # the measured run time, so a faster engine keeps the test meaningful.
-    s = serve("tr", TRANSFORMER, "--tensord_num_workers=1")
+    # engine time). Calls queued behind the slow ones with a deadline far
+    # shorter than one run answer DEADLINE_EXCEEDED, and their runs are
+    # dropped: the engine's run count (tensord_runs_total, counted when a run
+    # starts) holds only the calls that were answered. Every step waits on the
+    # server's own counts, not on the machine's speed.
+    s = serve("tr", TRANSFORMER, "--tensord_num_workers=1", prometheus_flag(tmp_path))
     c = Client(f"127.0.0.1:{s.grpc_port}", options=BIG)
     batch = predict_pb2.PredictRequest()
     batch.model_spec.name = "tr"
     for alias in ("token_ids", "attention_mask"):
         batch.inputs[alias].CopyFrom(tf.make_tensor_proto(np.ones((8192, 16), np.int32)))
     body = batch.SerializeToString()  # serialized once: the client stays fast
+
+    def runs():
+        return metric_sum(s, "tensord_runs_total", model_name="tr")
+
     raw_predict(c, body, timeout=120)  # warm
-    t = time.time()
-    raw_predict(c, body, timeout=120)
-    one_run = time.time() - t
-    n_slow = max(3, int(1.0 / one_run) + 1)      # about a second of queued work
-    n_hurried = max(8, int(2.0 / one_run) + 1)   # about two seconds, if they ran
+    n_slow, n_hurried = 4, 8
     with concurrent.futures.ThreadPoolExecutor(n_slow + n_hurried) as pool:
-        slow = [pool.submit(raw_predict, c, body, 120) for _ in range(n_slow)]
-        time.sleep(0.1)
-        hurried = [pool.submit(raw_predict, c, body, 0.3) for _ in range(n_hurried)]
-        for f in slow:
-            assert f.result().outputs["output_0"].tensor_shape.dim[0].size == 8192
+        slow = [pool.submit(raw_predict, c, body, 300) for _ in range(n_slow)]
+        # One slow call runs and the others wait: the hurried ones queue
+        # behind at least one whole run.
+        wait_for(lambda: queue_depth(s, "tr") >= n_slow - 1, "the slow calls to be queued")
+        hurried = [pool.submit(raw_predict, c, body, 0.05) for _ in range(n_hurried)]
         codes = []
         for f in hurried:
             with pytest.raises(grpc.RpcError) as e:
                 f.result()
             codes.append(e.value.code())
+        for f in slow:
+            assert f.result().outputs["output_0"].tensor_shape.dim[0].size == 8192
     assert codes == [grpc.StatusCode.DEADLINE_EXCEEDED] * n_hurried
-    # Had the abandoned runs gone ahead, this call would queue behind them.
-    t = time.time()
-    raw_predict(c, body, timeout=120)
-    after = time.time() - t
-    assert after < max(3 * one_run, 0.5 * n_hurried * one_run), (one_run, n_hurried, after)
+    # Had the abandoned runs gone ahead, this call would queue behind them
+    # and they would be counted before it answers.
+    raw_predict(c, body, timeout=300)
+    assert runs() == 1 + n_slow + 1
     c.close()
 
 
@@ -792,14 +795,14 @@ def test_batching_errors_same_as_rest(grpc_serve, tmp_path):
     # Serving's messages (the REST side of this is tests/e2e/test_batching.py).
     cfg = tmp_path / "batching.txt"
     cfg.write_text("max_batch_size { value: 4 }\n"
-                   "batch_timeout_micros { value: 2000000 }\n"
+                   "batch_timeout_micros { value: 5000000 }\n"
                    "max_enqueued_batches { value: 1 }\n"
                    "num_batch_threads { value: 1 }\n")
     s, c = grpc_serve("half_plus_two", HPT, "--enable_batching",
-                      f"--batching_parameters_file={cfg}")
+                      f"--batching_parameters_file={cfg}", prometheus_flag(tmp_path))
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        waiting = pool.submit(c.predict, predict_request(x=[1.0]), 30)  # waits up to 2 s
-        time.sleep(0.3)
+        waiting = pool.submit(c.predict, predict_request(x=[1.0]), 60)  # waits up to 5 s
+        wait_for(lambda: queue_depth(s, "half_plus_two") == 1, "the first request to be queued")
         req = predict_request(x=None)  # another non-batch shape needs a second batch
         req.inputs["x"].CopyFrom(tf.make_tensor_proto(np.array([[1.0, 2.0]], np.float32)))
         assert rpc_error(c.predict, req) == (
@@ -836,7 +839,7 @@ def test_sigterm_under_grpc_load_exits_cleanly(serve):
     threads = [threading.Thread(target=hammer) for _ in range(8)]
     for t in threads:
         t.start()
-    time.sleep(1.0)
+    wait_for(lambda: counts["ok"] >= 8, "the load to be answered")
     s.proc.terminate()
     assert s.proc.wait(timeout=30) == 0, s.output()
     stop.set()

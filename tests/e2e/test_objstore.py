@@ -28,7 +28,7 @@ POLL = ["--file_system_poll_wait_seconds=0.2", "--load_retry_interval_micros=300
 SECRET_MARK = "Zm9vYmFyc2VjcmV0"  # in the wrong secret: must never be logged
 
 
-def wait_port(port, proc=None, timeout=30):
+def wait_port(port, proc=None, timeout=60):
     deadline = time.time() + timeout
     while time.time() < deadline:
         if proc is not None and proc.poll() is not None:
@@ -41,7 +41,7 @@ def wait_port(port, proc=None, timeout=30):
     raise RuntimeError(f"nothing listens on {port}")
 
 
-def wait_for(cond, timeout=20.0, step=0.05):
+def wait_for(cond, timeout=60.0, step=0.05):
     deadline = time.time() + timeout
     while time.time() < deadline:
         v = cond()
@@ -359,8 +359,11 @@ def test_half_uploaded_version_waits(store, tensord):
     assert wait_for(lambda: available(s, 1)), s.output()
     shard = "variables/variables.data-00000-of-00001"
     upload(store, HP3, "m/2", skip={shard})
-    st = wait_for(lambda: states(s).get(2))
-    assert st and st[0] == "START" and "no data shard" in st[1], st
+    # The upload is file by file: a poll during it can see m/2 without its
+    # saved_model.pb yet. Wait for the view of the finished upload.
+    st = wait_for(lambda: (lambda v: v if v and "no data shard" in v[1] else None)(
+        states(s).get(2)))
+    assert st and st[0] == "START", (st, states(s).get(2))
     time.sleep(1.0)  # several polls: still not loaded, 1 still serves
     assert states(s)[2][0] == "START"
     assert predict(s) == (200, 3.0)

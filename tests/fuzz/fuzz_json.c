@@ -35,7 +35,8 @@ static void decode(const srv_json_request *r, const ldr_signature *sig) {
   eng_tensor in[4];
   srv_json_format fmt;
   td_err err;
-  if (srv_json_decode_predict(r, sig, in, &fmt, &err) == TD_OK)
+  /* A 4 KiB budget: small inputs decode, larger ones take the refusal path. */
+  if (srv_json_decode_predict(r, sig, 4096, in, &fmt, &err) == TD_OK)
     for (int i = 0; i < sig->n_inputs; i++) eng_tensor_release(&in[i]);
 }
 

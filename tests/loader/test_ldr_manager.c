@@ -120,7 +120,7 @@ static ldr_state state_of(env *e, int64_t v, td_err *status) {
 }
 
 static bool wait_state(env *e, int64_t v, ldr_state want) {
-  for (int i = 0; i < 2000; i++) {
+  for (int i = 0; i < 30000; i++) { /* a minute at least: loads are slow on a loaded box */
     if (state_of(e, v, NULL) == want) return true;
     usleep(2000);
   }

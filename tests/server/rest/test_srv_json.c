@@ -48,7 +48,7 @@ static td_code decode(const char *body, const ldr_signature *sig, eng_tensor *in
   srv_json_request r = {0};
   td_code rc = srv_json_parse_request(body, strlen(body), &r, err);
   if (rc) return rc;
-  rc = srv_json_decode_predict(&r, sig, in, fmt, err);
+  rc = srv_json_decode_predict(&r, sig, 0, in, fmt, err);
   srv_json_request_free(&r);
   return rc;
 }
@@ -724,7 +724,7 @@ static void exercise(const char *body, size_t len, const ldr_signature *sigs, in
     eng_tensor in[2];
     srv_json_format fmt;
     td_err de = {0};
-    rc = srv_json_decode_predict(&r, &sigs[k], in, &fmt, &de);
+    rc = srv_json_decode_predict(&r, &sigs[k], 0, in, &fmt, &de);
     if (rc) {
       ck_assert(de.code == rc && de.msg[0]);
       for (int i = 0; i < sigs[k].n_inputs; i++) ck_assert_ptr_null(in[i].buf);
