@@ -176,8 +176,8 @@ int main(int argc, char **argv) {
       "\"load_ms\": %.1f, \"peak_rss_kb\": %ld, \"rss_kb\": %ld, \"steps\": %d, \"consts\": %d, "
       "\"fused\": %d, \"shape_plan_steps\": %d, \"isa\": \"%s\"}\n",
       argv[2], batch, threads, lat[iters / 2], lat[(int)(iters * 0.99)], mean, batch * 1e6 / mean,
-      load_ms, peak_rss_kb(), rss_kb(), info.steps, info.consts, info.fused_ops, info.shape_plan_steps,
-      eng_gemm_isa_name());
+      load_ms, peak_rss_kb(), rss_kb(), info.steps, info.consts, info.fused_ops,
+      info.shape_plan_steps, eng_gemm_isa_name());
   for (int k = 0; k < 16; k++) eng_tensor_release(&in[k]);
   free(lat);
   ldr_servable_unref(sv);
