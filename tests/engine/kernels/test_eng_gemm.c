@@ -80,7 +80,8 @@ START_TEST(dynamic_matches_packed) {
       int64_t rows = tb ? n : k, cols = tb ? k : n, ldb = cols + 5;
       float *a = malloc(sizeof *a * (size_t)(m * k)), *b = malloc(sizeof *b * (size_t)(rows * ldb));
       float *dense = malloc(sizeof *dense * (size_t)(rows * cols));
-      float *c = malloc(sizeof *c * (size_t)(m * n)), *want = malloc(sizeof *want * (size_t)(m * n));
+      float *c = malloc(sizeof *c * (size_t)(m * n)),
+            *want = malloc(sizeof *want * (size_t)(m * n));
       for (int64_t i = 0; i < m * k; i++) a[i] = val(i, 4);
       for (int64_t r = 0; r < rows; r++)
         for (int64_t j = 0; j < ldb; j++) {
