@@ -399,6 +399,7 @@ typedef struct dyn_scratch {
 } dyn_scratch;
 
 static tss_t dyn_key;
+static bool dyn_key_ok;
 static once_flag dyn_once = ONCE_FLAG_INIT;
 
 static void dyn_free(void *arg) {
@@ -411,14 +412,13 @@ static void dyn_free(void *arg) {
   free(d);
 }
 
-static void dyn_init(void) {
-  if (tss_create(&dyn_key, dyn_free) != thrd_success) dyn_key = 0;
-}
+static void dyn_init(void) { dyn_key_ok = tss_create(&dyn_key, dyn_free) == thrd_success; }
 
 /* The calling thread's scratch with room for `panels` panels and `floats`
  * packed floats, or NULL. */
 static eng_packed *dyn_get(int64_t panels, int64_t floats) {
   call_once(&dyn_once, dyn_init);
+  if (!dyn_key_ok) return NULL;
   dyn_scratch *d = tss_get(dyn_key);
   if (!d) {
     if (!(d = calloc(1, sizeof *d))) return NULL;
