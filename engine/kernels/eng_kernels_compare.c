@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "eng_kernels.h"
-#include "eng_vmath.h"
 
 typedef enum { C_LT, C_LE, C_GT, C_GE, C_EQ, C_NE } cmpop;
 
@@ -260,13 +259,7 @@ static td_code binary(eng_kctx *c, bool is_pow) {
   if (rc) return rc;
   eng_tensor *o = &c->out[0];
   switch (a->dtype) {
-    case ENG_DT_FLOAT:
-      if (is_pow && eng_tensor_numel(b) == 1 && eng_shape_equal(&a->shape, &s))
-        eng_vmath_pow_scalar(eng_tensor_data(a), *(const float *)eng_tensor_data(b),
-                             eng_tensor_data(o), eng_tensor_numel(o));
-      else
-        is_pow ? pow_f32(a, b, o) : sqd_f32(a, b, o);
-      break;
+    case ENG_DT_FLOAT: is_pow ? pow_f32(a, b, o) : sqd_f32(a, b, o); break;
     case ENG_DT_DOUBLE: is_pow ? pow_f64(a, b, o) : sqd_f64(a, b, o); break;
     case ENG_DT_INT32: is_pow ? pow_i32(a, b, o) : sqd_i32(a, b, o); break;
     default: is_pow ? pow_i64(a, b, o) : sqd_i64(a, b, o); break;

@@ -21,8 +21,6 @@ V256 _ZGVdN8v_erff(__m256);
 V256 _ZGVdN8v_erfcf(__m256);
 V256 _ZGVdN8v_expf(__m256);
 V256 _ZGVdN8v_tanhf(__m256);
-V512 _ZGVeN16vv_powf(__m512, __m512);
-V256 _ZGVdN8vv_powf(__m256, __m256);
 #undef V512
 #undef V256
 
@@ -94,43 +92,6 @@ __attribute__((target("avx2,fma"))) static __m256 sigmoid256(__m256 x) {
 static float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 VMATH(eng_vmath_sigmoid, sigmoidf, sigmoid512, sigmoid256)
-
-__attribute__((target("avx512f"))) static void powc512(const float *x, float e, float *y,
-                                                       int64_t n) {
-  __m512 ev = _mm512_set1_ps(e);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _ZGVeN16vv_powf(_mm512_loadu_ps(x + i), ev));
-  if (i < n) {
-    __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-    _mm512_mask_storeu_ps(y + i, m, _ZGVeN16vv_powf(_mm512_maskz_loadu_ps(m, x + i), ev));
-  }
-}
-
-__attribute__((target("avx2,fma"))) static void powc256(const float *x, float e, float *y,
-                                                        int64_t n) {
-  __m256 ev = _mm256_set1_ps(e);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _ZGVdN8vv_powf(_mm256_loadu_ps(x + i), ev));
-  if (i < n) {
-    float buf[8] = {0};
-    memcpy(buf, x + i, sizeof *buf * (size_t)(n - i));
-    _mm256_storeu_ps(buf, _ZGVdN8vv_powf(_mm256_loadu_ps(buf), ev));
-    memcpy(y + i, buf, sizeof *buf * (size_t)(n - i));
-  }
-}
-
-void eng_vmath_pow_scalar(const float *x, float e, float *y, int64_t n) {
-  switch (isa()) {
-    case ISA_AVX512:
-      powc512(x, e, y, n);
-      return;
-    case ISA_AVX2:
-      powc256(x, e, y, n);
-      return;
-    default:
-      for (int64_t i = 0; i < n; i++) y[i] = powf(x[i], e);
-  }
-}
 
 __attribute__((target("avx512f"))) static void softmax512(const float *x, float *y, int64_t rows,
                                                           int64_t d, bool log) {
