@@ -22,6 +22,7 @@ typedef struct var_slot {
   char *key; /* container/shared_name */
   eng_tensor value;
   bool init;
+  bool served; /* a node of a plan built without targets reads it */
 } var_slot;
 
 struct eng_model {
@@ -217,6 +218,18 @@ const char *eng_model_slot_name(const eng_model *m, int64_t slot) {
 }
 
 bool eng_model_slot_initialized(eng_model *m, int64_t slot) { return m->slots[slot].init; }
+
+size_t eng_model_release_unserved(eng_model *m) {
+  size_t freed = 0;
+  for (int i = 0; i < m->n_slots; i++) {
+    var_slot *v = &m->slots[i];
+    if (v->served || !v->init || !v->value.buf) continue;
+    if (!v->value.is_ref && v->value.dtype != ENG_DT_STRING) freed += eng_tensor_nbytes(&v->value);
+    eng_tensor_release(&v->value);
+    v->init = false;
+  }
+  return freed;
+}
 
 td_code eng_model_slot_read(eng_model *m, int64_t slot, eng_tensor *out, td_err *err) {
   if (slot < 0 || slot >= m->n_slots)
@@ -507,6 +520,10 @@ td_code eng_plan_build(eng_model *m, int n_inputs, const char *const *inputs, in
     p->uses[p->out_value[i]]++; /* fetches hold their value to the end */
   }
   free(fetch);
+
+  /* Variables a serving plan (no targets: not restore or init) reads. */
+  for (int i = 0; i < n && !n_targets; i++)
+    if (need[i] && m->node_slot[i] >= 0) m->slots[m->node_slot[i]].served = true;
 
   /* Kahn's algorithm over the needed subgraph. indeg counts needed
    * producers (data inputs that are not fed, and control inputs). */

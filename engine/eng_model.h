@@ -117,6 +117,14 @@ const char *eng_model_slot_name(const eng_model *m, int64_t slot);
 /* Shares the slot's value; FAILED_PRECONDITION if it was never assigned. */
 td_code eng_model_slot_read(eng_model *m, int64_t slot, eng_tensor *out, td_err *err);
 bool eng_model_slot_initialized(eng_model *m, int64_t slot);
+/* Releases the value of every variable that no serving plan built so far
+ * (one built without targets, or a subgraph plan of one) reads: a Keras
+ * export stores each variable twice, under two objects, and the restore op
+ * assigns both, while the serving functions read one. Call once the
+ * serving plans are built; a plan built later that reads a released
+ * variable fails as on an unassigned one (FAILED_PRECONDITION). Returns
+ * the bytes released. Not thread-safe against running plans. */
+size_t eng_model_release_unserved(eng_model *m);
 /* Replaces the slot's value with a new reference to `value`. */
 td_code eng_model_slot_write(eng_model *m, int64_t slot, const eng_tensor *value, td_err *err);
 td_code eng_model_restore(eng_model *m, const char *prefix, const char *key, eng_dtype dtype,

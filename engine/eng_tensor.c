@@ -53,6 +53,14 @@ static void cache_free(void *arg) {
 
 static void cache_init(void) { tss_create(&cache_key, cache_free); }
 
+void eng_tensor_cache_flush(void) {
+  call_once(&cache_once, cache_init);
+  buf_cache *c = tss_get(cache_key);
+  if (!c) return;
+  tss_set(cache_key, NULL);
+  cache_free(c);
+}
+
 static buf_cache *cache_get(void) {
   call_once(&cache_once, cache_init);
   buf_cache *c = tss_get(cache_key);

@@ -93,6 +93,10 @@ char *eng_tensor_str_bytes(const eng_tensor *t, int64_t i);
 int64_t eng_tensor_handle(const eng_tensor *t);
 int64_t eng_tensor_numel(const eng_tensor *t);
 /* Bytes of element data (numel * dtype size); 0 for strings. */
+/* Frees the buffers the calling thread keeps for reuse (see eng_tensor.c):
+ * for a thread that is done with tensors for a while, such as one that has
+ * just loaded a model. */
+void eng_tensor_cache_flush(void);
 size_t eng_tensor_nbytes(const eng_tensor *t);
 
 /* Takes another reference to t's buffer and returns a copy of the struct. */

@@ -3,6 +3,7 @@
  * SavedModel proto is freed at the end: nothing protobuf outlives the load. */
 #include "ldr_servable.h"
 
+#include <malloc.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -496,6 +497,14 @@ td_code ldr_servable_load(const char *dir, int64_t version, const char *tags, ld
   rc = restore_and_init(sv, mg, dir, bundle, prefix, err);
   if (rc) goto done;
   rc = compile_signatures(sv, err);
+  /* Copies of variables that only the restore op assigned, and what the
+   * restore freed: this thread keeps freed buffers for reuse, and glibc
+   * keeps freed blocks of these sizes in its heap. */
+  if (!rc) {
+    eng_model_release_unserved(sv->model);
+    eng_tensor_cache_flush();
+    malloc_trim(0);
+  }
 done:
   if (sv->model) eng_model_detach_io(sv->model);
   ldr_bundle_close(bundle);

@@ -3,8 +3,9 @@
  * with ldr_servable_load, build the zoo inputs at one batch size (the
  * formula of scripts/make_fixtures.py), run the serving_default plan
  * `warmup` times, then `iters` timed runs. Prints one JSON line: latency
- * p50/p99/mean in microseconds, inferences per second, load time and peak
- * RSS.
+ * p50/p99/mean in microseconds, inferences per second, load time, peak
+ * RSS and the RSS held after the runs (the loaded version, its plans and
+ * their reused buffers).
  *
  *   eng_bench ZOO_JSON MODEL BATCH ITERS THREADS [MODE]
  *
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "eng_gemm.h"
 #include "eng_model.h"
@@ -38,6 +40,14 @@ static long peak_rss_kb(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   return ru.ru_maxrss;
+}
+
+static long rss_kb(void) {
+  long pages = 0, resident = 0;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (f && fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+  if (f) fclose(f);
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
 static char *slurp(const char *path) {
@@ -163,11 +173,11 @@ int main(int argc, char **argv) {
   printf(
       "{\"engine\": \"tensord\", \"model\": \"%s\", \"batch\": %d, \"threads\": %d, "
       "\"p50_us\": %.1f, \"p99_us\": %.1f, \"mean_us\": %.1f, \"inf_per_s\": %.1f, "
-      "\"load_ms\": %.1f, \"peak_rss_kb\": %ld, \"steps\": %d, \"consts\": %d, "
+      "\"load_ms\": %.1f, \"peak_rss_kb\": %ld, \"rss_kb\": %ld, \"steps\": %d, \"consts\": %d, "
       "\"fused\": %d, \"shape_plan_steps\": %d, \"isa\": \"%s\"}\n",
       argv[2], batch, threads, lat[iters / 2], lat[(int)(iters * 0.99)], mean, batch * 1e6 / mean,
-      load_ms, peak_rss_kb(), info.steps, info.consts, info.fused_ops, info.shape_plan_steps,
-      eng_gemm_isa_name());
+      load_ms, peak_rss_kb(), rss_kb(), info.steps, info.consts, info.fused_ops,
+      info.shape_plan_steps, eng_gemm_isa_name());
   for (int k = 0; k < 16; k++) eng_tensor_release(&in[k]);
   free(lat);
   ldr_servable_unref(sv);

@@ -20,7 +20,7 @@ engines interleaved, and each engine's median round (by p50) is reported.
 Reported per model: batch-1 latency p50/p99 (µs), batch-32 throughput
 (inferences/s, batch / median batch latency: the median rather than the mean
 keeps a busy shared machine's stalls out of it, for every engine alike),
-peak RSS (MiB), load time, and the ratios against the best peer; then the MLP at batch 64
+peak RSS and RSS held after the runs (MiB), load time, and the ratios against the best peer; then the MLP at batch 64
 in GFLOP/s (median) against OpenBLAS's 2048^3 sgemm (best of 5). Prints a
 Markdown table (docs/benchmarks.md's) and the raw JSON lines; --plot FILE.png
 also draws latency and throughput per model and engine."""
@@ -70,7 +70,14 @@ def summarize(lat_us, batch, engine, model, threads):
     return {"engine": engine, "model": model, "batch": batch, "threads": threads,
             "p50_us": lat_us[len(lat_us) // 2], "p99_us": lat_us[int(len(lat_us) * 0.99)],
             "mean_us": mean, "inf_per_s": batch * 1e6 / mean,
-            "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
+            "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+            "rss_kb": rss_kb()}
+
+
+def rss_kb():
+    """Resident set now (after the runs): what holding the model costs."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
 
 
 def time_calls(fn, batch):
@@ -237,14 +244,15 @@ def main():
         rows.append((m, r))
         print("measured", m, file=sys.stderr)
     mib = lambda x: x["peak_rss_kb"] / 1024  # noqa: E731
+    held = lambda x: x.get("rss_kb", 0) / 1024  # noqa: E731
     tp = lambda x: x["batch"] * 1e6 / x["p50_us"]  # noqa: E731
     print("threads: %d (intra-op, all engines); engine ISA: %s; latency in µs, throughput in "
           "inferences/s\n" % (a.threads, isa))
     names = ["tensord"] + [PEERS[k] for k in peers]
     print("| model | b1 p50 / p99: " + " | ".join(names) + " | b1 vs best peer | b32 inf/s: "
           + " | ".join(names) + " | b32 vs best peer | peak RSS MiB: " + " / ".join(names)
-          + " | load ms |")
-    print("|---|" + "---|" * (2 * len(names) + 4))
+          + " | RSS held MiB: " + " / ".join(names) + " | load ms |")
+    print("|---|" + "---|" * (2 * len(names) + 5))
     for m, r in rows:
         keys = ["td"] + peers
         b1 = " | ".join("%.0f / %.0f" % (r[k, 1]["p50_us"], r[k, 1]["p99_us"]) for k in keys)
@@ -252,8 +260,9 @@ def main():
         best1 = min(r[k, 1]["p50_us"] for k in peers) if peers else float("nan")
         best32 = max(tp(r[k, 32]) for k in peers) if peers else float("nan")
         rss = " / ".join("%.0f" % max(mib(r[k, 1]), mib(r[k, 32])) for k in keys)
-        print("| %s | %s | %.2f× | %s | %.2f× | %s | %.0f |" % (
-            m, b1, r["td", 1]["p50_us"] / best1, b32, tp(r["td", 32]) / best32, rss,
+        kept = " / ".join("%.0f" % held(r[k, 1]) for k in keys)
+        print("| %s | %s | %.2f× | %s | %.2f× | %s | %s | %.0f |" % (
+            m, b1, r["td", 1]["p50_us"] / best1, b32, tp(r["td", 32]) / best32, rss, kept,
             r["td", 1].get("load_ms", float("nan"))))
     if "mlp" in models and not a.models_file:
         mlp64 = tensord(a.build, "mlp", 64, a.threads)

@@ -21,6 +21,7 @@
 #include <immintrin.h>
 #include <stdlib.h>
 #include <string.h>
+#include <threads.h>
 
 enum { ISA_NONE, ISA_AVX2, ISA_AVX512 };
 
@@ -106,21 +107,12 @@ eng_packed *eng_gemm_pack_isa(const char *name, const float *b, int64_t k, int64
   return v == ISA_NONE ? NULL : pack(v, b, k, n, trans_b, scale, nscale);
 }
 
-static eng_packed *pack(int v, const float *b, int64_t k, int64_t n, bool trans_b,
-                        const float *scale, int64_t nscale) {
-  if (scale && nscale != 1 && nscale != n) return NULL;
-  if (v == ISA_NONE || k <= 0 || n <= 0 || k > (1 << 24) || n > (1 << 24)) return NULL;
-  eng_packed *p = calloc(1, sizeof *p);
-  if (!p) return NULL;
+/* Lays out the panels of a k x n matrix in p (p->panels sized by the
+ * caller: split_panels(v, n, NULL)); returns the floats of packed data. */
+static int64_t layout(eng_packed *p, int v, int64_t k, int64_t n) {
   p->k = k;
   p->n = n;
   p->isa = v;
-  p->prescaled = scale != NULL;
-  p->panels = split_panels(v, n, NULL);
-  p->col0 = malloc(sizeof *p->col0 * (size_t)p->panels);
-  p->kind = malloc(sizeof *p->kind * (size_t)p->panels);
-  p->off = malloc(sizeof *p->off * (size_t)p->panels);
-  if (!p->col0 || !p->kind || !p->off) goto fail;
   split_panels(v, n, p->kind);
   int64_t col = 0, off = 0;
   for (int64_t pn = 0; pn < p->panels; pn++) {
@@ -129,20 +121,52 @@ static eng_packed *pack(int v, const float *b, int64_t k, int64_t n, bool trans_
     col += kind_nr[p->kind[pn]];
     off += k * kind_nr[p->kind[pn]];
   }
-  void *mem = NULL;
-  if (posix_memalign(&mem, 64, sizeof(float) * (size_t)off)) goto fail;
-  p->data = mem;
+  return off;
+}
+
+/* Copies B (rows ldb apart: [k,n], or [n,k] when trans_b) into p's panels,
+ * zero past column n, each column scaled when scale is given. */
+static void fill(eng_packed *p, const float *b, int64_t ldb, bool trans_b, const float *scale,
+                 int64_t nscale) {
+  int64_t k = p->k, n = p->n;
   for (int64_t pn = 0; pn < p->panels; pn++) {
-    int64_t nr = kind_nr[p->kind[pn]];
+    int64_t nr = kind_nr[p->kind[pn]], c0 = p->col0[pn];
+    int64_t cols = n - c0 < nr ? n - c0 : nr;
     float *dst = p->data + p->off[pn];
+    if (!trans_b && !scale) {
+      for (int64_t kk = 0; kk < k; kk++) {
+        memcpy(dst + kk * nr, b + kk * ldb + c0, sizeof *dst * (size_t)cols);
+        if (cols < nr) memset(dst + kk * nr + cols, 0, sizeof *dst * (size_t)(nr - cols));
+      }
+      continue;
+    }
     for (int64_t kk = 0; kk < k; kk++)
       for (int64_t j = 0; j < nr; j++) {
-        int64_t c = p->col0[pn] + j;
-        float w = c >= n ? 0.0f : trans_b ? b[c * k + kk] : b[kk * n + c];
+        int64_t c = c0 + j;
+        float w = c >= n ? 0.0f : trans_b ? b[c * ldb + kk] : b[kk * ldb + c];
         if (scale && c < n) w = w * scale[nscale == 1 ? 0 : c];
         dst[kk * nr + j] = w;
       }
   }
+}
+
+static eng_packed *pack(int v, const float *b, int64_t k, int64_t n, bool trans_b,
+                        const float *scale, int64_t nscale) {
+  if (scale && nscale != 1 && nscale != n) return NULL;
+  if (v == ISA_NONE || k <= 0 || n <= 0 || k > (1 << 24) || n > (1 << 24)) return NULL;
+  eng_packed *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  p->prescaled = scale != NULL;
+  p->panels = split_panels(v, n, NULL);
+  p->col0 = malloc(sizeof *p->col0 * (size_t)p->panels);
+  p->kind = malloc(sizeof *p->kind * (size_t)p->panels);
+  p->off = malloc(sizeof *p->off * (size_t)p->panels);
+  if (!p->col0 || !p->kind || !p->off) goto fail;
+  int64_t off = layout(p, v, k, n);
+  void *mem = NULL;
+  if (posix_memalign(&mem, 64, sizeof(float) * (size_t)off)) goto fail;
+  p->data = mem;
+  fill(p, b, trans_b ? k : n, trans_b, scale, nscale);
   return p;
 fail:
   eng_gemm_free(p);
@@ -363,6 +387,81 @@ void eng_gemm_run_rows(const float *const *rows, int64_t m, int64_t nseg, int64_
                        int64_t seg_len, const eng_packed *b, float *c, int64_t ldc,
                        const eng_gemm_epi *epi) {
   run(NULL, 0, rows, m, nseg, seg_stride, seg_len, b, c, ldc, epi);
+}
+
+/* --- products of two run-time operands ---------------------------------------- */
+
+/* A thread's packing buffer for eng_gemm_dynamic: grown to the largest B
+ * it has packed, freed with the thread. */
+typedef struct dyn_scratch {
+  eng_packed p;
+  int64_t cap_panels, cap_floats;
+} dyn_scratch;
+
+static tss_t dyn_key;
+static bool dyn_key_ok;
+static once_flag dyn_once = ONCE_FLAG_INIT;
+
+static void dyn_free(void *arg) {
+  dyn_scratch *d = arg;
+  if (!d) return;
+  free(d->p.col0);
+  free(d->p.kind);
+  free(d->p.off);
+  free(d->p.data);
+  free(d);
+}
+
+static void dyn_init(void) { dyn_key_ok = tss_create(&dyn_key, dyn_free) == thrd_success; }
+
+/* The calling thread's scratch with room for `panels` panels and `floats`
+ * packed floats, or NULL. */
+static eng_packed *dyn_get(int64_t panels, int64_t floats) {
+  call_once(&dyn_once, dyn_init);
+  if (!dyn_key_ok) return NULL;
+  dyn_scratch *d = tss_get(dyn_key);
+  if (!d) {
+    if (!(d = calloc(1, sizeof *d))) return NULL;
+    if (tss_set(dyn_key, d) != thrd_success) {
+      free(d);
+      return NULL;
+    }
+  }
+  if (panels > d->cap_panels) {
+    int64_t *c0 = realloc(d->p.col0, sizeof *c0 * (size_t)panels);
+    if (c0) d->p.col0 = c0;
+    int *kd = realloc(d->p.kind, sizeof *kd * (size_t)panels);
+    if (kd) d->p.kind = kd;
+    int64_t *of = realloc(d->p.off, sizeof *of * (size_t)panels);
+    if (of) d->p.off = of;
+    if (!c0 || !kd || !of) return NULL;
+    d->cap_panels = panels;
+  }
+  if (floats > d->cap_floats) {
+    void *mem = NULL;
+    if (posix_memalign(&mem, 64, sizeof(float) * (size_t)floats)) return NULL;
+    free(d->p.data);
+    d->p.data = mem;
+    d->cap_floats = floats;
+  }
+  d->p.panels = panels;
+  d->p.prescaled = false;
+  return &d->p;
+}
+
+bool eng_gemm_dynamic(const float *a, int64_t lda, int64_t m, const float *b, int64_t ldb,
+                      bool trans_b, int64_t k, int64_t n, float *c, int64_t ldc) {
+  int v = isa();
+  if (v == ISA_NONE || m <= 0 || k <= 0 || n <= 0 || k > (1 << 24) || n > (1 << 24)) return false;
+  int64_t panels = split_panels(v, n, NULL), floats = 0;
+  for (int64_t cols = 0, w = kind_nr[v == ISA_AVX512 ? P512_32 : P256_16]; cols < n; cols += w)
+    floats += k * w; /* an upper bound: every panel as wide as the widest */
+  eng_packed *p = dyn_get(panels, floats);
+  if (!p) return false;
+  layout(p, v, k, n);
+  fill(p, b, ldb, trans_b, NULL, 0);
+  run(a, lda, NULL, m, 1, 0, k, p, c, ldc, NULL);
+  return true;
 }
 
 const char *eng_gemm_isa_name(void) {

@@ -70,6 +70,16 @@ void eng_gemm_run_rows(const float *const *rows, int64_t m, int64_t nseg, int64_
                        int64_t seg_len, const eng_packed *b, float *c, int64_t ldc,
                        const eng_gemm_epi *epi);
 
+/* C[m, n] = A[m, k] * B for a B computed at run time (attention's
+ * products of two activations): B, rows ldb apart ([k,n], or [n,k] when
+ * trans_b), is packed into a buffer the calling thread keeps for its next
+ * call (grown to the largest B so far, freed when the thread exits), then
+ * multiplied as eng_gemm_run does, with the same summation order. Returns
+ * false, C untouched, when the CPU has no supported vector unit or memory
+ * is short: the caller then uses BLAS. */
+bool eng_gemm_dynamic(const float *a, int64_t lda, int64_t m, const float *b, int64_t ldb,
+                      bool trans_b, int64_t k, int64_t n, float *c, int64_t ldc);
+
 /* The instruction set the kernels chose on this CPU at run time: "avx512",
  * "avx2" (with FMA), or "generic". */
 const char *eng_gemm_isa_name(void);

@@ -2,7 +2,11 @@
  * (adj_x/adj_y, broadcasting batch dims) and two-operand Einsum.
  *
  * A single-row product goes to sgemv: OpenBLAS's sgemm is several times
- * slower there, and batch-1 dense layers are that case.
+ * slower there, and batch-1 dense layers are that case. Other products
+ * with A not transposed (attention's, of two activations) run on
+ * eng_gemm's kernels, B packed per call (eng_gemm_dynamic): OpenBLAS packs
+ * both operands per call too, and on CPUs it does not know it falls back
+ * to SSE3 kernels.
  * Einsum is lowered to one batched product: each label is a batch label (in
  * both operands and the output), a contracted label (in both, not in the
  * output) or a free label of one operand; the operands are permuted to
@@ -38,6 +42,7 @@ static void gemm_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const fl
                 ta ? (int)m : (int)k, 1.0f, a, (int)lda, b, (int)ldb, 0.0f, c, 1);
     return;
   }
+  if (!ta && eng_gemm_dynamic(a, lda, m, b, ldb, tb, k, n, c, n)) return;
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b, (int)ldb, 0.0f, c, (int)n);
 }
@@ -320,9 +325,11 @@ static bool einsum_in_place(eng_kctx *c, const einsum_view *va, const einsum_vie
     total *= bdim[i];
   }
   for (int64_t it = 0; it < total; it++) {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                (int)m, (int)n, (int)k, 1.0f, ad + off[0], (int)lda, bd + off[1], (int)ldb, 0.0f,
-                od_ + off[2], (int)ldc);
+    if (ta || m < 2 ||
+        !eng_gemm_dynamic(ad + off[0], lda, m, bd + off[1], ldb, tb, k, n, od_ + off[2], ldc))
+      cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                  (int)m, (int)n, (int)k, 1.0f, ad + off[0], (int)lda, bd + off[1], (int)ldb, 0.0f,
+                  od_ + off[2], (int)ldc);
     for (int d = nb - 1; d >= 0; d--) {
       for (int t = 0; t < 3; t++) off[t] += st[t][d];
       if (++idx[d] < bdim[d]) break;

@@ -108,6 +108,9 @@ static void loop_f(unop op, const float *x, float *y, int64_t n) {
     case U_ERFC: eng_vmath_erfc(x, y, n); break;
     case U_EXP: eng_vmath_exp(x, y, n); break;
     case U_TANH: eng_vmath_tanh(x, y, n); break;
+    case U_SIGMOID:
+      eng_vmath_sigmoid(x, y, n);
+      break;
     default: loop_scalar_f(op, x, y, n); break;
   }
 }

@@ -76,6 +76,23 @@ VMATH(eng_vmath_erfc, erfcf, _ZGVeN16v_erfcf, _ZGVdN8v_erfcf)
 VMATH(eng_vmath_exp, expf, _ZGVeN16v_expf, _ZGVdN8v_expf)
 VMATH(eng_vmath_tanh, tanhf, _ZGVeN16v_tanhf, _ZGVdN8v_tanhf)
 
+/* 1 / (1 + exp(-x)), the scalar formula on vectors. */
+__attribute__((target("avx512f"))) static __m512 sigmoid512(__m512 x) {
+  __m512 one = _mm512_set1_ps(1.0f);
+  return _mm512_div_ps(one,
+                       _mm512_add_ps(one, _ZGVeN16v_expf(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+}
+
+__attribute__((target("avx2,fma"))) static __m256 sigmoid256(__m256 x) {
+  __m256 one = _mm256_set1_ps(1.0f);
+  return _mm256_div_ps(one,
+                       _mm256_add_ps(one, _ZGVdN8v_expf(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+}
+
+static float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+VMATH(eng_vmath_sigmoid, sigmoidf, sigmoid512, sigmoid256)
+
 __attribute__((target("avx512f"))) static void softmax512(const float *x, float *y, int64_t rows,
                                                           int64_t d, bool log) {
   const __m512 lo = _mm512_set1_ps(-87.0f);

@@ -1,6 +1,6 @@
 /* eng_vmath: float math functions over arrays, a vector at a time, for the
  * elementwise kernels whose scalar libm calls dominated a profile (GELU's
- * erfc, softmax's exp).
+ * erfc, softmax's exp, swish's sigmoid).
  *
  * The vector bodies are glibc's libmvec (x86-64 glibc 2.35 and later; -lm
  * already brings it in as needed), reached through its vector-function ABI
@@ -21,6 +21,8 @@ void eng_vmath_erf(const float *x, float *y, int64_t n);
 void eng_vmath_erfc(const float *x, float *y, int64_t n);
 void eng_vmath_exp(const float *x, float *y, int64_t n);
 void eng_vmath_tanh(const float *x, float *y, int64_t n);
+/* y = 1 / (1 + exp(-x)) (swish's gate: EfficientNet's activations). */
+void eng_vmath_sigmoid(const float *x, float *y, int64_t n);
 
 /* Softmax (or log-softmax when log) over each of `rows` rows of d floats:
  * y = exp(x - max) / sum, the exponent clamped below at -87 (exp(-87) is

@@ -617,6 +617,46 @@ START_TEST(control_deps_order) {
 }
 END_TEST
 
+START_TEST(release_unserved_variables) {
+  /* Two variables restored by the init chain (as a Keras export restores
+   * each weight under two objects); the serving plan reads one. Releasing
+   * frees the other's bytes only; the served one keeps serving, and a plan
+   * built afterwards that reads the released one fails cleanly. */
+  eng_graph *g = eng_graph_create();
+  var_handle(g, "a", "a");
+  var_handle(g, "b", "b");
+  cnst(g, "ca", ENG_DT_FLOAT, 1, (int64_t[]){2}, (double[]){1, 2});
+  cnst(g, "cb", ENG_DT_FLOAT, 1, (int64_t[]){3}, (double[]){3, 4, 5});
+  node(g, "wa", "AssignVariableOp", 0, "a", "ca", NULL);
+  node(g, "wb", "AssignVariableOp", 0, "b", "cb", NULL);
+  node(g, "init", "NoOp", 0, "^wa", "^wb", NULL);
+  node(g, "ra", "ReadVariableOp", 1, "a", NULL);
+  node(g, "rb", "ReadVariableOp", 1, "b", NULL);
+  eng_model *m = model(g, NULL);
+  td_err err;
+  const char *tg[] = {"init"};
+  ck_ok(eng_model_run(m, 0, NULL, 0, NULL, NULL, 1, tg, &err), err);
+  /* No serving plan yet: both go. */
+  ck_assert_uint_eq(eng_model_release_unserved(m), 5 * sizeof(float));
+  /* Restored again: the release above dropped both. */
+  ck_ok(eng_model_run(m, 0, NULL, 0, NULL, NULL, 1, tg, &err), err);
+  eng_plan *p = NULL;
+  const char *out[] = {"ra:0"};
+  ck_ok(eng_plan_create(m, 0, NULL, 1, out, 0, NULL, &p, &err), err);
+  ck_assert_uint_eq(eng_model_release_unserved(m), 3 * sizeof(float));
+  eng_tensor o = {0};
+  ck_ok(eng_plan_run(p, NULL, &o, &err), err);
+  expect(&o, ENG_DT_FLOAT, 1, (int64_t[]){2}, (double[]){1, 2});
+  eng_tensor_release(&o);
+  const char *outb[] = {"rb:0"};
+  td_err_clear(&err);
+  ck_err(eng_model_run(m, 0, NULL, 1, outb, &o, 0, NULL, &err), err, TD_FAILED_PRECONDITION,
+         "uninitialized");
+  eng_plan_destroy(p);
+  eng_model_destroy(m);
+}
+END_TEST
+
 START_TEST(cycle_detected) {
   eng_graph *g = eng_graph_create();
   cnst(g, "c", ENG_DT_FLOAT, 0, NULL, (double[]){1});
@@ -1243,6 +1283,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, tf1_ref_variable);
   tcase_add_test(tc, resource_variable);
   tcase_add_test(tc, restore_v2);
+  tcase_add_test(tc, release_unserved_variables);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("inline");

@@ -3,7 +3,8 @@
  * and their partial forms), both B layouts, A given by row pointers and
  * segments (as convolutions read their input), columns scaled as they are
  * packed, and the in-register epilogue (per-column vector, scalar, ReLU6);
- * on the AVX-512 and the AVX2 kernels, where the CPU has them. */
+ * on the AVX-512 and the AVX2 kernels, where the CPU has them; and the
+ * products of a B packed per call (eng_gemm_dynamic). */
 #include <check.h>
 #include <math.h>
 #include <stdbool.h>
@@ -65,6 +66,42 @@ START_TEST(matches_naive) {
           free(b);
           free(c);
         }
+}
+END_TEST
+
+/* Run-time B, rows ldb apart: bit for bit what packing it once gives (the
+ * same kernels and order), for growing then shrinking sizes (the thread's
+ * buffer is reused), both layouts. */
+START_TEST(dynamic_matches_packed) {
+  const int64_t shapes[][3] = {{2, 16, 16}, {13, 70, 40}, {50, 33, 3}, {7, 8, 1}, {64, 130, 24}};
+  for (int tb = 0; tb < 2; tb++)
+    for (size_t is = 0; is < sizeof shapes / sizeof *shapes; is++) {
+      int64_t m = shapes[is][0], n = shapes[is][1], k = shapes[is][2];
+      int64_t rows = tb ? n : k, cols = tb ? k : n, ldb = cols + 5;
+      float *a = malloc(sizeof *a * (size_t)(m * k)), *b = malloc(sizeof *b * (size_t)(rows * ldb));
+      float *dense = malloc(sizeof *dense * (size_t)(rows * cols));
+      float *c = malloc(sizeof *c * (size_t)(m * n)),
+            *want = malloc(sizeof *want * (size_t)(m * n));
+      for (int64_t i = 0; i < m * k; i++) a[i] = val(i, 4);
+      for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < ldb; j++) {
+          b[r * ldb + j] = j < cols ? val(r * cols + j, 5) : NAN; /* padding never read */
+          if (j < cols) dense[r * cols + j] = b[r * ldb + j];
+        }
+      eng_packed *p = eng_gemm_pack(dense, k, n, tb);
+      bool ran = eng_gemm_dynamic(a, k, m, b, ldb, tb, k, n, c, n);
+      ck_assert_int_eq(ran, p != NULL);
+      if (p) {
+        eng_gemm_run(a, k, m, p, want, n, NULL);
+        for (int64_t i = 0; i < m * n; i++)
+          ck_assert_msg(c[i] == want[i], "m%lld n%lld k%lld tb%d: c[%lld] = %g, packed %g",
+                        (long long)m, (long long)n, (long long)k, tb, (long long)i, c[i], want[i]);
+        eng_gemm_free(p);
+      } else {
+        ck_assert_str_eq(eng_gemm_isa_name(), "generic");
+      }
+      free(a), free(b), free(dense), free(c), free(want);
+    }
 }
 END_TEST
 
@@ -149,6 +186,7 @@ int main(void) {
   tcase_add_test(tc, matches_naive);
   tcase_add_test(tc, rows_and_segments);
   tcase_add_test(tc, prescaled_columns);
+  tcase_add_test(tc, dynamic_matches_packed);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

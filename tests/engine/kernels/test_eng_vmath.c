@@ -48,11 +48,14 @@ static void sweep(const char *name, vfn f, float (*ref)(float), float lo, float 
   }
 }
 
+static float rsigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
 START_TEST(matches_libm) {
   sweep("erf", eng_vmath_erf, erff, -6, 6);
   sweep("erfc", eng_vmath_erfc, erfcf, -6, 11);
   sweep("exp", eng_vmath_exp, expf, -110, 90);
   sweep("tanh", eng_vmath_tanh, tanhf, -12, 12);
+  sweep("sigmoid", eng_vmath_sigmoid, rsigmoid, -100, 100);
 }
 END_TEST
 
