@@ -26,23 +26,6 @@ static int consumer(const eng_graph *g, int node, int index, const char *op) {
   return -1;
 }
 
-static td_code add_names(eng_graph *g, int node, const char *attr, char **names, int n,
-                         td_err *err) {
-  eng_attr *a = eng_graph_add_attr(g, node, attr);
-  if (!a) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
-  a->kind = ENG_ATTR_LIST;
-  a->list_kind = ENG_ATTR_S;
-  a->ls = calloc((size_t)(n ? n : 1), sizeof *a->ls);
-  if (!a->ls) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
-  for (int i = 0; i < n; i++) {
-    a->ls[i].len = strlen(names[i]);
-    a->ls[i].data = strdup(names[i]);
-    if (!a->ls[i].data) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
-    a->n++;
-  }
-  return TD_OK;
-}
-
 /* "node:index" (malloc'd). */
 static char *edge_name(const eng_graph *g, eng_edge e) {
   const char *nm = eng_graph_node(g, e.node)->name;
@@ -144,7 +127,7 @@ static td_code lower(eng_graph *g, const frame *f, td_err *err) {
       }
     for (int i = 0; i < k; i++)
       if (!names[i]) rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
-    if (!rc) rc = add_names(g, w, role ? "_td_body_args" : "_td_cond_args", names, k, err);
+    if (!rc) rc = eng_graph_add_names(g, w, role ? "_td_body_args" : "_td_cond_args", names, k, err);
     int kr = 0;
     if (!role) {
       names[k + kr++] = edge_name(g, eng_graph_node(g, lc)->in[0]);
@@ -160,7 +143,7 @@ static td_code lower(eng_graph *g, const frame *f, td_err *err) {
     }
     for (int i = 0; i < kr && !rc; i++)
       if (!names[k + i]) rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
-    if (!rc) rc = add_names(g, w, role ? "_td_body_rets" : "_td_cond_rets", names + k, kr, err);
+    if (!rc) rc = eng_graph_add_names(g, w, role ? "_td_body_rets" : "_td_cond_rets", names + k, kr, err);
     for (int i = 0; i < k + kr; i++) {
       free(names[i]);
       names[i] = NULL;

@@ -161,6 +161,23 @@ eng_attr *eng_graph_add_attr(eng_graph *g, int node, const char *name) {
   return at;
 }
 
+td_code eng_graph_add_names(eng_graph *g, int node, const char *attr, char **names, int n,
+                            td_err *err) {
+  eng_attr *a = eng_graph_add_attr(g, node, attr);
+  if (!a) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  a->kind = ENG_ATTR_LIST;
+  a->list_kind = ENG_ATTR_S;
+  a->ls = calloc((size_t)(n ? n : 1), sizeof *a->ls);
+  if (!a->ls) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  for (int i = 0; i < n; i++) {
+    a->ls[i].len = strlen(names[i]);
+    a->ls[i].data = strdup(names[i]);
+    if (!a->ls[i].data) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    a->n++;
+  }
+  return TD_OK;
+}
+
 static bool copy_bytes(eng_bytes *dst, const eng_bytes *src) {
   dst->len = src->len;
   dst->data = dup_n(src->data ? src->data : "", src->len);

@@ -106,6 +106,9 @@ td_code eng_graph_add_ctrl(eng_graph *g, int node, int from, td_err *err);
  * caller to fill; NULL when out of memory. Memory the caller hangs on it
  * (strings, arrays, tensors) then belongs to the graph. */
 eng_attr *eng_graph_add_attr(eng_graph *g, int node, const char *name);
+/* Adds a list(string) attribute `attr` holding copies of the n names. */
+td_code eng_graph_add_names(eng_graph *g, int node, const char *attr, char **names, int n,
+                            td_err *err);
 /* Deep-copies src into a new attribute of node (name included). */
 td_code eng_graph_copy_attr(eng_graph *g, int node, const eng_attr *src, td_err *err);
 

@@ -165,24 +165,6 @@ static const char *const *cf_roles(const eng_node *n) {
 
 bool eng_inline_is_control_flow(const eng_node *n) { return cf_roles(n) != NULL; }
 
-/* Adds a list(string) attribute holding names. */
-static td_code add_names(eng_graph *g, int node, const char *attr, char **names, int n,
-                         td_err *err) {
-  eng_attr *a = eng_graph_add_attr(g, node, attr);
-  if (!a) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
-  a->kind = ENG_ATTR_LIST;
-  a->list_kind = ENG_ATTR_S;
-  a->ls = calloc((size_t)(n ? n : 1), sizeof *a->ls);
-  if (!a->ls) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
-  for (int i = 0; i < n; i++) {
-    a->ls[i].len = strlen(names[i]);
-    a->ls[i].data = strdup(names[i]);
-    if (!a->ls[i].data) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
-    a->n++;
-  }
-  return TD_OK;
-}
-
 /* Copies fn's body into g as "<node>/<role>/..." with each _Arg replaced by
  * a Placeholder of its type, and records on the control-flow node the
  * arguments ("_td_<role>_args") and results ("_td_<role>_rets", "node:i")
@@ -249,9 +231,9 @@ static td_code instantiate(eng_graph *g, int cf, const char *role, const eng_fun
   if (!rc) {
     char attr[64];
     snprintf(attr, sizeof attr, "_td_%s_args", role);
-    rc = add_names(g, cf, attr, args, fn->n_args, err);
+    rc = eng_graph_add_names(g, cf, attr, args, fn->n_args, err);
     snprintf(attr, sizeof attr, "_td_%s_rets", role);
-    if (!rc) rc = add_names(g, cf, attr, rets, fn->n_rets, err);
+    if (!rc) rc = eng_graph_add_names(g, cf, attr, rets, fn->n_rets, err);
   }
 done:
   for (int i = 0; args && i < fn->n_args; i++) free(args[i]);

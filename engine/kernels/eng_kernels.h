@@ -271,6 +271,12 @@ td_code eng_k_space_to_batch_nd(eng_kctx *c);
 td_code eng_k_batch_to_space_nd(eng_kctx *c);
 
 /* eng_kernels_resize.c: ResizeBilinear, ResizeNearestNeighbor (NHWC). */
+/* The output size of a resize (input 1, two positive elements) checked
+ * against image input 0 (rank 4, non-empty; align_corners and
+ * half_pixel_centers not both set); fails the kernel otherwise. */
+td_code eng_resize_size(eng_kctx *c, int64_t *oh, int64_t *ow);
+/* Source pixels per output pixel along one axis. */
+float eng_resize_scale(int64_t in, int64_t out, bool align);
 td_code eng_k_resize_bilinear(eng_kctx *c);
 td_code eng_k_resize_nearest(eng_kctx *c);
 

@@ -43,31 +43,11 @@ static td_code resize_args(eng_kctx *c, int64_t *oh, int64_t *ow) {
   const eng_tensor *x = &c->in[0];
   if (!px_ok(x->dtype))
     return eng_kfail(c, TD_UNIMPLEMENTED, "%s images are not supported", eng_dtype_name(x->dtype));
-  if (x->shape.rank != 4)
-    return eng_kfail(c, TD_INVALID_ARGUMENT, "input must be 4-dimensional, got rank %d",
-                     x->shape.rank);
-  int64_t sz[2];
-  int n;
-  td_code rc = eng_karg_ints(c, 1, sz, 2, &n);
+  td_code rc = eng_resize_size(c, oh, ow);
   if (rc) return rc;
-  if (n != 2) return eng_kfail(c, TD_INVALID_ARGUMENT, "size must have two elements");
-  if (sz[0] <= 0 || sz[1] <= 0)
-    return eng_kfail(c, TD_INVALID_ARGUMENT, "output dimensions must be positive");
-  if (x->shape.dim[1] <= 0 || x->shape.dim[2] <= 0)
-    return eng_kfail(c, TD_INVALID_ARGUMENT, "input image must be of non-zero size");
-  if (eng_node_attr_bool(c->node, "align_corners", false) &&
-      eng_node_attr_bool(c->node, "half_pixel_centers", false))
-    return eng_kfail(c, TD_INVALID_ARGUMENT,
-                     "If half_pixel_centers is True, align_corners must be False.");
-  *oh = sz[0];
-  *ow = sz[1];
   int64_t d[4] = {x->shape.dim[0], *oh, *ow, x->shape.dim[3]};
   eng_shape s = eng_shape_make(4, d);
   return eng_kout(c, 0, ENG_DT_FLOAT, &s);
-}
-
-static float scale_of(int64_t in, int64_t out, bool align) {
-  return align && out > 1 ? (float)(in - 1) / (float)(out - 1) : (float)in / (float)out;
 }
 
 static int64_t bound(int64_t v, int64_t limit) { return v < 0 ? 0 : v >= limit ? limit - 1 : v; }
@@ -125,8 +105,8 @@ td_code eng_k_resize_bicubic(eng_kctx *c) {
   cubic *cy = malloc(sizeof *cy * (size_t)(oh + ow));
   if (!cy) return eng_kfail(c, TD_RESOURCE_EXHAUSTED, "out of memory for resize weights");
   cubic *cx = cy + oh;
-  cubic_weights(h, oh, scale_of(h, oh, align), half, table, cy);
-  cubic_weights(w, ow, scale_of(w, ow, align), half, table, cx);
+  cubic_weights(h, oh, eng_resize_scale(h, oh, align), half, table, cy);
+  cubic_weights(w, ow, eng_resize_scale(w, ow, align), half, table, cx);
   float *y = eng_tensor_data(&c->out[0]);
   for (int64_t b = 0; b < n; b++)
     for (int64_t i = 0; i < oh; i++)
@@ -161,7 +141,7 @@ td_code eng_k_resize_area(eng_kctx *c) {
   const eng_tensor *x = &c->in[0];
   int64_t n = x->shape.dim[0], h = x->shape.dim[1], w = x->shape.dim[2], ch = x->shape.dim[3];
   bool align = eng_node_attr_bool(c->node, "align_corners", false);
-  float sh = scale_of(h, oh, align), sw = scale_of(w, ow, align);
+  float sh = eng_resize_scale(h, oh, align), sw = eng_resize_scale(w, ow, align);
   float norm = (float)(1.0 / ((double)sh * (double)sw));
   float *y = eng_tensor_data(&c->out[0]);
   for (int64_t b = 0; b < n; b++)

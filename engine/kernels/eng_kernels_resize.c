@@ -14,7 +14,7 @@
 
 #include "eng_kernels.h"
 
-static td_code out_size(eng_kctx *c, int64_t *oh, int64_t *ow) {
+td_code eng_resize_size(eng_kctx *c, int64_t *oh, int64_t *ow) {
   const eng_tensor *x = &c->in[0];
   if (x->shape.rank != 4)
     return eng_kfail(c, TD_INVALID_ARGUMENT, "input must be 4-dimensional, got rank %d",
@@ -37,7 +37,7 @@ static td_code out_size(eng_kctx *c, int64_t *oh, int64_t *ow) {
   return TD_OK;
 }
 
-static float scale_of(int64_t in, int64_t out, bool align) {
+float eng_resize_scale(int64_t in, int64_t out, bool align) {
   return align && out > 1 ? (float)(in - 1) / (float)(out - 1) : (float)in / (float)out;
 }
 
@@ -74,7 +74,7 @@ td_code eng_k_resize_bilinear(eng_kctx *c) {
   if (x->dtype != ENG_DT_FLOAT && x->dtype != ENG_DT_INT32 && x->dtype != ENG_DT_UINT8)
     return eng_kfail(c, TD_UNIMPLEMENTED, "%s images are not supported", eng_dtype_name(x->dtype));
   int64_t oh, ow;
-  td_code rc = out_size(c, &oh, &ow);
+  td_code rc = eng_resize_size(c, &oh, &ow);
   if (rc) return rc;
   int64_t n = x->shape.dim[0], h = x->shape.dim[1], w = x->shape.dim[2], ch = x->shape.dim[3];
   eng_shape s = eng_shape_make(4, (int64_t[]){n, oh, ow, ch});
@@ -85,8 +85,8 @@ td_code eng_k_resize_bilinear(eng_kctx *c) {
   eng_shape ws = eng_shape_make(1, (int64_t[]){(oh + ow) * (int64_t)sizeof(lerp)});
   if ((rc = eng_tensor_alloc_raw(&wt, ENG_DT_UINT8, &ws, c->err))) return rc;
   lerp *ly = eng_tensor_data(&wt), *lx = ly + oh;
-  bilinear_weights(h, oh, scale_of(h, oh, align), half, ly);
-  bilinear_weights(w, ow, scale_of(w, ow, align), half, lx);
+  bilinear_weights(h, oh, eng_resize_scale(h, oh, align), half, ly);
+  bilinear_weights(w, ow, eng_resize_scale(w, ow, align), half, lx);
   float *y = eng_tensor_data(&c->out[0]);
   for (int64_t b = 0; b < n; b++)
     for (int64_t i = 0; i < oh; i++) {
@@ -116,14 +116,14 @@ td_code eng_k_resize_nearest(eng_kctx *c) {
   if (!es)
     return eng_kfail(c, TD_UNIMPLEMENTED, "%s images are not supported", eng_dtype_name(x->dtype));
   int64_t oh, ow;
-  td_code rc = out_size(c, &oh, &ow);
+  td_code rc = eng_resize_size(c, &oh, &ow);
   if (rc) return rc;
   int64_t n = x->shape.dim[0], h = x->shape.dim[1], w = x->shape.dim[2], ch = x->shape.dim[3];
   eng_shape s = eng_shape_make(4, (int64_t[]){n, oh, ow, ch});
   if ((rc = eng_kout_raw(c, 0, x->dtype, &s))) return rc;
   bool align = eng_node_attr_bool(c->node, "align_corners", false);
   bool half = eng_node_attr_bool(c->node, "half_pixel_centers", false);
-  float sh = scale_of(h, oh, align), sw = scale_of(w, ow, align);
+  float sh = eng_resize_scale(h, oh, align), sw = eng_resize_scale(w, ow, align);
   const char *src = eng_tensor_data(x);
   char *dst = eng_tensor_data(&c->out[0]);
   size_t px = (size_t)ch * es;
