@@ -189,6 +189,7 @@ td_code eng_k_tensor_scatter_min(eng_kctx *c) { return tensor_scatter(c, K_MIN);
     const T *x_ = (const T *)x;                                                           \
     T *y_ = (T *)y;                                                                       \
     T init_ = kind == K_MAX ? (LOW) : kind == K_MIN ? (HIGH) : kind == K_PROD ? 1 : 0;    \
+    int acc_ = kind == K_MAX || kind == K_MIN || kind == K_PROD ? kind : K_ADD;           \
     for (int64_t i = 0; i < nseg * inner; i++) y_[i] = init_;                             \
     for (int64_t r = 0; r < rows; r++) {                                                  \
       int64_t s = seg[r];                                                                 \
@@ -196,20 +197,7 @@ td_code eng_k_tensor_scatter_min(eng_kctx *c) { return tensor_scatter(c, K_MIN);
       const T *a_ = x_ + (pick ? pick[r] : r) * inner;                                    \
       T *b_ = y_ + s * inner;                                                             \
       cnt[s]++;                                                                           \
-      for (int64_t i = 0; i < inner; i++) switch (kind) {                                 \
-          case K_MAX:                                                                     \
-            b_[i] = a_[i] > b_[i] ? a_[i] : b_[i];                                        \
-            break;                                                                        \
-          case K_MIN:                                                                     \
-            b_[i] = a_[i] < b_[i] ? a_[i] : b_[i];                                        \
-            break;                                                                        \
-          case K_PROD:                                                                    \
-            b_[i] = (T)(b_[i] * a_[i]);                                                   \
-            break;                                                                        \
-          default:                                                                        \
-            b_[i] = (T)(b_[i] + a_[i]);                                                   \
-            break;                                                                        \
-        }                                                                                 \
+      combine(dt, acc_, b_, a_, inner);                                                   \
     }                                                                                     \
     for (int64_t s = 0; s < nseg; s++) {                                                  \
       T *b_ = y_ + s * inner;                                                             \
