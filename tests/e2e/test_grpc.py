@@ -818,7 +818,7 @@ def test_batching_errors_same_as_rest(grpc_serve, tmp_path):
 
 
 def test_sigterm_under_grpc_load_exits_cleanly(serve):
-    # The shutdown pattern of the platform notes: stop accepting, cancel what
+    # The shutdown order: stop accepting, cancel what
     # is in flight, close the queues only once no call is alive. Under load,
     # SIGTERM must end the process with status 0 (no abort, no hang).
     import threading

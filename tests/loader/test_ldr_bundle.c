@@ -358,7 +358,7 @@ static void fix_crcs(uint8_t *f, size_t n, const table_t *t) {
   }
 }
 
-/* The brief's Snappy path: the same table with every data block stored
+/* The Snappy path: the same table with every data block stored
  * Snappy-compressed (type 1) byte for byte as the original contents, with a
  * new index block and footer pointing at the new blocks. */
 static void index_snappify(const uint8_t *f, size_t n, buf_t *out) {
