@@ -44,8 +44,7 @@ void ldr_mgr_queue_load(ldr_manager *m, mmodel *mm, mver *x) {
   }
   if (j) free(j->model);
   free(j);
-  td_log_error("out of memory queueing a load of %s version %lld", mm->name,
-               (long long)x->version);
+  td_log_error("out of memory queueing a load of %s version %lld", mm->name, (long long)x->version);
 }
 
 /* Drops a queued job for (model, version); true when one was queued. */
@@ -75,6 +74,7 @@ typedef struct load_task {
   td_code rc;
   bool has_batching; /* the version's batching_params.pbtxt */
   cfg_batching batching;
+  bool incomplete; /* the store's listing at download time lacked files */
   td_err err;
 } load_task;
 
@@ -112,6 +112,19 @@ static void finish_load(ldr_manager *m, const job *j, ldr_servable *sv, td_code 
     td_logm(TD_LOG_INFO, mm->name, x->version,
             "Successfully loaded servable version {name: %s version: %lld}", mm->name,
             (long long)x->version);
+    return;
+  }
+  if (lt && lt->incomplete) {
+    /* The upload was still going on when the download listed it (a scan
+     * saw saved_model.pb alone, then the index arrived without its shard):
+     * not a failed load, a version to check again at the next scan. */
+    x->st = V_WAITING;
+    x->complete = false;
+    x->last_err = *lerr;
+    ldr_mgr_set_reg(m, mm, x, LDR_STATE_START, lerr);
+    td_logm(TD_LOG_WARN, mm->name, x->version,
+            "Not loading servable {name: %s version: %lld} yet: %s", mm->name,
+            (long long)x->version, lerr->msg);
     return;
   }
   x->attempts++;
@@ -169,6 +182,7 @@ static void load_main(void *arg) {
   bool remote = ldr_objstore_is_remote(dir);
   if (remote) {
     lt->rc = ldr_objstore_fetch(dir, lt->m->cache_dir, &local, &lt->err);
+    lt->incomplete = lt->rc == TD_NOT_FOUND;
     if (lt->rc) return;
     dir = local;
   }
@@ -399,8 +413,8 @@ td_code ldr_manager_set_config(ldr_manager *m, const cfg_model_config *c, uint64
   uint64_t gen = ++m->gen;
   m->cfg_gen = gen;
   for (int i = 0; i < m->n_models; i++)
-    m->models[i]->configured = cfg_model_config_find(c, m->models[i]->name) &&
-                               m->models[i]->configured;
+    m->models[i]->configured =
+        cfg_model_config_find(c, m->models[i]->name) && m->models[i]->configured;
   for (int i = 0; i < c->n_models; i++) {
     const cfg_model *cm = &copy.models[i];
     mmodel *mm = fresh[i] ? fresh[i] : find_model(m, cm->name);
@@ -414,9 +428,7 @@ td_code ldr_manager_set_config(ldr_manager *m, const cfg_model_config *c, uint64
     if (!mm->configured && (fresh[i] || !ldr_mgr_model_busy(mm))) mm->added_gen = gen;
     mm->configured = true;
     char *bp = strdup(cm->base_path);
-    int64_t *vs = cm->policy.n_versions
-                      ? malloc(sizeof *vs * (size_t)cm->policy.n_versions)
-                      : NULL;
+    int64_t *vs = cm->policy.n_versions ? malloc(sizeof *vs * (size_t)cm->policy.n_versions) : NULL;
     if (bp && (vs || !cm->policy.n_versions)) {
       free(mm->base_path);
       mm->base_path = bp;
@@ -523,8 +535,8 @@ bool ldr_manager_shutdown(ldr_manager *m, double grace_seconds) {
     uv_mutex_lock(&m->mu);
   }
   uv_mutex_unlock(&m->mu);
-  if (!clean) td_log_warn("shutdown: a load or a request was still running after %.1f s",
-                          grace_seconds);
+  if (!clean)
+    td_log_warn("shutdown: a load or a request was still running after %.1f s", grace_seconds);
   return clean;
 }
 

@@ -30,8 +30,11 @@
  *
  * Base paths in object storage (s3://, gs://; ldr_objstore) are scanned by
  * listing their prefix; a version's load first downloads it into the cache
- * directory (a failed download is a failed load, retried like one), and its
- * cache copy is removed when it is unloaded or its load fails.
+ * directory (a failed download is a failed load, retried like one, except
+ * that a download whose listing finds files missing - an upload still under
+ * way - puts the version back to waiting for the next scan, state START with
+ * what is missing), and its cache copy is removed when it is unloaded or its
+ * load fails.
  *
  * Config changes (set_config) add models, remove models (all their versions
  * unload, then the model disappears from the registry) and change policies.

@@ -250,14 +250,16 @@ def store(request, tmp_path):
 
 
 def upload(store, src, prefix, skip=()):
-    for d, _, files in os.walk(src):
-        for f in sorted(files):
-            p = os.path.join(d, f)
-            rel = os.path.relpath(p, src)
-            if rel in skip:
-                continue
-            with open(p, "rb") as fh:
-                store.put(f"{prefix}/{rel}", fh.read())
+    # saved_model.pb last, as an operator should upload: a scan between two
+    # puts then sees an incomplete version, never one that looks whole.
+    rels = sorted(os.path.relpath(os.path.join(d, f), src)
+                  for d, _, files in os.walk(src) for f in files)
+    rels.sort(key=lambda r: r == "saved_model.pb")
+    for rel in rels:
+        if rel in skip:
+            continue
+        with open(os.path.join(src, rel), "rb") as fh:
+            store.put(f"{prefix}/{rel}", fh.read())
 
 
 def delete_prefix(store, prefix):
