@@ -539,11 +539,11 @@ static td_code start_run(rest_req *q, td_err *err, bool *ran) {
                                                                     : SRV_SIG_ERRORS_INFER};
   rc = srv_call_begin(&r->call, &s->api, &spec, err);
   if (!rc) rc = decode_inputs(r, &jr, err);
+  srv_json_request_free(&jr);
+begun:
   /* A body that decodes past what a request may use is too large (413),
    * as one past the body limit is; a full queue stays 429. */
   if (rc == TD_RESOURCE_EXHAUSTED) q->decoded_too_large = true;
-  srv_json_request_free(&jr);
-begun:
   if (rc) {
     free_run(r);
     return rc;
@@ -742,6 +742,7 @@ static enum MHD_Result handle_v2(rest_req *q) {
     if (start_run(q, &err, &ran)) {
       srv_v2_reply rep;
       srv_v2rest_error(&err, &rep);
+      if (q->decoded_too_large) rep.status = MHD_HTTP_CONTENT_TOO_LARGE;
       return send_v2(q, &rep);
     }
     return ran ? finish_run_here(q) : MHD_YES;
