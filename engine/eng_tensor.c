@@ -242,6 +242,12 @@ static td_code alloc_numeric(eng_tensor *t, eng_dtype dt, const eng_shape *shape
   return TD_OK;
 }
 
+size_t eng_tensor_strings_size(int64_t n, size_t total) {
+  if (n < 0) n = 0;
+  unsigned __int128 b = (unsigned __int128)(uint64_t)n * (sizeof(eng_str) + 1) + total;
+  return b > SIZE_MAX ? SIZE_MAX : (size_t)b;
+}
+
 td_code eng_tensor_alloc_strings(eng_tensor *t, const eng_shape *shape, const size_t *lens,
                                  td_err *err) {
   int64_t n;

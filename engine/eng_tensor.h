@@ -78,6 +78,10 @@ td_code eng_tensor_alloc_raw(eng_tensor *t, eng_dtype dt, const eng_shape *shape
  * through eng_tensor_str_bytes. */
 td_code eng_tensor_alloc_strings(eng_tensor *t, const eng_shape *shape, const size_t *lens,
                                  td_err *err);
+/* The bytes eng_tensor_alloc_strings takes for n strings of `total` bytes
+ * together (a table entry and a NUL per element, then the bytes),
+ * saturating at SIZE_MAX: what a request's budget is charged for them. */
+size_t eng_tensor_strings_size(int64_t n, size_t total);
 /* Allocates a scalar DT_VARIANT tensor whose payload (eng_tensor_data) is
  * `bytes` zeroed bytes owned by the caller's code: dtor (optional) runs on
  * the payload when the last reference goes, to release what it holds

@@ -199,12 +199,27 @@ td_code ldr_warmup_run(const ldr_servable *sv, const char *version_dir, int iter
     td_log_info("No warmup data file found at %s", path);
     return TD_OK;
   }
-  if (iterations < 1) iterations = 1;
   double t0 = now_us();
   uint8_t *data = NULL;
   size_t len = 0;
   td_code rc = td_file_read(path, MAX_FILE_BYTES, &data, &len, err);
   if (rc) return td_err_prefix(err, "warmup");
+  int count = 0;
+  rc = ldr_warmup_replay(sv, data, len, path, iterations, &count, err);
+  free(data);
+  if (rc) return rc;
+  td_log_info("Finished reading warmup data for model at %s. Number of warmup records read: %d. "
+              "Elapsed time (microseconds): %.0f.",
+              path, count, now_us() - t0);
+  if (n_records) *n_records = count;
+  return TD_OK;
+}
+
+td_code ldr_warmup_replay(const ldr_servable *sv, const uint8_t *data, size_t len,
+                          const char *path, int iterations, int *n_records, td_err *err) {
+  if (n_records) *n_records = 0;
+  if (iterations < 1) iterations = 1;
+  td_code rc = TD_OK;
   size_t off = 0;
   int count = 0;
   while (!rc && off < len) {
@@ -263,11 +278,6 @@ td_code ldr_warmup_run(const ldr_servable *sv, const char *version_dir, int iter
     }
     tensorflow__serving__prediction_log__free_unpacked(log, NULL);
   }
-  free(data);
-  if (rc) return rc;
-  td_log_info("Finished reading warmup data for model at %s. Number of warmup records read: %d. "
-              "Elapsed time (microseconds): %.0f.",
-              path, count, now_us() - t0);
-  if (n_records) *n_records = count;
-  return TD_OK;
+  if (!rc && n_records) *n_records = count;
+  return rc;
 }

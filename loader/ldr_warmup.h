@@ -23,6 +23,9 @@
 #ifndef LDR_WARMUP_H
 #define LDR_WARMUP_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "ldr_servable.h"
 #include "td_status.h"
 
@@ -32,5 +35,9 @@
 /* *n_records (optional) receives the number of records replayed. */
 td_code ldr_warmup_run(const ldr_servable *sv, const char *version_dir, int iterations,
                        int *n_records, td_err *err);
+/* The same replay over the file's bytes already in memory (path names the
+ * file in messages); ldr_warmup_run reads the file and calls it. */
+td_code ldr_warmup_replay(const ldr_servable *sv, const uint8_t *data, size_t len,
+                          const char *path, int iterations, int *n_records, td_err *err);
 
 #endif

@@ -111,10 +111,16 @@ static td_code initial_config(const cfg_options *opt, cfg_model_config *c, td_er
  * raises its mmap threshold each time a large mmapped block is freed, after
  * which weights land in thread arenas whose freed tops it keeps. Fixed
  * thresholds (glibc's initial values) keep large blocks mmapped and
- * returned on free. The MALLOC_*_ environment variables still win. */
+ * returned on free. Each arena also keeps its own free fragments: a version
+ * load and its requests touch a few more of glibc's 8-per-core arenas each
+ * time, so RSS crept at swaps far beyond the bytes in use; two arenas
+ * per core hold that creep to about half (see the soak in
+ * docs/benchmarks.md). The MALLOC_* environment variables still win. */
 static void fix_malloc_thresholds(void) {
   if (!getenv("MALLOC_MMAP_THRESHOLD_")) mallopt(M_MMAP_THRESHOLD, 128 * 1024);
   if (!getenv("MALLOC_TRIM_THRESHOLD_")) mallopt(M_TRIM_THRESHOLD, 128 * 1024);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (!getenv("MALLOC_ARENA_MAX")) mallopt(M_ARENA_MAX, 2 * (int)(cores > 0 ? cores : 1));
 }
 
 /* Per-model batching parameters from the current model config. */

@@ -1,6 +1,7 @@
 #include "srv_api.h"
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,18 @@ static void call_done(bat_task *t) {
   srv_call *c = t->user;
   call_finished(c);
   c->done(c);
+}
+
+td_code srv_call_charge(srv_call *c, const char *name, size_t bytes, td_err *err) {
+  size_t max = c->api && c->api->max_input_bytes ? c->api->max_input_bytes : SIZE_MAX;
+  size_t left = max - (c->input_bytes < max ? c->input_bytes : max);
+  if (bytes > left)
+    return td_err_set(err, TD_RESOURCE_EXHAUSTED,
+                      "input '%s': the tensor would take %zu bytes, more than the %zu this "
+                      "request may still use",
+                      name, bytes, left);
+  c->input_bytes += bytes;
+  return TD_OK;
 }
 
 td_code srv_call_begin(srv_call *c, srv_api *api, const srv_model_spec *spec, td_err *err) {

@@ -100,6 +100,7 @@ struct srv_call {
   uint64_t run_start_ns;
   bool metered; /* queue depth / in-flight accounting is on for this call */
   bool queued, started;
+  size_t input_bytes; /* charged so far against api->max_input_bytes (srv_call_charge) */
   /* task.code / task.err hold the run's result. Last, with task.err last
    * in it: srv_call_begin zeroes the call up to task.err (2 KiB, cleared
    * before each run instead). */
@@ -116,6 +117,13 @@ bool srv_api_method_name_check(void);
 
 /* On failure the call holds nothing, but srv_call_end is still safe. */
 td_code srv_call_begin(srv_call *c, srv_api *api, const srv_model_spec *spec, td_err *err);
+/* Charges `bytes` of input `name` to the request's input budget
+ * (api->max_input_bytes) before the transport allocates them: past it,
+ * RESOURCE_EXHAUSTED "input 'x': the tensor would take N bytes, more than
+ * the M this request may still use" and nothing is charged. Classify,
+ * Regress, MultiInference and the v2 infer edges use it; Predict's decoders
+ * keep their own count of the same budget. */
+td_code srv_call_charge(srv_call *c, const char *name, size_t bytes, td_err *err);
 bool srv_call_try_run_here(srv_call *c);
 td_code srv_call_submit(srv_call *c, td_err *err);
 void srv_call_end(srv_call *c);

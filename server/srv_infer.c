@@ -77,18 +77,20 @@ td_code srv_infer_set_examples(srv_call *c, const eng_str *examples, int n, eng_
   if (ti->dtype != ENG_DT_STRING)
     return td_err_set(err, TD_INVALID_ARGUMENT, "Expects arg[0] to be %s but string is provided",
                       eng_dtype_name(ti->dtype));
+  /* The context is copied into every element: n examples sent once with
+   * one context expand to n * context bytes, so the budget is charged
+   * before anything of that size exists. */
+  unsigned __int128 total = (unsigned __int128)(unsigned)n * context.len;
+  for (int i = 0; i < n; i++) total += examples[i].len;
+  size_t bytes = eng_tensor_strings_size(n, total > SIZE_MAX ? SIZE_MAX : (size_t)total);
+  td_code rc = srv_call_charge(c, ti->alias, bytes, err);
+  if (rc) return rc;
   size_t *lens = malloc((size_t)n * sizeof *lens);
   if (!lens) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
-  for (int i = 0; i < n; i++) {
-    if (examples[i].len > SIZE_MAX - context.len) {
-      free(lens);
-      return td_err_set(err, TD_INVALID_ARGUMENT, "example %d is too large", i);
-    }
-    lens[i] = context.len + examples[i].len;
-  }
+  for (int i = 0; i < n; i++) lens[i] = context.len + examples[i].len;
   eng_shape shape = eng_shape_make(1, (int64_t[]){n});
   eng_tensor t = {0};
-  td_code rc = eng_tensor_alloc_strings(&t, &shape, lens, err);
+  rc = eng_tensor_alloc_strings(&t, &shape, lens, err);
   free(lens);
   if (rc) return rc;
   for (int i = 0; i < n; i++) {

@@ -61,7 +61,9 @@ td_code srv_infer_check_signature(srv_infer_kind kind, const ldr_signature *sig,
  * a [n] DT_STRING tensor: context bytes (context.len may be 0) followed by
  * examples[i]. n == 0 fails with "Input is empty."; a signature whose
  * "inputs" is not declared DT_STRING fails as TensorFlow's feed check does
- * ("Expects arg[0] to be float but string is provided"). */
+ * ("Expects arg[0] to be float but string is provided"). The tensor, the
+ * context counted once per example, is charged to the request's input
+ * budget first (srv_call_charge: RESOURCE_EXHAUSTED naming the sizes). */
 td_code srv_infer_set_examples(srv_call *c, const eng_str *examples, int n, eng_str context,
                                td_err *err);
 

@@ -106,7 +106,15 @@ td_code srv_v2_bind(srv_call *c, const char *model, const char *name, const char
       return td_err_set(err, TD_INVALID_ARGUMENT, "input '%s': shape %s is too large", name, got);
     numel *= shape[k];
   }
+  /* The request's input budget, before anything of the declared size is
+   * allocated: BYTES are charged once their lengths are known, but their
+   * shape alone already needs a table entry per element. */
+  size_t bytes = ti->dtype == ENG_DT_STRING ? eng_tensor_strings_size(numel, 0)
+                                            : (size_t)numel * eng_dtype_size(ti->dtype);
+  td_code rc = srv_call_charge(c, name, bytes, err);
+  if (rc) return rc;
   if (ti->dtype == ENG_DT_STRING) {
+    c->input_bytes -= bytes;
     c->inputs[i] = (eng_tensor){.dtype = ENG_DT_STRING, .shape = s}; /* bound, not filled */
   } else {
     td_err why;
@@ -119,6 +127,11 @@ td_code srv_v2_bind(srv_call *c, const char *model, const char *name, const char
 
 static td_code alloc_strings(srv_call *c, int slot, const eng_shape *shape, const size_t *lens,
                              td_err *err) {
+  int64_t n = eng_shape_numel(shape);
+  size_t total = 0;
+  for (int64_t j = 0; j < n; j++) total = lens[j] > SIZE_MAX - total ? SIZE_MAX : total + lens[j];
+  td_code rc = srv_call_charge(c, c->sig->inputs[slot].alias, eng_tensor_strings_size(n, total), err);
+  if (rc) return rc;
   td_err why;
   eng_tensor t;
   if (eng_tensor_alloc_strings(&t, shape, lens, &why))
@@ -142,7 +155,12 @@ td_code srv_v2_set_raw(srv_call *c, int slot, const eng_shape *shape, const void
     if (want) memcpy(eng_tensor_data(t), data, want);
     return TD_OK;
   }
-  /* BYTES: walk the length prefixes once to size the tensor, once to fill. */
+  /* BYTES: walk the length prefixes once to size the tensor, once to fill.
+   * Each element has a 4-byte prefix, so the data bounds the count. */
+  if (n > 0 && (uint64_t)n > len / 4)
+    return td_err_set(err, TD_INVALID_ARGUMENT,
+                      "input '%s': raw BYTES data does not hold %lld length-prefixed elements",
+                      name, (long long)n);
   const unsigned char *p = data;
   size_t *lens = malloc(sizeof *lens * (size_t)(n + 1));
   if (!lens) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");

@@ -27,7 +27,10 @@
  * Errors (all INVALID_ARGUMENT unless said): unknown input or output names,
  * duplicate inputs, datatype and shape mismatches, raw sizes that do not
  * match the shape, missing inputs; UNIMPLEMENTED for a signature tensor with
- * no v2 datatype. Messages name the input and the model.
+ * no v2 datatype; RESOURCE_EXHAUSTED (srv_call_charge) for inputs that would
+ * take more than the request's input budget, checked in srv_v2_bind before
+ * the declared shape is allocated and, for BYTES, again with the lengths
+ * before they are copied. Messages name the input and the model.
  *
  * No state; any thread, distinct calls. */
 #ifndef SRV_V2_H

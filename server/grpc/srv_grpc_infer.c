@@ -376,6 +376,8 @@ void srv_grpc_multi_inference(srv_gcall *c, const uint8_t *req, size_t len) {
                            .signature_name = t->signature_name,
                            .sig_errors = SRV_SIG_ERRORS_INFER};
     if (!rc) rc = srv_call_begin(&t->call, c->api, &spec, &err);
+    /* Every task holds its own copy of the examples: one budget for all. */
+    if (!rc && i) t->call.input_bytes = m->tasks[i - 1].call.input_bytes;
     if (!rc) rc = srv_infer_set_examples(&t->call, ex.v, ex.n, ex.context, &err);
   }
   free(ex.v);

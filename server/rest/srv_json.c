@@ -272,13 +272,12 @@ typedef struct slot {
  * eng_tensor_alloc_strings lay it out (a string tensor: a table entry and a
  * NUL per element, then the bytes), saturating. */
 static size_t input_bytes(eng_dtype dt, int64_t n, const size_t *lens) {
-  unsigned __int128 b;
   if (dt == ENG_DT_STRING) {
-    b = (unsigned __int128)n * (sizeof(eng_str) + 1);
-    for (int64_t i = 0; i < n; i++) b += lens[i];
-  } else {
-    b = (unsigned __int128)n * eng_dtype_size(dt);
+    size_t total = 0;
+    for (int64_t i = 0; i < n; i++) total = lens[i] > SIZE_MAX - total ? SIZE_MAX : total + lens[i];
+    return eng_tensor_strings_size(n, total);
   }
+  unsigned __int128 b = (unsigned __int128)n * eng_dtype_size(dt);
   return b > SIZE_MAX ? SIZE_MAX : (size_t)b;
 }
 

@@ -59,6 +59,12 @@
  * connection is closed. Discarding costs no memory, so the bound is wide:
  * clients that stream a body past the limit still get their 413. */
 #define DRAIN_MAX ((size_t)64 << 20)
+/* libmicrohttpd keeps a request's head in the connection's memory and
+ * answers a head that does not fit with its own HTML 414 / 431. Four times
+ * SRV_REST_MAX_HEAD_BYTES lets heads well past that limit reach
+ * first_call, which refuses them in JSON; the larger memory also takes
+ * bodies in larger reads. */
+#define MHD_MEMORY_LIMIT ((size_t)4 * SRV_REST_MAX_HEAD_BYTES)
 
 typedef struct rest_req rest_req;
 typedef struct rest_run rest_run;
@@ -107,6 +113,8 @@ struct rest_req {
   bool expired;   /* the run's deadline passed (set by the watcher) */
   bool too_large; /* the body passed the limit midway: discarding the rest */
   bool decoded_too_large; /* its inputs would take more than a request may */
+  unsigned head_status;   /* 414 / 431: the head passed SRV_REST_MAX_HEAD_BYTES */
+  size_t head_bytes;
   size_t drained;
   bool gzip, z_open, z_end;
   z_stream z;
@@ -242,6 +250,9 @@ static enum MHD_Result send_buf(rest_req *q, unsigned status, td_buf *b, const c
   }
   if (!r) return MHD_NO;
   if (type) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+  /* A head past the limit ends the connection, as libmicrohttpd's own 414 /
+   * 431 do: the client may not be waiting for another answer. */
+  if (q->head_status) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
   if (cors) add_cors(q->srv, r);
   count_request(q, q->answer_code);
   enum MHD_Result ret = MHD_queue_response(q->conn, status, r);
@@ -274,6 +285,37 @@ static enum MHD_Result send_too_large(rest_req *q) {
   q->answered = true;
   q->answer_code = e.code;
   return send_json(q, MHD_HTTP_CONTENT_TOO_LARGE, &b);
+}
+
+/* Answers a head past SRV_REST_MAX_HEAD_BYTES, once its body is drained. */
+static enum MHD_Result send_head_too_large(rest_req *q) {
+  td_err e;
+  td_err_set(&e, TD_INVALID_ARGUMENT, "%s of %zu bytes exceeds the limit of %d bytes",
+             q->head_status == 414 ? "request line" : "request line and headers", q->head_bytes,
+             SRV_REST_MAX_HEAD_BYTES);
+  td_buf b;
+  td_buf_init(&b);
+  srv_json_encode_error(e.msg, &b);
+  q->answered = true;
+  q->answer_code = e.code;
+  return send_json(q, q->head_status, &b);
+}
+
+/* Bytes of the head as sent, from what libmicrohttpd parsed of it: each
+ * header "key: value\r\n", each query argument with its '?' / '&' and '='
+ * (arguments stay escaped: keep_escaped). */
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value) {
+  (void)kind;
+  *(size_t *)cls += strlen(key) + (value ? strlen(value) : 0) + 4;
+  return MHD_YES;
+}
+
+static enum MHD_Result count_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 const char *value) {
+  (void)kind;
+  *(size_t *)cls += 1 + strlen(key) + (value ? 1 + strlen(value) : 0);
+  return MHD_YES;
 }
 
 /* A v2 reply: JSON, or the JSON header and binary tensors with the header's
@@ -539,11 +581,11 @@ static td_code start_run(rest_req *q, td_err *err, bool *ran) {
                                                                     : SRV_SIG_ERRORS_INFER};
   rc = srv_call_begin(&r->call, &s->api, &spec, err);
   if (!rc) rc = decode_inputs(r, &jr, err);
+  srv_json_request_free(&jr);
+begun:
   /* A body that decodes past what a request may use is too large (413),
    * as one past the body limit is; a full queue stays 429. */
   if (rc == TD_RESOURCE_EXHAUSTED) q->decoded_too_large = true;
-  srv_json_request_free(&jr);
-begun:
   if (rc) {
     free_run(r);
     return rc;
@@ -742,6 +784,7 @@ static enum MHD_Result handle_v2(rest_req *q) {
     if (start_run(q, &err, &ran)) {
       srv_v2_reply rep;
       srv_v2rest_error(&err, &rep);
+      if (q->decoded_too_large) rep.status = MHD_HTTP_CONTENT_TOO_LARGE;
       return send_v2(q, &rep);
     }
     return ran ? finish_run_here(q) : MHD_YES;
@@ -755,7 +798,7 @@ static enum MHD_Result handle_v2(rest_req *q) {
 /* --- dispatch ---------------------------------------------------------- */
 
 static enum MHD_Result first_call(srv_rest *s, struct MHD_Connection *conn, const char *url,
-                                  const char *method, void **con_cls) {
+                                  const char *method, const char *version, void **con_cls) {
   rest_req *q = malloc(sizeof *q);
   if (!q) return MHD_NO;
   memset(q, 0, offsetof(rest_req, route_err));
@@ -765,6 +808,16 @@ static enum MHD_Result first_call(srv_rest *s, struct MHD_Connection *conn, cons
   td_buf_init(&q->body);
   q->route_rc = srv_route_parse(method, url, &q->route, &q->route_err);
   *con_cls = q;
+  size_t line = strlen(method) + 1 + strlen(url) + 1 + strlen(version) + 2;
+  MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, count_arg, &line);
+  size_t head = line + 2; /* and the blank line */
+  MHD_get_connection_values(conn, MHD_HEADER_KIND, count_header, &head);
+  if (head > SRV_REST_MAX_HEAD_BYTES) {
+    q->head_status = line > SRV_REST_MAX_HEAD_BYTES ? 414 : 431;
+    q->head_bytes = q->head_status == 414 ? line : head;
+    q->too_large = true; /* drain any body, then answer */
+    return MHD_YES;
+  }
   if (q->route.kind == SRV_ROUTE_V2) {
     if (!(q->v2 = malloc(sizeof *q->v2))) return MHD_NO;
     srv_v2rest_route(method, url, q->v2);
@@ -793,7 +846,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   size_t *upload_data_size, void **con_cls) {
   srv_rest *s = cls;
   rest_req *q = *con_cls;
-  if (!q) return first_call(s, conn, url, method, con_cls);
+  if (!q) return first_call(s, conn, url, method, version, con_cls);
   if (*upload_data_size) {
     size_t n = *upload_data_size;
     *upload_data_size = 0;
@@ -802,6 +855,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return ret;
   }
   if (q->answered) return MHD_YES; /* nothing left to do */
+  if (q->head_status) return send_head_too_large(q);
   if (q->too_large) return send_too_large(q);
   if (q->suspended) {
     q->suspended = false;
@@ -942,7 +996,7 @@ td_code srv_rest_start(const srv_rest_options *opt, srv_rest **out, td_err *err)
         on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL,
         MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_CONNECTION_LIMIT, 10000u,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)32 * 1024, MHD_OPTION_ARRAY, pool, MHD_OPTION_END);
+        MHD_MEMORY_LIMIT, MHD_OPTION_ARRAY, pool, MHD_OPTION_END);
   if (!s->d) {
     srv_rest_stop(s);
     return td_err_set(err, TD_UNAVAILABLE, "REST: cannot listen on port %d (address in use?)",

@@ -21,6 +21,15 @@
  *                   from Content-Length before reading, or while reading /
  *                   inflating; nothing beyond the limit is buffered. The
  *                   limit applies to the inflated body of gzip requests too.
+ *   request head    the request line and the headers together may take
+ *                   SRV_REST_MAX_HEAD_BYTES as sent: past it a request line
+ *                   alone answers 414, else 431, both {"error": "..."}
+ *                   naming the sizes (the body, if any, is read and
+ *                   dropped). Heads past the per-connection memory
+ *                   libmicrohttpd is given (128 KiB), and its other own
+ *                   refusals (505, malformed chunk sizes or Content-Length)
+ *                   are answered by libmicrohttpd before any callback runs,
+ *                   with its built-in HTML bodies.
  *   gzip            a Content-Encoding naming gzip is inflated (zlib) as the
  *                   body arrives; corrupt data answers 400.
  *   timeout_ms      >0 bounds the time from queueing a model run to its
@@ -58,13 +67,15 @@
 
 typedef struct srv_rest srv_rest;
 
+#define SRV_REST_MAX_HEAD_BYTES (32 * 1024) /* request line + headers */
+
 typedef struct srv_rest_options {
   int port;
   int n_threads;         /* MHD polling threads (>= 1) */
   size_t max_body_bytes; /* request bodies above this get 413 */
-  /* Most bytes one predict request's decoded inputs may take (0: no
-   * bound); a body that would decode past it gets 413 before the input
-   * that passes it is allocated. */
+  /* Most bytes one request's decoded inputs may take (0: no bound); a
+   * body that would decode past it gets 413 before the input that passes
+   * it is allocated. */
   size_t max_input_bytes;
   int timeout_ms;        /* model-run deadline; <= 0: none */
   bool cors;             /* --rest_api_enable_cors_support */

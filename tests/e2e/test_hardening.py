@@ -323,8 +323,10 @@ HTTP_LAYER_ERRORS = [
 @pytest.mark.parametrize("what,data,want", HTTP_LAYER_ERRORS,
                          ids=[c[0] for c in HTTP_LAYER_ERRORS])
 def test_http_layer_errors_answer_and_keep_serving(hpt, what, data, want):
-    # libmicrohttpd answers these itself, before any callback of ours runs,
-    # with its built-in (HTML) bodies: the status is what can be checked.
+    # The long URI and headers reach tensord's handler, which answers them
+    # in JSON (test_http_limits.py); libmicrohttpd answers the others
+    # itself, before any callback of ours runs, with its built-in (HTML)
+    # bodies: the status is what can be checked here.
     s, _ = hpt
     status, _, _ = raw_http(s.rest_port, data)
     assert status == want, what

@@ -181,6 +181,16 @@ END_TEST
 
 /* --- strings ----------------------------------------------------------- */
 
+START_TEST(strings_size_counts_entries_and_saturates) {
+  /* A table entry and a NUL per element, then the bytes. */
+  ck_assert_uint_eq(eng_tensor_strings_size(4, 17), 4 * (sizeof(eng_str) + 1) + 17);
+  ck_assert_uint_eq(eng_tensor_strings_size(0, 0), 0);
+  ck_assert_uint_eq(eng_tensor_strings_size(-1, 5), 5);
+  ck_assert_uint_eq(eng_tensor_strings_size(INT64_MAX, 0), SIZE_MAX);
+  ck_assert_uint_eq(eng_tensor_strings_size(1, SIZE_MAX), SIZE_MAX);
+}
+END_TEST
+
 START_TEST(strings_explicit) {
   const char *words[] = {"", "a", "hello world", "\0bin\xff"};
   size_t lens[] = {0, 1, 11, 5};
@@ -350,6 +360,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, copy_numeric);
   tcase_add_test(tc, copy_strings);
   tcase_add_test(tc, numel_saturates_on_overflow);
+  tcase_add_test(tc, strings_size_counts_entries_and_saturates);
   suite_add_tcase(s, tc);
   return s;
 }
