@@ -36,6 +36,12 @@ ResNet50, MobileNetV2 (alpha 1.0) and EfficientNetB0 at 224x224, a BERT-base
 shaped encoder (keras-hub BertBackbone, 4 layers of width 768, sequence 128)
 and a wide MLP (4 x 2048). Needs keras-hub (bench/engine/requirements.txt).
 
+With --applications DIR [NAME...] it writes, never committed (the networks
+cannot shrink their widths), one member of every keras.applications family at
+its smallest input into DIR/<name>/1/ with TF's outputs for a seeded batch of 2
+beside each (DIR/<name>/io.npz) and DIR/applications.json; see
+scripts/fixtures_applications.py.
+
 With --coverage it writes only the models of the long tail of real exports
 (export forms and layers beyond the zoo), each with TF's outputs:
   tests/fixtures/models/coverage/<model>/1/
@@ -1391,6 +1397,13 @@ def main():
     if sys.argv[1:2] == ["--large"] and len(sys.argv) == 3:
         # Real-size benchmark models: python3 scripts/make_fixtures.py --large DIR
         export_large(sys.argv[2])
+        return
+    if sys.argv[1:2] == ["--applications"] and len(sys.argv) >= 3:
+        # One member of every keras.applications family, never committed:
+        # python3 scripts/make_fixtures.py --applications DIR [NAME...]
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from fixtures_applications import export_applications
+        export_applications(sys.argv[2], sys.argv[3:])
         return
     if sys.argv[1:] == ["--coverage"]:
         # Only the long-tail models: python3 scripts/make_fixtures.py --coverage
