@@ -46,6 +46,8 @@ With --coverage it writes only the models of the long tail of real exports
 (export forms and layers beyond the zoo), each with TF's outputs:
   tests/fixtures/models/coverage/<model>/1/
   tests/fixtures/coverage.json                       TF's outputs at batch 1 and 8
+Its hub_bert, hub_gpt2 and hub_vit models need keras-hub==0.21.1, installed
+with --no-deps (see hub_coverage_models).
 
 With --pbtxt it writes only text-format copies of existing SavedModels, made by
 TensorFlow's own text_format from their saved_model.pb (the tests pair each with
@@ -778,6 +780,44 @@ def coverage_models():
     }
 
 
+def hub_coverage_models():
+    """Three keras-hub backbones (BERT, GPT-2, ViT) built from their config
+    constructors at tiny widths, random weights. Needs keras-hub==0.21.1
+    (pip install --no-deps keras-hub==0.21.1: its tensorflow-text dependency
+    would replace TensorFlow 2.19.1, and the backbones do not use it)."""
+    import keras
+    import keras_hub
+    keras.utils.set_random_seed(21)
+    seq, vocab = 12, 97
+    ids = {"dtype": "int32", "shape": [seq], "gen": "int", "mod": vocab, "seed": 3}
+    mask = {"dtype": "int32", "shape": [seq], "gen": "mask"}
+    bert = keras_hub.models.BertBackbone(vocabulary_size=vocab, num_layers=2, num_heads=2,
+                                         hidden_dim=16, intermediate_dim=32,
+                                         max_sequence_length=seq)
+    gpt2 = keras_hub.models.GPT2Backbone(vocabulary_size=vocab, num_layers=2, num_heads=2,
+                                         hidden_dim=16, intermediate_dim=32,
+                                         max_sequence_length=seq)
+    vit = keras_hub.models.ViTBackbone(image_shape=(16, 16, 3), patch_size=4, num_layers=2,
+                                       num_heads=2, hidden_dim=16, mlp_dim=32)
+    # The backbone's own input is named by Keras' global counter; a named
+    # Input in front gives the signature a stable alias.
+    images = keras.Input((16, 16, 3), name="images")
+    vit = keras.Model(images, vit(images), name="vit")
+    return {
+        "hub_bert": (bert, "model.export()",
+                     {"token_ids": ids, "segment_ids": dict(ids, mod=2, seed=5),
+                      "padding_mask": mask}),
+        "hub_gpt2": (gpt2, "model.export()", {"token_ids": dict(ids, seed=7),
+                                              "padding_mask": mask}),
+        "hub_vit": (vit, "model.export()",
+                    {"images": {"dtype": "float32", "shape": [16, 16, 3], "gen": "float",
+                                "seed": 17}}),
+    }
+
+
+HUB_COVERAGE = ("hub_bert", "hub_gpt2", "hub_vit")
+
+
 class TfFunctionOps(tf.Module):
     """A tf.function pipeline of the ops real exports put around a network:
     an Einsum with an ellipsis, a causal band mask, arg/top-k picks, gathers
@@ -841,6 +881,8 @@ def export_coverage(only=None):
     elif os.path.isdir(p(COVERAGE_ROOT)):
         shutil.rmtree(p(COVERAGE_ROOT))
     models = {**coverage_models(), **text_coverage_models()}
+    if not only or set(only) & set(HUB_COVERAGE):
+        models.update(hub_coverage_models())
     for name, (model, how, spec) in models.items():
         if only and name not in only:
             continue
