@@ -16,11 +16,15 @@ print(*(m.version(p) for p in ("tensorflow-cpu", "keras")))' 2>/dev/null ||
   python3 -c 'import tensorflow as tf, keras; print(tf.__version__, keras.__version__)')
 key=$( (cat scripts/fixtures_applications.py; echo "$versions") | sha256sum | cut -c1-16)
 dir=$cache/$key
+mkdir -p "$cache"
+# One stage at a time per cache (other checkouts on the machine share it):
+# a second run waits here instead of deleting a set being made or read.
+exec 9>"$cache/.lock"
+flock 9
 start=$(date +%s)
 if [ ! -e "$dir/complete" ]; then
-  mkdir -p "$cache"
   # Older keys are stale: each set is some 400 MB.
-  find "$cache" -mindepth 1 -maxdepth 1 ! -name "$key" -exec rm -rf {} +
+  find "$cache" -mindepth 1 -maxdepth 1 ! -name "$key" ! -name .lock -exec rm -rf {} +
   rm -rf "$dir"
   python3 scripts/make_fixtures.py --applications "$dir"
   touch "$dir/complete"
