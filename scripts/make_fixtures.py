@@ -36,10 +36,18 @@ ResNet50, MobileNetV2 (alpha 1.0) and EfficientNetB0 at 224x224, a BERT-base
 shaped encoder (keras-hub BertBackbone, 4 layers of width 768, sequence 128)
 and a wide MLP (4 x 2048). Needs keras-hub (bench/engine/requirements.txt).
 
+With --applications DIR [NAME...] it writes, never committed (the networks
+cannot shrink their widths), one member of every keras.applications family at
+its smallest input into DIR/<name>/1/ with TF's outputs for a seeded batch of 2
+beside each (DIR/<name>/io.npz) and DIR/applications.json; see
+scripts/fixtures_applications.py.
+
 With --coverage it writes only the models of the long tail of real exports
 (export forms and layers beyond the zoo), each with TF's outputs:
   tests/fixtures/models/coverage/<model>/1/
   tests/fixtures/coverage.json                       TF's outputs at batch 1 and 8
+Its hub_bert, hub_gpt2 and hub_vit models need keras-hub==0.21.1, installed
+with --no-deps (see hub_coverage_models).
 
 With --pbtxt it writes only text-format copies of existing SavedModels, made by
 TensorFlow's own text_format from their saved_model.pb (the tests pair each with
@@ -772,6 +780,44 @@ def coverage_models():
     }
 
 
+def hub_coverage_models():
+    """Three keras-hub backbones (BERT, GPT-2, ViT) built from their config
+    constructors at tiny widths, random weights. Needs keras-hub==0.21.1
+    (pip install --no-deps keras-hub==0.21.1: its tensorflow-text dependency
+    would replace TensorFlow 2.19.1, and the backbones do not use it)."""
+    import keras
+    import keras_hub
+    keras.utils.set_random_seed(21)
+    seq, vocab = 12, 97
+    ids = {"dtype": "int32", "shape": [seq], "gen": "int", "mod": vocab, "seed": 3}
+    mask = {"dtype": "int32", "shape": [seq], "gen": "mask"}
+    bert = keras_hub.models.BertBackbone(vocabulary_size=vocab, num_layers=2, num_heads=2,
+                                         hidden_dim=16, intermediate_dim=32,
+                                         max_sequence_length=seq)
+    gpt2 = keras_hub.models.GPT2Backbone(vocabulary_size=vocab, num_layers=2, num_heads=2,
+                                         hidden_dim=16, intermediate_dim=32,
+                                         max_sequence_length=seq)
+    vit = keras_hub.models.ViTBackbone(image_shape=(16, 16, 3), patch_size=4, num_layers=2,
+                                       num_heads=2, hidden_dim=16, mlp_dim=32)
+    # The backbone's own input is named by Keras' global counter; a named
+    # Input in front gives the signature a stable alias.
+    images = keras.Input((16, 16, 3), name="images")
+    vit = keras.Model(images, vit(images), name="vit")
+    return {
+        "hub_bert": (bert, "model.export()",
+                     {"token_ids": ids, "segment_ids": dict(ids, mod=2, seed=5),
+                      "padding_mask": mask}),
+        "hub_gpt2": (gpt2, "model.export()", {"token_ids": dict(ids, seed=7),
+                                              "padding_mask": mask}),
+        "hub_vit": (vit, "model.export()",
+                    {"images": {"dtype": "float32", "shape": [16, 16, 3], "gen": "float",
+                                "seed": 17}}),
+    }
+
+
+HUB_COVERAGE = ("hub_bert", "hub_gpt2", "hub_vit")
+
+
 class TfFunctionOps(tf.Module):
     """A tf.function pipeline of the ops real exports put around a network:
     an Einsum with an ellipsis, a causal band mask, arg/top-k picks, gathers
@@ -835,6 +881,8 @@ def export_coverage(only=None):
     elif os.path.isdir(p(COVERAGE_ROOT)):
         shutil.rmtree(p(COVERAGE_ROOT))
     models = {**coverage_models(), **text_coverage_models()}
+    if not only or set(only) & set(HUB_COVERAGE):
+        models.update(hub_coverage_models())
     for name, (model, how, spec) in models.items():
         if only and name not in only:
             continue
@@ -1391,6 +1439,13 @@ def main():
     if sys.argv[1:2] == ["--large"] and len(sys.argv) == 3:
         # Real-size benchmark models: python3 scripts/make_fixtures.py --large DIR
         export_large(sys.argv[2])
+        return
+    if sys.argv[1:2] == ["--applications"] and len(sys.argv) >= 3:
+        # One member of every keras.applications family, never committed:
+        # python3 scripts/make_fixtures.py --applications DIR [NAME...]
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from fixtures_applications import export_applications
+        export_applications(sys.argv[2], sys.argv[3:])
         return
     if sys.argv[1:] == ["--coverage"]:
         # Only the long-tail models: python3 scripts/make_fixtures.py --coverage
