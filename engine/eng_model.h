@@ -125,6 +125,31 @@ bool eng_model_slot_initialized(eng_model *m, int64_t slot);
  * variable fails as on an unassigned one (FAILED_PRECONDITION). Returns
  * the bytes released. Not thread-safe against running plans. */
 size_t eng_model_release_unserved(eng_model *m);
+/* Frees the original of every packed weight (eng_model_pack) that nothing
+ * but its packed form needs, so a loaded version holds each such weight
+ * once, in the layout its kernel reads. `plans` are every plan built to
+ * serve (their shape-specialised plans and the model's subgraph plans are
+ * looked at too). An original stays when: the model is on a device (its
+ * upload reads the originals); any plan reads a variable at run time (a
+ * step on a variable handle, or a handle among its constants); a plan
+ * fetches the weight, or a step without the packed form reads it (a
+ * second consumer, an epilogue); or its buffer has a holder beyond those
+ * known (the variable, the plans' constants, the packed table). A freed
+ * original becomes a hollow tensor (eng_tensor_alloc_hollow) of its dtype
+ * and shape in all those places, so shape-specialised plans built later
+ * find the packed form again (eng_plan_specialised reuses the general
+ * plan's constants); a step that would read its data fails (INTERNAL)
+ * instead. Returns the bytes freed. Call once the serving plans are built
+ * and prepared, on the loading thread, before any plan runs elsewhere. */
+size_t eng_model_release_packed_sources(eng_model *m, int n_plans, eng_plan *const *plans);
+/* What a model holds in weights (for tests and `tensord inspect`). */
+typedef struct eng_weight_stats {
+  size_t variable_bytes; /* variables' values held, hollow ones not counted */
+  size_t packed_bytes;   /* packed layouts (eng_gemm), k * n floats each */
+  size_t packed_sources; /* originals of packed weights still held */
+  size_t released_bytes; /* originals freed by eng_model_release_packed_sources */
+} eng_weight_stats;
+eng_weight_stats eng_model_weight_stats(const eng_model *m);
 /* Replaces the slot's value with a new reference to `value`. */
 td_code eng_model_slot_write(eng_model *m, int64_t slot, const eng_tensor *value, td_err *err);
 td_code eng_model_restore(eng_model *m, const char *prefix, const char *key, eng_dtype dtype,

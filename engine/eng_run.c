@@ -132,6 +132,11 @@ td_code eng_run_step_cpu(eng_run *r, int s, td_err *err) {
     if (merge && r->dead[p->base[nd->in[k].node] + nd->in[k].index]) continue; /* stays empty */
     if (!v->buf) {
       rc = td_err_set(err, TD_INTERNAL, "node '%s': input %d was not computed", nd->name, k);
+    } else if (!(p->packed && p->packed[s]) && eng_tensor_hollow(v)) {
+      /* eng_model_release_packed_sources left only the packed layout. */
+      rc = td_err_set(err, TD_INTERNAL,
+                      "node '%s': input %d is a weight the model holds only in packed form",
+                      nd->name, k);
     } else if (v->is_ref && !(k == 0 && (op->flags & ENG_OP_REF_INPUT0))) {
       /* A TF1 variable reference read by an ordinary op: pass its value. */
       rc = eng_model_slot_read(p->m, eng_tensor_handle(v), &kin[k], err);
@@ -184,7 +189,7 @@ td_code eng_run_finish(eng_run *r, td_code rc, eng_tensor *out, td_err *err) {
     if (!v->buf && r->dead[p->out_value[i]]) {
       rc = td_err_set(err, TD_INVALID_ARGUMENT,
                       "output %d comes from a branch of a conditional that was not taken", i);
-    } else if (!v->buf) {
+    } else if (!v->buf || eng_tensor_hollow(v)) {
       rc = td_err_set(err, TD_INTERNAL, "output '%d' was not computed", i);
     } else if (v->is_ref) {
       rc = eng_model_slot_read(p->m, eng_tensor_handle(v), &out[i], err);

@@ -429,6 +429,24 @@ static td_code compile_signatures(ldr_servable *sv, td_err *err) {
   return rc;
 }
 
+/* A weight packed for its kernel is then held once, packed (eng_model.h
+ * says when an original has to stay). */
+static void release_packed_sources(ldr_servable *sv) {
+  eng_plan **plans = calloc((size_t)sv->n_sigs + 1, sizeof *plans);
+  if (!plans) return;
+  int n = 0;
+  for (int i = 0; i < sv->n_sigs; i++)
+    if (sv->sigs[i].plan) plans[n++] = sv->sigs[i].plan;
+  size_t freed = eng_model_release_packed_sources(sv->model, n, plans);
+  free(plans);
+  if (freed)
+    td_log_info("%s: %.1f MB of weights kept only in their packed layout", sv->path, freed / 1e6);
+}
+
+eng_weight_stats ldr_servable_weight_stats(const ldr_servable *s) {
+  return eng_model_weight_stats(s->model);
+}
+
 void ldr_servable_ref(ldr_servable *s) { atomic_fetch_add(&s->refs, 1); }
 
 int ldr_servable_refs(const ldr_servable *s) { return atomic_load(&s->refs); }
@@ -501,6 +519,7 @@ td_code ldr_servable_load(const char *dir, int64_t version, const char *tags, ld
    * restore freed: this thread keeps freed buffers for reuse, and glibc
    * keeps freed blocks of these sizes in its heap. */
   if (!rc) {
+    release_packed_sources(sv);
     eng_model_release_unserved(sv->model);
     eng_tensor_cache_flush();
     malloc_trim(0);
