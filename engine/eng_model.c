@@ -70,6 +70,7 @@ td_code eng_model_create(eng_graph *graph, eng_library *lib, const eng_io *io, e
   if (io) m->io = *io;
   m->sub_lock_init = mtx_init(&m->sub_lock, mtx_plain) == thrd_success;
   m->pack_lock_init = mtx_init(&m->pack_lock, mtx_plain) == thrd_success;
+  m->skip_node = -1;
   td_code rc = lib ? eng_inline_calls(graph, lib, err) : TD_OK;
   if (!rc) rc = eng_frames_lower(graph, err);
   if (!rc) rc = assign_slots(m, err);
@@ -92,6 +93,7 @@ void eng_model_destroy(eng_model *m) {
     free(m->packed[i].scale);
   }
   free(m->packed);
+  free(m->skip);
   if (m->pack_lock_init) mtx_destroy(&m->pack_lock);
   for (int i = 0; i < m->n_slots; i++) {
     free(m->slots[i].key);

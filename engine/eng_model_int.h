@@ -14,6 +14,7 @@ typedef struct var_slot {
   eng_tensor value;
   bool init;
   bool served; /* a node of a plan built without targets reads it */
+  bool noted;  /* eng_model_note_reads: a noted plan reads or assigns it */
 } var_slot;
 
 struct eng_model {
@@ -49,6 +50,11 @@ struct eng_model {
     eng_packed *packed;
   } * packed;
   size_t released; /* bytes of originals eng_model_release_packed_sources freed */
+  /* eng_model_note_reads: 1 once plans are noted, -1 when one could not be. */
+  int noting;
+  int skip_node; /* the RestoreV2 node skip[] is for, or -1 */
+  int n_skip;
+  bool *skip; /* per output of skip_node: eng_model_restore_skips */
 };
 
 #endif

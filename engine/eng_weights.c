@@ -11,10 +11,16 @@
  * original left in every place that named the weight keeps it findable in
  * the packed table (shape-specialised plans reuse the general plan's
  * constants, eng_compile.c). A step that would still read a hollow weight
- * fails cleanly (eng_run.c and the kernels check). */
+ * fails cleanly (eng_run.c and the kernels check).
+ *
+ * Restoring only what is needed (eng_model_note_reads): a RestoreV2 output
+ * is skipped when every node reading it (through Identity and IdentityN)
+ * is an AssignVariableOp into a variable no noted plan touches. Any other
+ * reader, anywhere in the graph, keeps it. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_inline.h"
 #include "eng_model_int.h"
 #include "eng_plan.h"
 
@@ -291,4 +297,79 @@ eng_weight_stats eng_model_weight_stats(const eng_model *m) {
         sizeof(float) * (size_t)(eng_gemm_k(m->packed[i].packed) * eng_gemm_n(m->packed[i].packed));
   }
   return st;
+}
+
+/* --- restoring only what noted plans need ------------------------------- */
+
+void eng_model_note_reads(eng_model *m, int n_inputs, const char *const *inputs, int n_outputs,
+                          const char *const *outputs, int n_targets, const char *const *targets) {
+  if (m->noting < 0) return;
+  eng_plan *p = NULL;
+  td_err err;
+  if (eng_plan_build(m, n_inputs, inputs, n_outputs, outputs, n_targets, targets, &p, &err)) {
+    m->noting = -1;
+    return;
+  }
+  bool nested = false; /* subgraph plans read variables this walk does not see */
+  for (int s = 0; s < p->n_steps; s++) {
+    int64_t slot = m->node_slot[p->steps[s]];
+    if (slot >= 0) m->slots[slot].noted = true;
+    nested |= eng_inline_is_control_flow(eng_graph_node(m->g, p->steps[s]));
+  }
+  eng_plan_destroy(p);
+  m->noting = nested ? -1 : 1;
+}
+
+/* The edge e stands for once Identity and IdentityN are looked through. */
+static eng_edge through_identities(const eng_graph *g, eng_edge e) {
+  for (int hops = 0; hops < 64; hops++) {
+    const eng_node *nd = eng_graph_node(g, e.node);
+    if (!strcmp(nd->op, "Identity") && nd->n_in >= 1)
+      e = nd->in[0];
+    else if (!strcmp(nd->op, "IdentityN") && e.index < nd->n_in)
+      e = nd->in[e.index];
+    else
+      break;
+  }
+  return e;
+}
+
+static bool build_skips(eng_model *m, int node) {
+  const eng_graph *g = m->g;
+  int n_out = eng_graph_node(g, node)->n_out, n = eng_graph_node_count(g);
+  bool *skip = malloc(sizeof *skip * ((size_t)n_out + 1));
+  if (!skip) return false;
+  for (int i = 0; i < n_out; i++) skip[i] = true;
+  for (int j = 0; j < n; j++) {
+    const eng_node *nd = eng_graph_node(g, j);
+    if (!strcmp(nd->op, "Identity") || !strcmp(nd->op, "IdentityN")) continue;
+    for (int k = 0; k < nd->n_in; k++) {
+      eng_edge src = through_identities(g, nd->in[k]);
+      if (src.node != node || src.index >= n_out) continue;
+      bool unneeded = false;
+      if (!strcmp(nd->op, "AssignVariableOp") && k == 1) {
+        int64_t slot = m->node_slot[through_identities(g, nd->in[0]).node];
+        unneeded = slot >= 0 && !m->slots[slot].noted;
+      }
+      if (!unneeded) skip[src.index] = false;
+    }
+  }
+  free(m->skip);
+  m->skip = skip;
+  m->n_skip = n_out;
+  m->skip_node = node;
+  return true;
+}
+
+bool eng_model_restore_skips(eng_model *m, int node, int i) {
+  if (m->noting != 1 || !m->io.verify) return false;
+  if (m->skip_node != node && !build_skips(m, node)) return false;
+  return i >= 0 && i < m->n_skip && m->skip[i];
+}
+
+td_code eng_model_verify(eng_model *m, const char *prefix, const char *key, eng_dtype dtype,
+                         eng_dtype *out_dtype, eng_shape *out_shape, td_err *err) {
+  if (!m->io.verify)
+    return td_err_set(err, TD_FAILED_PRECONDITION, "no checkpoint reader to check '%s'", key);
+  return m->io.verify(m->io.ctx, prefix, key, dtype, out_dtype, out_shape, err);
 }
