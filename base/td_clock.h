@@ -10,5 +10,9 @@
 #include <stdint.h>
 
 uint64_t td_now_ns(void);
+/* CPU time the calling thread has used (CLOCK_THREAD_CPUTIME_ID): what a
+ * piece of work cost on a machine whose other load stretches its wall
+ * time. */
+uint64_t td_thread_cpu_ns(void);
 
 #endif

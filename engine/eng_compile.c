@@ -60,20 +60,72 @@ static void drop_steps(eng_plan *p, const bool *gone) {
   p->n_steps = k;
 }
 
+/* The "node:output" name of value v (value indices follow node order). */
+static char *value_name(const eng_graph *g, const eng_plan *p, int v) {
+  int lo = 0, hi = eng_graph_node_count(g) - 1;
+  while (lo < hi) { /* the last node whose first value is <= v */
+    int mid = lo + (hi - lo + 1) / 2;
+    if (p->base[mid] <= v)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  while (lo > 0 && eng_graph_node(g, lo)->n_out == 0) lo--;
+  const eng_node *nd = eng_graph_node(g, lo);
+  if (v < p->base[lo] || v >= p->base[lo] + nd->n_out) return NULL;
+  size_t len = strlen(nd->name) + 16;
+  char *name = malloc(len);
+  if (name) snprintf(name, len, "%s:%d", nd->name, v - p->base[lo]);
+  return name;
+}
+
 /* Removes the steps marked constant (cstep; cnode per graph node) after
  * computing, with one sub-plan run fed `in` (may be none), the constant
  * values that the remaining steps or the fetches read. Leaves the plan
- * untouched when that run fails. */
-static bool fold_steps(eng_plan *p, const bool *cstep, const bool *cnode, const eng_tensor *in) {
+ * untouched when that run fails. `known` (may be NULL) is a plan of the
+ * same graph whose constants are reused as they are (fed to that run, or
+ * taken directly): a shape specialisation then reads no variable again,
+ * and shares its parent's weights, packed or not (a weight whose original
+ * the model released after packing is never recomputed from it). */
+static bool fold_steps(eng_plan *p, const bool *cstep, const bool *cnode, const eng_tensor *in,
+                       const eng_plan *known) {
   const eng_graph *g = eng_model_graph(p->m);
+  int nk = known ? known->n_consts : 0, n_in = in ? p->n_inputs : 0;
   bool *front = calloc((size_t)p->n_values + 1, sizeof *front);
   int *fv = malloc(sizeof *fv * ((size_t)p->n_values + 1));
   char **names = calloc((size_t)p->n_values + 1, sizeof *names);
+  const char **in_names = calloc((size_t)(n_in + nk) + 1, sizeof *in_names);
+  char **known_names = calloc((size_t)nk + 1, sizeof *known_names);
+  eng_tensor *feeds = calloc((size_t)(n_in + nk) + 1, sizeof *feeds);
+  int *known_at = malloc(sizeof *known_at * ((size_t)p->n_values + 1)); /* value -> const, -1 */
   eng_tensor *vals = NULL;
   eng_plan *sub = NULL;
-  int nf = 0;
+  int nf = 0, nd_known = 0;
   bool ok = false;
-  if (!front || !fv || !names) goto out;
+  if (!front || !fv || !names || !in_names || !known_names || !feeds || !known_at) goto out;
+  for (int v = 0; v < p->n_values; v++) known_at[v] = -1;
+  for (int i = 0; i < nk; i++)
+    if (known->const_value[i] < p->n_values) known_at[known->const_value[i]] = i;
+  /* Except depthwise filters: scale_dw_filters may have rewritten those,
+   * for an epilogue of its own plan. */
+  for (int s = 0; known && s < known->n_steps; s++) {
+    const eng_node *nd = eng_graph_node(g, known->steps[s]);
+    if (nd->n_in == 2 && (!strcmp(known->ops[s]->name, "DepthwiseConv2dNative") ||
+                          !strcmp(known->ops[s]->name, "_DepthwiseConv2dNativePadded")))
+      known_at[known->base[nd->in[1].node] + nd->in[1].index] = -1;
+  }
+  for (int i = 0; i < n_in; i++) {
+    in_names[i] = p->in_name[i];
+    feeds[i] = in[i];
+  }
+  int n_feeds = n_in;
+  for (int i = 0; i < nk; i++) {
+    int v = known->const_value[i];
+    if (v >= p->n_values || known_at[v] != i) continue;
+    if (!(known_names[i] = value_name(g, p, v))) goto out;
+    in_names[n_feeds] = known_names[i];
+    feeds[n_feeds++] = known->const_tensor[i];
+  }
   for (int s = 0; s < p->n_steps; s++) {
     if (cstep[s]) continue;
     const eng_node *nd = eng_graph_node(g, p->steps[s]);
@@ -89,27 +141,34 @@ static bool fold_steps(eng_plan *p, const bool *cstep, const bool *cnode, const 
           v < p->base[p->steps[s]] + eng_graph_node(g, p->steps[s])->n_out && !is_fed(p, v))
         front[v] = true;
   }
-  for (int s = 0; s < p->n_steps; s++) {
-    if (!cstep[s]) continue;
-    const eng_node *nd = eng_graph_node(g, p->steps[s]);
-    for (int o = 0; o < nd->n_out; o++) {
-      int v = p->base[p->steps[s]] + o;
-      if (!front[v]) continue;
-      size_t len = strlen(nd->name) + 16;
-      names[nf] = malloc(len);
-      if (!names[nf]) goto out;
-      snprintf(names[nf], len, "%s:%d", nd->name, o);
-      fv[nf++] = v;
+  /* Known values first in fv (taken as they are), then those to compute. */
+  for (int pass = 0; pass < 2; pass++)
+    for (int s = 0; s < p->n_steps; s++) {
+      if (!cstep[s]) continue;
+      const eng_node *nd = eng_graph_node(g, p->steps[s]);
+      for (int o = 0; o < nd->n_out; o++) {
+        int v = p->base[p->steps[s]] + o;
+        if (!front[v] || (known_at[v] >= 0) != (pass == 0)) continue;
+        if (pass == 1) {
+          size_t len = strlen(nd->name) + 16;
+          names[nf - nd_known] = malloc(len);
+          if (!names[nf - nd_known]) goto out;
+          snprintf(names[nf - nd_known], len, "%s:%d", nd->name, o);
+        } else {
+          nd_known++;
+        }
+        fv[nf++] = v;
+      }
     }
-  }
   vals = calloc((size_t)nf + 1, sizeof *vals);
   if (!vals) goto out;
+  for (int i = 0; i < nd_known; i++) vals[i] = eng_tensor_share(&known->const_tensor[known_at[fv[i]]]);
   td_err err;
   td_err_clear(&err);
-  int n_in = in ? p->n_inputs : 0;
-  if (nf && (eng_plan_build(p->m, n_in, (const char *const *)p->in_name, nf,
-                            (const char *const *)names, 0, NULL, &sub, &err) ||
-             eng_run_cpu(sub, in, vals, &err)))
+  if (nf > nd_known &&
+      (eng_plan_build(p->m, n_feeds, in_names, nf - nd_known, (const char *const *)names, 0,
+                      NULL, &sub, &err) ||
+       eng_run_cpu(sub, feeds, vals + nd_known, &err)))
     goto out; /* leave the plan unfolded: the run reports the error */
   int *cv = realloc(p->const_value, sizeof *cv * ((size_t)(p->n_consts + nf) + 1));
   if (cv) p->const_value = cv;
@@ -127,10 +186,15 @@ static bool fold_steps(eng_plan *p, const bool *cstep, const bool *cnode, const 
 out:
   if (vals)
     for (int i = 0; i < nf; i++) eng_tensor_release(&vals[i]);
-  for (int i = 0; i < nf; i++) free(names[i]);
+  for (int i = 0; names && i < nf; i++) free(names[i]);
+  for (int i = 0; known_names && i < nk; i++) free(known_names[i]);
   eng_plan_destroy(sub);
   free(vals);
   free(names);
+  free(known_names);
+  free(in_names);
+  free(feeds);
+  free(known_at);
   free(fv);
   free(front);
   return ok;
@@ -151,7 +215,7 @@ static void fold(eng_plan *p) {
       cnode[p->steps[s]] = cstep[s] = c;
       nconst += c;
     }
-    if (nconst) fold_steps(p, cstep, cnode, NULL);
+    if (nconst) fold_steps(p, cstep, cnode, NULL, NULL);
   }
   free(cstep);
   free(cnode);
@@ -497,12 +561,6 @@ void eng_plan_compile(eng_plan *p) {
 
 #define MAX_SPECS 4
 
-typedef struct eng_spec {
-  eng_shape *shapes;
-  eng_dtype *dtypes;
-  eng_plan *plan;
-} eng_spec;
-
 /* Marks the steps whose values follow from the input shapes; true when
  * there is any. */
 static bool shape_consts(eng_plan *p, bool *cnode, bool *cstep) {
@@ -554,7 +612,8 @@ static eng_plan *build_spec(eng_plan *p, const eng_tensor *in) {
   int n = eng_graph_node_count(g);
   bool *cnode = calloc((size_t)n + 1, sizeof *cnode);
   bool *cstep = calloc((size_t)sp->n_steps + 1, sizeof *cstep);
-  bool ok = cnode && cstep && shape_consts(sp, cnode, cstep) && fold_steps(sp, cstep, cnode, in);
+  bool ok = cnode && cstep && shape_consts(sp, cnode, cstep) &&
+            fold_steps(sp, cstep, cnode, in, p);
   free(cnode);
   free(cstep);
   if (!ok) {

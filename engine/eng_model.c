@@ -14,49 +14,12 @@
 #include "eng_frames.h"
 #include "eng_gemm.h"
 #include "eng_inline.h"
+#include "eng_model_int.h"
 #include "eng_op.h"
 #include "eng_plan.h"
 #include "eng_run.h"
 
-typedef struct var_slot {
-  char *key; /* container/shared_name */
-  eng_tensor value;
-  bool init;
-  bool served; /* a node of a plan built without targets reads it */
-} var_slot;
 
-struct eng_model {
-  eng_graph *g;
-  eng_library *lib;
-  eng_io io;
-  int64_t *node_slot; /* per node: variable slot or -1 */
-  int n_slots;
-  var_slot *slots;
-  void *dev; /* the device's state for this model (eng_device_attach), or NULL */
-  void (*dev_free)(void *);
-  /* Plans of control-flow subgraphs (eng_model_subplan), built once. */
-  mtx_t sub_lock;
-  bool sub_lock_init;
-  int n_sub;
-  struct subplan {
-    int node;
-    char role[8];
-    eng_plan *plan;
-  } *sub;
-  /* Weights packed for eng_gemm, shared by every plan of the model
-   * (eng_model_pack), so a shape-specialised plan does not pack them again. */
-  mtx_t pack_lock;
-  bool pack_lock_init;
-  int n_packed, cap_packed;
-  struct packed_weight {
-    eng_tensor w; /* a share: the buffer lives on, so its address names it */
-    int64_t k, n;
-    bool trans_b;
-    float *scale; /* copy of the folded per-channel scale, or NULL */
-    int64_t nscale;
-    eng_packed *packed;
-  } *packed;
-};
 
 
 /* --- model ------------------------------------------------------------- */
@@ -107,6 +70,7 @@ td_code eng_model_create(eng_graph *graph, eng_library *lib, const eng_io *io, e
   if (io) m->io = *io;
   m->sub_lock_init = mtx_init(&m->sub_lock, mtx_plain) == thrd_success;
   m->pack_lock_init = mtx_init(&m->pack_lock, mtx_plain) == thrd_success;
+  m->skip_node = -1;
   td_code rc = lib ? eng_inline_calls(graph, lib, err) : TD_OK;
   if (!rc) rc = eng_frames_lower(graph, err);
   if (!rc) rc = assign_slots(m, err);
@@ -129,6 +93,7 @@ void eng_model_destroy(eng_model *m) {
     free(m->packed[i].scale);
   }
   free(m->packed);
+  free(m->skip);
   if (m->pack_lock_init) mtx_destroy(&m->pack_lock);
   for (int i = 0; i < m->n_slots; i++) {
     free(m->slots[i].key);
@@ -153,62 +118,6 @@ void eng_model_set_dev(eng_model *m, void *dev, void (*free_fn)(void *)) {
 }
 
 const eng_graph *eng_model_graph(const eng_model *m) { return m->g; }
-
-static struct packed_weight *find_packed(eng_model *m, const eng_tensor *w, int64_t k, int64_t n,
-                                         bool trans_b, const float *scale, int64_t nscale) {
-  for (int i = 0; i < m->n_packed; i++) {
-    struct packed_weight *e = &m->packed[i];
-    if (eng_tensor_data(&e->w) == eng_tensor_data(w) && e->k == k && e->n == n &&
-        e->trans_b == trans_b && e->nscale == nscale &&
-        (!nscale || !memcmp(e->scale, scale, sizeof *scale * (size_t)nscale)))
-      return e;
-  }
-  return NULL;
-}
-
-static bool grow_packed(eng_model *m) {
-  int cap = m->cap_packed ? 2 * m->cap_packed : 8;
-  struct packed_weight *p = realloc(m->packed, sizeof *p * (size_t)cap);
-  if (!p) return false;
-  m->packed = p;
-  m->cap_packed = cap;
-  return true;
-}
-
-const eng_packed *eng_model_pack(eng_model *m, const eng_tensor *w, int64_t k, int64_t n,
-                                 bool trans_b, const float *scale, int64_t nscale) {
-  if (!m->pack_lock_init) return NULL;
-  if (!scale) nscale = 0;
-  mtx_lock(&m->pack_lock);
-  struct packed_weight *hit = find_packed(m, w, k, n, trans_b, scale, nscale);
-  mtx_unlock(&m->pack_lock);
-  if (hit) return hit->packed;
-  /* Packed outside the lock; a racing plan that packed the same weight
-   * first wins and this copy is dropped. */
-  eng_packed *pk = eng_gemm_pack_scaled(eng_tensor_data(w), k, n, trans_b, scale, nscale);
-  if (!pk) return NULL;
-  float *sc = nscale ? malloc(sizeof *sc * (size_t)nscale) : NULL;
-  if (nscale && !sc) {
-    eng_gemm_free(pk);
-    return NULL;
-  }
-  if (sc) memcpy(sc, scale, sizeof *sc * (size_t)nscale);
-  const eng_packed *result = NULL;
-  mtx_lock(&m->pack_lock);
-  hit = find_packed(m, w, k, n, trans_b, scale, nscale);
-  if (hit) {
-    result = hit->packed;
-  } else if (m->n_packed < m->cap_packed || grow_packed(m)) {
-    m->packed[m->n_packed++] = (struct packed_weight){eng_tensor_share(w), k, n, trans_b, sc, nscale, pk};
-    result = pk;
-    pk = NULL;
-    sc = NULL;
-  }
-  mtx_unlock(&m->pack_lock);
-  eng_gemm_free(pk);
-  free(sc);
-  return result;
-}
 
 int64_t eng_model_node_slot(const eng_model *m, int node_id) { return m->node_slot[node_id]; }
 

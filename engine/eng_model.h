@@ -39,6 +39,11 @@ typedef struct eng_io {
    * InitializeTableFromTextFileV2) into *data (malloc'd, the caller frees)
    * and *len. Optional: NULL fails such init ops cleanly. */
   td_code (*read_asset)(void *ctx, const char *path, char **data, size_t *len, td_err *err);
+  /* Makes every check `restore` makes on tensor `key` (its checksum
+   * included) without keeping its bytes, and gives its dtype and shape.
+   * Optional: without it, entries nothing needs are read like the rest. */
+  td_code (*verify)(void *ctx, const char *prefix, const char *key, eng_dtype dtype,
+                    eng_dtype *out_dtype, eng_shape *out_shape, td_err *err);
   void *ctx;
 } eng_io;
 
@@ -125,6 +130,48 @@ bool eng_model_slot_initialized(eng_model *m, int64_t slot);
  * variable fails as on an unassigned one (FAILED_PRECONDITION). Returns
  * the bytes released. Not thread-safe against running plans. */
 size_t eng_model_release_unserved(eng_model *m);
+/* Frees the original of every packed weight (eng_model_pack) that nothing
+ * but its packed form needs, so a loaded version holds each such weight
+ * once, in the layout its kernel reads. `plans` are every plan built to
+ * serve (their shape-specialised plans and the model's subgraph plans are
+ * looked at too). An original stays when: the model is on a device (its
+ * upload reads the originals); any plan reads a variable at run time (a
+ * step on a variable handle, or a handle among its constants); a plan
+ * fetches the weight, or a step without the packed form reads it (a
+ * second consumer, an epilogue); or its buffer has a holder beyond those
+ * known (the variable, the plans' constants, the packed table). A freed
+ * original becomes a hollow tensor (eng_tensor_alloc_hollow) of its dtype
+ * and shape in all those places, so shape-specialised plans built later
+ * find the packed form again (eng_plan_specialised reuses the general
+ * plan's constants); a step that would read its data fails (INTERNAL)
+ * instead. Returns the bytes freed. Call once the serving plans are built
+ * and prepared, on the loading thread, before any plan runs elsewhere. */
+size_t eng_model_release_packed_sources(eng_model *m, int n_plans, eng_plan *const *plans);
+/* What a model holds in weights (for tests and `tensord inspect`). */
+typedef struct eng_weight_stats {
+  size_t variable_bytes; /* variables' values held, hollow ones not counted */
+  size_t packed_bytes;   /* packed layouts (eng_gemm), k * n floats each */
+  size_t packed_sources; /* originals of packed weights still held */
+  size_t released_bytes; /* originals freed by eng_model_release_packed_sources */
+} eng_weight_stats;
+eng_weight_stats eng_model_weight_stats(const eng_model *m);
+/* Notes the variables a plan with these feeds, fetches and targets would
+ * read or assign, without building one to run (the loader notes every
+ * signature and the init op before restoring). Once one is noted, a
+ * RestoreV2 run restores only the checkpoint entries whose values reach a
+ * noted variable or anything but a variable assignment: each other entry is
+ * checked through eng_io.verify (so a corrupt one still fails the load) and
+ * its variable assigned a hollow stand-in of its dtype and shape, which
+ * eng_model_release_unserved frees. A Keras export stores each variable
+ * twice and serves one: its restore then allocates the weights once. A
+ * plan that cannot be built (its error surfaces when it is created) turns
+ * this off, so every entry is restored. */
+void eng_model_note_reads(eng_model *m, int n_inputs, const char *const *inputs, int n_outputs,
+                          const char *const *outputs, int n_targets, const char *const *targets);
+/* True when RestoreV2 node `node` need not keep output `i` (see above). */
+bool eng_model_restore_skips(eng_model *m, int node, int i);
+td_code eng_model_verify(eng_model *m, const char *prefix, const char *key, eng_dtype dtype,
+                         eng_dtype *out_dtype, eng_shape *out_shape, td_err *err);
 /* Replaces the slot's value with a new reference to `value`. */
 td_code eng_model_slot_write(eng_model *m, int64_t slot, const eng_tensor *value, td_err *err);
 td_code eng_model_restore(eng_model *m, const char *prefix, const char *key, eng_dtype dtype,

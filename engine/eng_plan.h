@@ -68,6 +68,14 @@ struct eng_plan {
   atomic_llong slice_bytes;
 };
 
+/* One shape specialisation of a plan: the input shapes and dtypes it is
+ * for, and its plan (NULL: building it failed, remembered as such). */
+typedef struct eng_spec {
+  eng_shape *shapes;
+  eng_dtype *dtypes;
+  eng_plan *plan;
+} eng_spec;
+
 /* eng_compile.c. The specialised plan for these inputs, built on first use
  * (cached, at most a few per plan); NULL to run the general plan.
  * Thread-safe. eng_plan_free_specs frees the cache (eng_plan_destroy). */

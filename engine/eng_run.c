@@ -92,6 +92,12 @@ void eng_run_drop_inputs(eng_run *r, int s) {
   for (int k = 0; k < nd->n_in; k++) drop_use(r->values, r->left, p->base[nd->in[k].node] + nd->in[k].index);
 }
 
+/* Ops that pass a tensor along (or store it) without reading its data. */
+static bool moves_only(const eng_op_def *op) {
+  return !strcmp(op->name, "Identity") || !strcmp(op->name, "IdentityN") ||
+         !strcmp(op->name, "AssignVariableOp");
+}
+
 td_code eng_run_step_cpu(eng_run *r, int s, td_err *err) {
   const eng_plan *p = r->p;
   eng_tensor *values = r->values;
@@ -132,6 +138,11 @@ td_code eng_run_step_cpu(eng_run *r, int s, td_err *err) {
     if (merge && r->dead[p->base[nd->in[k].node] + nd->in[k].index]) continue; /* stays empty */
     if (!v->buf) {
       rc = td_err_set(err, TD_INTERNAL, "node '%s': input %d was not computed", nd->name, k);
+    } else if (eng_tensor_hollow(v) && !(p->packed && p->packed[s]) && !moves_only(op)) {
+      /* A weight kept only packed, or a checkpoint entry no plan needed
+       * (eng_model.h): its bytes are gone. */
+      rc = td_err_set(err, TD_INTERNAL, "node '%s': input %d is a weight the model does not hold",
+                      nd->name, k);
     } else if (v->is_ref && !(k == 0 && (op->flags & ENG_OP_REF_INPUT0))) {
       /* A TF1 variable reference read by an ordinary op: pass its value. */
       rc = eng_model_slot_read(p->m, eng_tensor_handle(v), &kin[k], err);
@@ -184,7 +195,7 @@ td_code eng_run_finish(eng_run *r, td_code rc, eng_tensor *out, td_err *err) {
     if (!v->buf && r->dead[p->out_value[i]]) {
       rc = td_err_set(err, TD_INVALID_ARGUMENT,
                       "output %d comes from a branch of a conditional that was not taken", i);
-    } else if (!v->buf) {
+    } else if (!v->buf || eng_tensor_hollow(v)) {
       rc = td_err_set(err, TD_INTERNAL, "output '%d' was not computed", i);
     } else if (v->is_ref) {
       rc = eng_model_slot_read(p->m, eng_tensor_handle(v), &out[i], err);

@@ -284,6 +284,34 @@ td_code eng_tensor_alloc_handle(eng_tensor *t, int64_t slot, bool is_ref, td_err
   return TD_OK;
 }
 
+td_code eng_tensor_alloc_hollow(eng_tensor *t, eng_dtype dt, const eng_shape *shape, td_err *err) {
+  int64_t n;
+  td_code rc = check_shape(shape, &n, err);
+  if (rc) return rc;
+  if (dt == ENG_DT_STRING || !eng_dtype_size(dt))
+    return td_err_set(err, TD_INVALID_ARGUMENT, "a hollow tensor must be numeric");
+  /* Not from the recycling cache: this buffer must stay distinct (and
+   * empty) for as long as the tensor lives. */
+  eng_buffer *b = NULL;
+  if (posix_memalign((void **)&b, ENG_ALIGN, ENG_ALIGN) != 0)
+    return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  atomic_init(&b->refs, 1);
+  b->cls = -1;
+  b->size = 0;
+  b->cap = 0;
+  b->dtor = NULL;
+  *t = (eng_tensor){.dtype = dt, .shape = *shape, .buf = b};
+  return TD_OK;
+}
+
+int eng_tensor_refs(const eng_tensor *t) {
+  return t->buf ? atomic_load_explicit(&t->buf->refs, memory_order_acquire) : 0;
+}
+
+bool eng_tensor_hollow(const eng_tensor *t) {
+  return t->buf && t->dtype != ENG_DT_STRING && t->buf->size < eng_tensor_nbytes(t);
+}
+
 void *eng_tensor_data(const eng_tensor *t) { return t->buf ? buf_data(t->buf) : NULL; }
 
 eng_str *eng_tensor_strs(const eng_tensor *t) {

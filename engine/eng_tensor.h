@@ -88,6 +88,18 @@ size_t eng_tensor_strings_size(int64_t n, size_t total);
  * (TensorLists hold tensors). */
 td_code eng_tensor_alloc_variant(eng_tensor *t, size_t bytes, void (*dtor)(void *data),
                                  td_err *err);
+/* A "hollow" tensor: the dtype and shape of a numeric tensor whose bytes
+ * the engine no longer holds (a weight kept only in a packed layout, see
+ * eng_model_release_packed_sources). Its buffer is a distinct, empty one,
+ * so the tensor still names one weight (shares compare equal by data
+ * address); its data must never be read, and eng_tensor_hollow says so. */
+td_code eng_tensor_alloc_hollow(eng_tensor *t, eng_dtype dt, const eng_shape *shape, td_err *err);
+/* True when t's buffer holds fewer bytes than its shape needs (a hollow
+ * tensor); false for empty and string tensors. */
+bool eng_tensor_hollow(const eng_tensor *t);
+/* References to t's buffer right now (0 for an empty tensor): lets the
+ * owner of every reference it knows of see whether anyone else holds one. */
+int eng_tensor_refs(const eng_tensor *t);
 /* Allocates a scalar DT_RESOURCE (or ref) tensor naming variable slot `slot`. */
 td_code eng_tensor_alloc_handle(eng_tensor *t, int64_t slot, bool is_ref, td_err *err);
 

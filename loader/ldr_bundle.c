@@ -13,7 +13,11 @@
  * The layout is TensorFlow's: the SSTable of tensorflow/core/lib/io
  * (table_format), BundleHeaderProto / BundleEntryProto of
  * tensor_bundle.proto, and string tensors as varint lengths, a crc32c and
- * the bytes. */
+ * the bytes.
+ *
+ * Tensor bytes are read with pread into the tensor's own buffer, not
+ * mapped: a shard truncated or rewritten while it loads then fails the load
+ * (DATA_LOSS) where touching a mapping past the new end would raise SIGBUS. */
 #include "ldr_bundle.h"
 
 #include <errno.h>
@@ -44,6 +48,7 @@
 #define MAX_SHARDS 99999        /* DataFilename prints the shard count as %05d */
 #define BUNDLE_VERSION 1        /* kTensorBundleVersion */
 #define KEY_SHOW_MAX 200        /* longest key echoed into an error message */
+#define READ_CHUNK ((size_t)1 << 18) /* tensor bytes read, then checksummed, at a time */
 
 typedef struct bundle_entry {
   char *key;
@@ -734,8 +739,12 @@ done:
   return rc;
 }
 
-td_code ldr_bundle_read(const ldr_bundle *b, const char *key, eng_dtype want, eng_tensor *out,
-                        td_err *err) {
+/* The checks every read makes before touching data: the entry exists, is
+ * whole, has a storable dtype (`want`'s, or one widened to it), a supported
+ * rank, a size matching its shape, and lies inside its shard. */
+static td_code check_entry(const ldr_bundle *b, const char *key, eng_dtype want,
+                           const bundle_entry **out, eng_dtype *dtype, bool *widen_out,
+                           td_err *err) {
   char kb[KEY_BUF];
   const bundle_entry *e = find_entry(b, key);
   const char *skey = show_key(kb, sizeof kb, key, strlen(key));
@@ -786,14 +795,39 @@ td_code ldr_bundle_read(const ldr_bundle *b, const char *key, eng_dtype want, en
                       (unsigned long long)(e->offset + e->size), (unsigned long long)fsize);
   if (e->size > SIZE_MAX)
     return td_err_set(err, TD_RESOURCE_EXHAUSTED, "%s: tensor '%s' is too large", path, skey);
+  *out = e;
+  *dtype = dt;
+  *widen_out = widen;
+  return TD_OK;
+}
 
+td_code ldr_bundle_read(const ldr_bundle *b, const char *key, eng_dtype want, eng_tensor *out,
+                        td_err *err) {
+  char kb[KEY_BUF];
+  const char *skey = show_key(kb, sizeof kb, key, strlen(key));
+  const bundle_entry *e;
+  eng_dtype dt;
+  bool widen;
+  td_code rc = check_entry(b, key, want, &e, &dt, &widen, err);
+  if (rc) return rc;
+  const char *path = b->data_paths[e->shard];
   if (dt == ENG_DT_STRING) return read_strings(b, e, out, err);
 
+  /* Read straight into the tensor (no zero fill first), the checksum
+   * following each chunk while it is still in cache: one pass over the
+   * bytes instead of three. */
   eng_tensor t;
-  td_code rc = eng_tensor_alloc(&t, dt, &e->shape, err);
+  rc = eng_tensor_alloc_raw(&t, dt, &e->shape, err);
   if (rc) return rc;
-  rc = pread_full(b->fds[e->shard], path, eng_tensor_data(&t), (size_t)e->size, e->offset, err);
-  if (!rc && ldr_crc32c_mask(ldr_crc32c(eng_tensor_data(&t), (size_t)e->size)) != e->crc)
+  uint8_t *dst = eng_tensor_data(&t);
+  uint32_t crc = 0;
+  for (uint64_t done = 0; !rc && done < e->size;) {
+    size_t chunk = e->size - done < READ_CHUNK ? (size_t)(e->size - done) : READ_CHUNK;
+    rc = pread_full(b->fds[e->shard], path, dst + done, chunk, e->offset + done, err);
+    if (!rc) crc = ldr_crc32c_extend(crc, dst + done, chunk);
+    done += chunk;
+  }
+  if (!rc && ldr_crc32c_mask(crc) != e->crc)
     rc = td_err_set(err, TD_DATA_LOSS, "%s: checksum mismatch for tensor '%s'", path, skey);
   if (!rc && widen) rc = eng_tensor_widen(&t, err);
   if (rc) {
@@ -801,5 +835,39 @@ td_code ldr_bundle_read(const ldr_bundle *b, const char *key, eng_dtype want, en
     return rc;
   }
   *out = t;
+  return TD_OK;
+}
+
+td_code ldr_bundle_verify(const ldr_bundle *b, const char *key, eng_dtype want, eng_dtype *dtype,
+                          eng_shape *shape, td_err *err) {
+  char kb[KEY_BUF];
+  const char *skey = show_key(kb, sizeof kb, key, strlen(key));
+  const bundle_entry *e;
+  eng_dtype dt;
+  bool widen;
+  td_code rc = check_entry(b, key, want, &e, &dt, &widen, err);
+  if (rc) return rc;
+  if (dt == ENG_DT_STRING) { /* small, and their checks are read_strings' own */
+    eng_tensor t;
+    if ((rc = read_strings(b, e, &t, err))) return rc;
+    eng_tensor_release(&t);
+  } else {
+    const char *path = b->data_paths[e->shard];
+    uint8_t *buf = malloc(READ_CHUNK);
+    if (!buf) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+    uint32_t crc = 0;
+    for (uint64_t done = 0; !rc && done < e->size;) {
+      size_t chunk = e->size - done < READ_CHUNK ? (size_t)(e->size - done) : READ_CHUNK;
+      rc = pread_full(b->fds[e->shard], path, buf, chunk, e->offset + done, err);
+      if (!rc) crc = ldr_crc32c_extend(crc, buf, chunk);
+      done += chunk;
+    }
+    free(buf);
+    if (!rc && ldr_crc32c_mask(crc) != e->crc)
+      rc = td_err_set(err, TD_DATA_LOSS, "%s: checksum mismatch for tensor '%s'", path, skey);
+    if (rc) return rc;
+  }
+  *dtype = widen ? ENG_DT_FLOAT : dt;
+  *shape = e->shape;
   return TD_OK;
 }

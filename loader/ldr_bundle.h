@@ -50,4 +50,10 @@ const char *ldr_bundle_key(const ldr_bundle *b, int i);
 td_code ldr_bundle_read(const ldr_bundle *b, const char *key, eng_dtype want, eng_tensor *out,
                         td_err *err);
 
+/* Makes every check ldr_bundle_read makes on tensor `key`, its checksum
+ * included, without keeping its bytes (read through a small buffer), and
+ * gives the dtype (float32 when widened) and shape a read would return. */
+td_code ldr_bundle_verify(const ldr_bundle *b, const char *key, eng_dtype want, eng_dtype *dtype,
+                          eng_shape *shape, td_err *err);
+
 #endif

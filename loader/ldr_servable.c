@@ -16,6 +16,7 @@
 #include "ldr_import.h"
 #include "ldr_objgraph.h"
 #include "ldr_proto.h"
+#include "td_clock.h"
 #include "td_file.h"
 #include "td_log.h"
 #include "ldr_savedmodel.h"
@@ -227,6 +228,14 @@ static td_code bundle_restore(void *ctx, const char *prefix, const char *key, en
   return rc;
 }
 
+static td_code bundle_verify(void *ctx, const char *prefix, const char *key, eng_dtype dtype,
+                             eng_dtype *out_dtype, eng_shape *out_shape, td_err *err) {
+  restore_ctx *rx = ctx;
+  if (!rx->b)
+    return td_err_set(err, TD_NOT_FOUND, "no checkpoint to check '%s' in (%s)", key, prefix);
+  return ldr_bundle_verify(rx->b, key, dtype, out_dtype, out_shape, err);
+}
+
 static td_code string_scalar(const char *s, eng_tensor *t, td_err *err) {
   size_t len = strlen(s);
   eng_shape sc = eng_shape_scalar();
@@ -333,6 +342,24 @@ static char *node_of(const char *tensor) {
   return s[0] == '^' ? memmove(s, s + 1, strlen(s)) : s;
 }
 
+/* Tells the engine what serving and the init op touch, so that the restore
+ * keeps only those variables (eng_model_note_reads). */
+static void note_reads(ldr_servable *sv, const Tensorflow__MetaGraphDef *mg) {
+  for (int i = 0; i < sv->n_sigs; i++) {
+    const ldr_signature *s = &sv->sigs[i];
+    if (!strcmp(s->key, INIT_OP_SIGNATURE) || s->n_inputs > 64 || s->n_outputs > 64) continue;
+    const char *in[64], *out[64];
+    for (int k = 0; k < s->n_inputs; k++) in[k] = s->inputs[k].name;
+    for (int k = 0; k < s->n_outputs; k++) out[k] = s->outputs[k].name;
+    eng_model_note_reads(sv->model, s->n_inputs, in, s->n_outputs, out, 0, NULL);
+  }
+  const char *init = init_op_name(mg);
+  char *target = init ? node_of(init) : NULL;
+  const char *targets[] = {target};
+  if (target) eng_model_note_reads(sv->model, 0, NULL, 0, NULL, 1, targets);
+  free(target);
+}
+
 static td_code restore_and_init(ldr_servable *sv, const Tensorflow__MetaGraphDef *mg,
                                 const char *dir, ldr_bundle *bundle, const char *prefix,
                                 td_err *err) {
@@ -429,6 +456,24 @@ static td_code compile_signatures(ldr_servable *sv, td_err *err) {
   return rc;
 }
 
+/* A weight packed for its kernel is then held once, packed (eng_model.h
+ * says when an original has to stay). */
+static void release_packed_sources(ldr_servable *sv) {
+  eng_plan **plans = calloc((size_t)sv->n_sigs + 1, sizeof *plans);
+  if (!plans) return;
+  int n = 0;
+  for (int i = 0; i < sv->n_sigs; i++)
+    if (sv->sigs[i].plan) plans[n++] = sv->sigs[i].plan;
+  size_t freed = eng_model_release_packed_sources(sv->model, n, plans);
+  free(plans);
+  if (freed)
+    td_log_info("%s: %.1f MB of weights kept only in their packed layout", sv->path, freed / 1e6);
+}
+
+eng_weight_stats ldr_servable_weight_stats(const ldr_servable *s) {
+  return eng_model_weight_stats(s->model);
+}
+
 void ldr_servable_ref(ldr_servable *s) { atomic_fetch_add(&s->refs, 1); }
 
 int ldr_servable_refs(const ldr_servable *s) { return atomic_load(&s->refs); }
@@ -460,7 +505,13 @@ td_code ldr_servable_load(const char *dir, int64_t version, const char *tags, ld
   }
   sprintf(index, "%s.index", prefix);
 
+  /* Per phase: CPU time of this thread (what the work cost, whatever else
+   * the machine runs), logged with the wall time once loaded. */
+  enum { T_START, T_PB, T_GRAPH, T_RESTORE, T_PLANS, T_END, T_N };
+  uint64_t cpu[T_N] = {0}, wall0 = td_now_ns();
+  cpu[T_START] = td_thread_cpu_ns();
   rc = read_saved_model(dir, &sm, err);
+  cpu[T_PB] = td_thread_cpu_ns();
   if (rc) goto done;
   const Tensorflow__MetaGraphDef *mg = pick_meta_graph(sm, tags, err);
   if (!mg) {
@@ -491,19 +542,36 @@ td_code ldr_servable_load(const char *dir, int64_t version, const char *tags, ld
     }
   }
   restore_ctx rx = {.b = bundle, .sv = sv, .dir = dir};
-  eng_io io = {.restore = bundle_restore, .read_asset = asset_read, .ctx = &rx};
+  eng_io io = {.restore = bundle_restore, .read_asset = asset_read, .verify = bundle_verify,
+               .ctx = &rx};
   rc = eng_model_create(g, lib, &io, &sv->model, err);
   if (rc) goto done;
+  note_reads(sv, mg);
+  cpu[T_GRAPH] = td_thread_cpu_ns();
   rc = restore_and_init(sv, mg, dir, bundle, prefix, err);
   if (rc) goto done;
+  cpu[T_RESTORE] = td_thread_cpu_ns();
   rc = compile_signatures(sv, err);
+  cpu[T_PLANS] = td_thread_cpu_ns();
   /* Copies of variables that only the restore op assigned, and what the
    * restore freed: this thread keeps freed buffers for reuse, and glibc
    * keeps freed blocks of these sizes in its heap. */
   if (!rc) {
+    release_packed_sources(sv);
     eng_model_release_unserved(sv->model);
     eng_tensor_cache_flush();
     malloc_trim(0);
+    cpu[T_END] = td_thread_cpu_ns();
+    double ms[T_N];
+    for (int i = 1; i < T_N; i++) ms[i] = (double)(cpu[i] - cpu[i - 1]) / 1e6;
+    eng_weight_stats ws = eng_model_weight_stats(sv->model);
+    td_log_info("%s: loaded in %.0f ms, %.0f ms of CPU (saved_model.pb %.0f, graph %.0f, "
+                "variables %.0f, plans and packing %.0f, freeing %.0f); weights %.1f MB, held "
+                "as %.1f MB",
+                dir, (double)(td_now_ns() - wall0) / 1e6, (double)(cpu[T_END] - cpu[T_START]) / 1e6,
+                ms[T_PB], ms[T_GRAPH], ms[T_RESTORE], ms[T_PLANS], ms[T_END],
+                (double)(ws.variable_bytes + ws.released_bytes) / 1e6,
+                (double)(ws.variable_bytes + ws.packed_bytes) / 1e6);
   }
 done:
   if (sv->model) eng_model_detach_io(sv->model);

@@ -24,6 +24,7 @@
 
 #include <stdint.h>
 
+#include "eng_model.h"
 #include "ldr_signature.h"
 #include "td_status.h"
 
@@ -42,6 +43,10 @@ int64_t ldr_servable_version(const ldr_servable *s);
 /* Bytes of the variables restored from the version's checkpoint (weights
  * frozen into the graph as constants are not counted). */
 uint64_t ldr_servable_variable_bytes(const ldr_servable *s);
+/* The weights the loaded version holds: variables, packed layouts, and
+ * the originals of packed weights still held beside them (the load frees
+ * those that only their packed form needs; eng_model.h). */
+eng_weight_stats ldr_servable_weight_stats(const ldr_servable *s);
 const char *ldr_servable_path(const ldr_servable *s);
 int ldr_servable_signature_count(const ldr_servable *s);
 /* Signatures sorted by key. */

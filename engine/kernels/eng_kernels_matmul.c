@@ -114,6 +114,9 @@ td_code eng_k_matmul(eng_kctx *c) {
     float *y = eng_tensor_data(&c->out[0]);
     eng_gemm_epi ge;
     eng_gemm_run(eng_tensor_data(a), k, m, c->packed, y, n, eng_kgemm_epi(c, &ge));
+  } else if (eng_tensor_hollow(b)) {
+    /* Released after packing (eng_model.h); only the packed path reads it. */
+    if (m > 0) return eng_kfail(c, TD_INTERNAL, "the weight is held only in packed form");
   } else if (a->dtype == ENG_DT_FLOAT) {
     gemm_f32(ta, tb, m, n, k, eng_tensor_data(a), eng_tensor_data(b), eng_tensor_data(&c->out[0]));
     eng_kepilogue(c, eng_tensor_data(&c->out[0]), m, n);
@@ -217,6 +220,11 @@ td_code eng_k_batch_matmul(eng_kctx *c) {
       b->shape.rank == 2 && a->shape.rank >= 2 && a->shape.dim[a->shape.rank - 1] > 0 &&
       a->shape.dim[a->shape.rank - 1] == eng_gemm_k(c->packed))
     return batch_matmul_packed(c);
+  if (eng_tensor_hollow(b)) { /* kept only packed (eng_model.h): these shapes cannot use it */
+    char sa[64], sb[64];
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "Matrix size-incompatible: In[0]: %s, In[1]: %s",
+                     eng_shape_str(&a->shape, sa, sizeof sa), eng_shape_str(&b->shape, sb, sizeof sb));
+  }
   return batch_matmul(c, a, b, adj_x, eng_node_attr_bool(c->node, "adj_y", false), &c->out[0]);
 }
 

@@ -250,6 +250,13 @@ static td_code conv_grouped(eng_kctx *c, const geom *g, int64_t cg, int64_t cout
   return TD_OK;
 }
 
+/* The filter's original was released after packing (eng_model.h) and this
+ * call cannot use the packed form. */
+static td_code hollow_filter(eng_kctx *c) {
+  return eng_kfail(c, TD_INTERNAL, "the filter is held only in packed form, which this input's "
+                                   "geometry cannot use");
+}
+
 td_code eng_k_conv2d(eng_kctx *c) {
   const eng_tensor *x = &c->in[0], *f = &c->in[1];
   td_code rc = eng_kwant(c, 0, ENG_DT_FLOAT);
@@ -271,6 +278,7 @@ td_code eng_k_conv2d(eng_kctx *c) {
       return eng_kfail(c, TD_INVALID_ARGUMENT,
                        "output depth %lld is not a multiple of the number of groups %lld",
                        (long long)cout, (long long)(g.c / cg));
+    if (eng_tensor_hollow(f) && g.n * g.oh * g.ow > 0) return hollow_filter(c);
     if ((rc = out_nhwc(c, &g, cout, false))) return rc;
     return conv_grouped(c, &g, cg, cout);
   }
@@ -283,6 +291,7 @@ td_code eng_k_conv2d(eng_kctx *c) {
   if (rows > INT32_MAX || kdim > INT32_MAX || cout > INT32_MAX)
     return eng_kfail(c, TD_INVALID_ARGUMENT, "convolution too large");
   bool packed = c->packed && eng_gemm_k(c->packed) == kdim && eng_gemm_n(c->packed) == cout;
+  if (!packed && eng_tensor_hollow(f)) return hollow_filter(c);
   if (g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 &&
       g.oh == g.h && g.ow == g.w) {
     /* 1x1: the input is already the [pixels, channels] matrix. Row blocks

@@ -150,7 +150,19 @@ td_code eng_k_restore_v2(eng_kctx *c) {
       return td_err_set(c->err, TD_UNIMPLEMENTED,
                         "RestoreV2 '%s': restoring a slice of '%s' is not supported",
                         c->node->name, nm[i].data);
-    td_code rc = eng_model_restore(c->model, pfx, nm[i].data, dt->ltype[i], &c->out[i], c->err);
+    td_code rc;
+    if (dt->ltype[i] != ENG_DT_STRING && eng_model_restore_skips(c->model, c->node_id, (int)i)) {
+      /* Only an unneeded variable takes it: checked, not kept. */
+      eng_dtype got;
+      eng_shape shape;
+      rc = eng_model_verify(c->model, pfx, nm[i].data, dt->ltype[i], &got, &shape, c->err);
+      if (!rc && got != ENG_DT_STRING && eng_dtype_size(got))
+        rc = eng_tensor_alloc_hollow(&c->out[i], got, &shape, c->err);
+      else if (!rc)
+        rc = eng_model_restore(c->model, pfx, nm[i].data, dt->ltype[i], &c->out[i], c->err);
+    } else {
+      rc = eng_model_restore(c->model, pfx, nm[i].data, dt->ltype[i], &c->out[i], c->err);
+    }
     if (rc) return rc;
   }
   return TD_OK;

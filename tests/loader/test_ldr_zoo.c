@@ -87,6 +87,26 @@ static void zoo_fill(const cJSON *spec, int batch, eng_tensor *t) {
   }
 }
 
+/* The load keeps each packed weight once, in its packed layout: no
+ * original of a packed weight outlives the load, and what the version
+ * holds in weights (variables plus packed layouts) stays within 1.3x the
+ * weights it serves. Checked after runs at batch 1 (the plan prepared at
+ * load) and 8 (a shape specialisation built after the release). */
+static void check_weights(const char *name, const ldr_servable *sv) {
+  eng_weight_stats st = ldr_servable_weight_stats(sv);
+  size_t weights = st.variable_bytes + st.released_bytes;
+  printf("zoo %-14s weights %zu B: variables held %zu, packed %zu, packed originals held %zu, "
+         "released %zu\n",
+         name, weights, st.variable_bytes, st.packed_bytes, st.packed_sources, st.released_bytes);
+  if (!st.packed_bytes) return; /* nothing packed (a CPU without AVX2) */
+  ck_assert_msg(st.packed_sources == 0, "%s: %zu bytes of packed weights' originals still held",
+                name, st.packed_sources);
+  ck_assert_uint_gt(st.released_bytes, 0);
+  ck_assert_msg(st.variable_bytes + st.packed_bytes <= weights + weights * 3 / 10,
+                "%s: holds %zu bytes of weights for %zu", name,
+                st.variable_bytes + st.packed_bytes, weights);
+}
+
 static void run_model(const char *name) {
   if (!zoo) load_json();
   const cJSON *m = cJSON_GetObjectItem(cJSON_GetObjectItem(zoo, "models"), name);
@@ -150,6 +170,7 @@ static void run_model(const char *name) {
       eng_tensor_release(&out[k]);
     }
   }
+  check_weights(name, sv);
   ldr_servable_unref(sv);
 }
 
