@@ -245,6 +245,7 @@ td_code eng_k_cast(eng_kctx *c) {
     c->out[0] = eng_tensor_share(x);
     return TD_OK;
   }
+  if (eng_cast_complex_handles(x->dtype, to)) return eng_cast_complex(c, to);
   if (!castable(x->dtype) || !castable(to))
     return eng_kfail(c, TD_UNIMPLEMENTED, "casting %s to %s is not supported",
                      eng_dtype_name(x->dtype), eng_dtype_name(to));
