@@ -799,11 +799,16 @@ def fnet_block():
 
 class SpectralPipeline(tf.Module):
     """A tf.function spectral filter: rfft, magnitudes (ComplexAbs) with a
-    learned gain, back through irfft at the signal's odd length."""
+    learned gain, back through irfft at the signal's odd length; and a
+    global filter as GFNet writes it, a complex64 weight (a checkpointed
+    complex variable) multiplying the signal's spectrum."""
 
     def __init__(self):
         super().__init__()
+        rng = np.random.default_rng(44)
         self.gain = tf.Variable(np.linspace(1.5, 0.25, 6).astype(np.float32))
+        self.filter = tf.Variable((rng.normal(1, 0.3, 6) + 1j * rng.normal(0, 0.3, 6))
+                                  .astype(np.complex64))
 
     @tf.function(input_signature=[tf.TensorSpec([None, 11], tf.float32, name="x")])
     def serve(self, x):
@@ -811,7 +816,9 @@ class SpectralPipeline(tf.Module):
         mag = tf.abs(spec) * self.gain
         smooth = tf.signal.irfft(tf.complex(mag, tf.zeros_like(mag)), fft_length=[11])
         filtered = tf.signal.irfft(spec * tf.cast(self.gain, tf.complex64), fft_length=[11])
-        return {"magnitude": mag, "smooth": smooth, "filtered": filtered}
+        global_filter = tf.signal.irfft(spec * self.filter, fft_length=[11])
+        return {"magnitude": mag, "smooth": smooth, "filtered": filtered,
+                "global_filter": global_filter}
 
 
 class TfFunctionOps(tf.Module):
