@@ -23,6 +23,15 @@
 
 typedef struct eng_fft_plan eng_fft_plan;
 
+/* re + i im, exact for infinities and NaN too (C11's CMPLX is missing
+ * from some compilers' headers; re + im * I is not exact for them). */
+static inline double complex eng_cx(double re, double im) {
+  double complex z;
+  __real__ z = re;
+  __imag__ z = im;
+  return z;
+}
+
 eng_fft_plan *eng_fft_plan_create(int64_t n, bool inverse);
 void eng_fft_plan_destroy(eng_fft_plan *p);
 

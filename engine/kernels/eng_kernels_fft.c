@@ -25,10 +25,10 @@ static bool is_re(eng_dtype t) { return t == ENG_DT_FLOAT || t == ENG_DT_DOUBLE;
 static double complex get_c(const void *p, eng_dtype t, int64_t i) {
   if (t == ENG_DT_COMPLEX64) {
     const float *f = p;
-    return CMPLX(f[2 * i], f[2 * i + 1]);
+    return eng_cx(f[2 * i], f[2 * i + 1]);
   }
   const double *d = p;
-  return CMPLX(d[2 * i], d[2 * i + 1]);
+  return eng_cx(d[2 * i], d[2 * i + 1]);
 }
 
 static void put_c(void *p, eng_dtype t, int64_t i, double complex v) {
@@ -280,7 +280,7 @@ td_code eng_k_complex(eng_kctx *c) {
   void *z = eng_tensor_data(&c->out[0]);
   int64_t n = eng_shape_numel(&s);
   for (int64_t i = 0; i < n; i++, eng_bcast_next(&it))
-    put_c(z, to, i, CMPLX(get_r(x, a->dtype, it.off[0]), get_r(y, b->dtype, it.off[1])));
+    put_c(z, to, i, eng_cx(get_r(x, a->dtype, it.off[0]), get_r(y, b->dtype, it.off[1])));
   return TD_OK;
 }
 

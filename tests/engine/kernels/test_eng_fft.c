@@ -9,8 +9,8 @@
 #include "eng_fft.h"
 
 static double complex signal(int64_t j, int seed) {
-  return CMPLX(sin(0.37 * (double)(j + seed)) + 0.25 * (double)((j * 7 + seed) % 5),
-               cos(1.3 * (double)j - seed) - 0.1 * (double)(j % 3));
+  return eng_cx(sin(0.37 * (double)(j + seed)) + 0.25 * (double)((j * 7 + seed) % 5),
+                cos(1.3 * (double)j - seed) - 0.1 * (double)(j % 3));
 }
 
 static void check_len(int64_t n, bool inverse, int64_t stride) {
@@ -18,7 +18,7 @@ static void check_len(int64_t n, bool inverse, int64_t stride) {
   ck_assert_ptr_nonnull(x);
   for (int64_t j = 0; j < n; j++) x[j * stride] = signal(j, (int)n);
   for (int64_t j = 0; j < n * stride; j++)
-    if (j % stride) x[j] = CMPLX(-7, -7); /* guard cells between the values */
+    if (j % stride) x[j] = eng_cx(-7, -7); /* guard cells between the values */
   eng_fft_plan *p = eng_fft_plan_create(n, inverse);
   ck_assert_ptr_nonnull(p);
   ck_assert_int_eq(eng_fft_plan_len(p), n);
@@ -34,7 +34,7 @@ static void check_len(int64_t n, bool inverse, int64_t stride) {
       im += creal(v) * sinl(a) + cimag(v) * cosl(a);
     }
     double complex got = x[k * stride];
-    double e = cabs(got - CMPLX((double)re, (double)im));
+    double e = cabs(got - eng_cx((double)re, (double)im));
     if (e > peak) peak = e;
   }
   double scale = sqrt((double)n) * 4.0;
