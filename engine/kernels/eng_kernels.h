@@ -223,6 +223,9 @@ td_code eng_c_movable(const eng_node *n, td_err *err);    /* T fixed-size or str
 td_code eng_c_real(const eng_node *n, td_err *err);       /* T float32/64, int32/64 */
 td_code eng_c_floats(const eng_node *n, td_err *err);     /* T float32/64 */
 td_code eng_c_numeric(const eng_node *n, td_err *err);    /* T a fixed-size number, not bool */
+/* Math, reductions and comparisons TensorFlow runs on complex tensors and
+ * these kernels do not: T anything but complex64/128. */
+td_code eng_c_not_complex(const eng_node *n, td_err *err);
 td_code eng_c_image(const eng_node *n, td_err *err);      /* T float32, int32 or uint8 */
 
 /* eng_kernels_strmove.c: string inputs through an element-moving kernel

@@ -54,6 +54,9 @@ START_TEST(refused_nodes_name_node_and_op) {
       {"Real", "T=t:1;Tout=t:1", "T float"},
       {"Angle", "T=t:8;Tout=t:8", "Tout complex64"},
       {"Conj", "T=t:21", "T variant"},
+      {"Sum", "T=t:8", "T complex64"},
+      {"Neg", "T=t:18", "T complex128"},
+      {"SquaredDifference", "T=t:8", "T complex64"},
   };
   for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
     td_err err;
@@ -85,6 +88,8 @@ START_TEST(accepted_nodes) {
       {"RFFT", "Treal=t:2;Tcomplex=t:18"},
       {"Complex", ""},
       {"Real", "T=t:18;Tout=t:2"},
+      {"Sum", "T=t:1"},
+      {"Equal", "T=t:7"},
   };
   for (size_t k = 0; k < sizeof good / sizeof *good; k++) {
     td_err err;
