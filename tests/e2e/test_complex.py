@@ -104,3 +104,24 @@ def test_rest_refuses_complex_values_and_keeps_serving(serve):
     resp = predict(s, "rfft", {"wave": tf.make_tensor_proto(np.ones((1, 8), np.float32))})
     spec = tf.make_ndarray(resp.outputs["spectrum"])
     assert spec[0, 0] == 8 and np.abs(spec[0, 1:]).max() < 1e-6, spec
+
+
+def test_complex_reduction_fails_its_load_and_the_old_version_keeps_serving(serve, tmp_path):
+    # reduce_sum over complex64 runs in TensorFlow, not in tensord's Sum
+    # kernel: the load-time check refuses version 2 naming the node and the
+    # dtype, rather than a version that loads and fails every request.
+    import shutil
+    from test_lifecycle import stage, status, wait_for
+    base = tmp_path / "m"
+    base.mkdir()
+    shutil.copytree(os.path.join(ROOT, ENTRY["dir"]), base / "1")
+    s = serve("m", str(base), "--file_system_poll_wait_seconds=0.2", "--max_num_load_retries=0")
+    resp = predict(s, "rfft", {"wave": tf.make_tensor_proto(WAVE)})
+    assert resp.outputs["spectrum"].dtype == types_pb2.DT_COMPLEX64
+    stage(base, 2, os.path.join(FIXTURES, "models", "refused", "complex_sum", "1"))
+    v = wait_for(lambda: (lambda x: x if x and x["state"] == "END" else None)(status(s).get(2)), 60)
+    assert v, status(s)
+    msg = v["status"]["error_message"]
+    assert "(Sum)" in msg and "T complex64 is not supported" in msg, msg
+    resp = predict(s, "rfft", {"wave": tf.make_tensor_proto(WAVE)})
+    assert tf.make_ndarray(resp.outputs["spectrum"]).shape == (2, 5)
