@@ -447,6 +447,10 @@ td_code eng_k_imag(eng_kctx *c);
 td_code eng_k_complex_abs(eng_kctx *c);
 td_code eng_k_angle(eng_kctx *c);
 td_code eng_k_conj(eng_kctx *c);
+/* eng_k_unary's complex inputs: Neg, Exp, Expm1, Log, Log1p, Sqrt, Rsqrt,
+ * Square, Reciprocal, Sign, Sin, Cos, Tanh, Sigmoid (UNIMPLEMENTED for the
+ * other unary ops, which TensorFlow does not run on complex tensors). */
+td_code eng_unary_complex(eng_kctx *c);
 bool eng_cast_complex_handles(eng_dtype from, eng_dtype to);
 td_code eng_cast_complex(eng_kctx *c, eng_dtype to);
 td_code eng_c_fft(const eng_node *n, td_err *err);          /* Tcomplex complex64/128 */

@@ -1,7 +1,7 @@
 /* Fourier transforms and complex numbers: FFT / IFFT (1-3 D), RFFT / IRFFT
  * (1-3 D), Complex, Real, Imag, ComplexAbs, Conj, Angle, and the complex
- * side of Cast. An fft_length of 0 gives an empty (IRFFT) or zero (RFFT)
- * result rather than TensorFlow's abort.
+ * side of Cast and of the elementwise math ops (Exp, Log, Sqrt, ...). An fft_length of 0 gives an
+ * empty (IRFFT) or zero (RFFT) result rather than TensorFlow's abort.
  *
  * Every transform copies its input into one double-precision complex work
  * array shaped like the (cropped or zero-padded) signal and runs eng_fft
@@ -325,6 +325,58 @@ td_code eng_k_conj(eng_kctx *c) {
   const void *s = eng_tensor_data(x);
   void *d = eng_tensor_data(&c->out[0]);
   for (int64_t i = 0; i < n; i++) put_c(d, x->dtype, i, conj(get_c(s, x->dtype, i)));
+  return TD_OK;
+}
+
+/* --- complex math for the elementwise unary ops ----------------------------- */
+
+static double complex cx_neg(double complex z) { return -z; }
+static double complex cx_expm1(double complex z) { return cexp(z) - 1.0; }
+static double complex cx_log1p(double complex z) { return clog(1.0 + z); }
+static double complex cx_rsqrt(double complex z) { return 1.0 / csqrt(z); }
+static double complex cx_square(double complex z) { return z * z; }
+static double complex cx_reciprocal(double complex z) { return 1.0 / z; }
+static double complex cx_sign(double complex z) { return z == 0 ? 0 : z / cabs(z); }
+static double complex cx_sigmoid(double complex z) { return 1.0 / (1.0 + cexp(-z)); }
+
+/* Sorted by name. */
+static const struct {
+  const char *op;
+  double complex (*fn)(double complex);
+} cx_unops[] = {
+    {"Cos", ccos},
+    {"Exp", cexp},
+    {"Expm1", cx_expm1},
+    {"Log", clog},
+    {"Log1p", cx_log1p},
+    {"Neg", cx_neg},
+    {"Reciprocal", cx_reciprocal},
+    {"Rsqrt", cx_rsqrt},
+    {"Sigmoid", cx_sigmoid},
+    {"Sign", cx_sign},
+    {"Sin", csin},
+    {"Sqrt", csqrt},
+    {"Square", cx_square},
+    {"Tanh", ctanh},
+};
+
+static double complex (*cx_unop(const char *op))(double complex) {
+  for (size_t i = 0; i < sizeof cx_unops / sizeof *cx_unops; i++)
+    if (!strcmp(cx_unops[i].op, op)) return cx_unops[i].fn;
+  return NULL;
+}
+
+td_code eng_unary_complex(eng_kctx *c) {
+  const eng_tensor *x = &c->in[0];
+  double complex (*fn)(double complex) = cx_unop(c->node->op);
+  if (!fn || !is_cx(x->dtype))
+    return eng_kfail(c, TD_UNIMPLEMENTED, "%s input is not supported", eng_dtype_name(x->dtype));
+  td_code rc = eng_kout_raw(c, 0, x->dtype, &x->shape);
+  if (rc) return rc;
+  int64_t n = eng_tensor_numel(x);
+  const void *s = eng_tensor_data(x);
+  void *d = eng_tensor_data(&c->out[0]);
+  for (int64_t i = 0; i < n; i++) put_c(d, x->dtype, i, fn(get_c(s, x->dtype, i)));
   return TD_OK;
 }
 

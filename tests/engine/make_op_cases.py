@@ -484,6 +484,12 @@ case("Real", [cx([3], 84, c128)], {"T": tf.complex128, "Tout": tf.float64},
      call=lambda x: R.Real(input=x, Tout=tf.float64))
 for op in ["Add", "Sub", "Mul", "RealDiv"]:
     case(op, [CX, cx([3], 85)], call=lambda x, y, op=op: getattr(R, op)(x=x, y=y))
+CU = cx([6], 86)
+for op in ["Neg", "Exp", "Expm1", "Log", "Log1p", "Sqrt", "Rsqrt", "Square", "Reciprocal", "Sign",
+           "Sin", "Cos", "Tanh", "Sigmoid"]:
+    case(op, [CU], {"T": tf.complex64}, call=lambda x, op=op: getattr(R, op)(x=x))
+case("Sign", [a(0j, 3 - 4j, dt=c64)], {"T": tf.complex64}, call=lambda x: R.Sign(x=x))
+case("Exp", [cx([3], 87, c128)], {"T": tf.complex128}, call=lambda x: R.Exp(x=x))
 case("Cast", [a(-1.5, 0.0, 2.25)], {"DstT": tf.complex64},
      call=lambda x: R.Cast(x=x, DstT=tf.complex64))
 case("Cast", [a(3, -4, dt=i32)], {"DstT": tf.complex64},
