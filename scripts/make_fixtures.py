@@ -776,6 +776,9 @@ def coverage_models():
         "spectral_pipeline": (SpectralPipeline(), "tf.function",
                               {"x": {"dtype": "float32", "shape": [11], "gen": "float",
                                      "seed": 43}}),
+        "audio_features": (AudioFeatures(), "tf.function",
+                           {"audio": {"dtype": "float32", "shape": [72], "gen": "float",
+                                      "seed": 45}}),
     }
 
 
@@ -795,6 +798,29 @@ def fnet_block():
     h = layers.LayerNormalization(epsilon=1e-12)(tokens + FourierMixing()(tokens))
     f = layers.Dense(6)(layers.Dense(12, activation="gelu")(h))
     return keras.Model(tokens, layers.LayerNormalization(epsilon=1e-12)(h + f), name="fnet_block")
+
+
+class AudioFeatures(tf.Module):
+    """Audio front ends in a tf.function: an STFT (frames, Hann window,
+    RFFT), log-mel features and MFCCs (a DCT through a complex
+    exponential), and the inverse STFT (IRFFT, overlap-add)."""
+
+    def __init__(self):
+        super().__init__()
+        # Computed once here, as a model's __init__ does: a constant in the graph.
+        self.mel = tf.constant(tf.signal.linear_to_mel_weight_matrix(
+            num_mel_bins=5, num_spectrogram_bins=9, sample_rate=8000,
+            lower_edge_hertz=100.0, upper_edge_hertz=3500.0).numpy())
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 72], tf.float32, name="audio")])
+    def serve(self, audio):
+        stft = tf.signal.stft(audio, frame_length=16, frame_step=8, fft_length=16)
+        magnitude = tf.abs(stft)                                     # [b, 8, 9]
+        log_mel = tf.math.log(tf.tensordot(magnitude, self.mel, 1) + 1e-3)
+        window = tf.signal.inverse_stft_window_fn(8)
+        return {"magnitude": magnitude, "log_mel": log_mel,
+                "mfcc": tf.signal.mfccs_from_log_mel_spectrograms(log_mel),
+                "inverse": tf.signal.inverse_stft(stft, 16, 8, 16, window_fn=window)}
 
 
 class SpectralPipeline(tf.Module):
