@@ -65,6 +65,12 @@ static bool typed_count(const Tensorflow__TensorProto *p, eng_dtype dt, size_t *
     case ENG_DT_UINT64:
       *count = p->n_uint64_val;
       return true;
+    case ENG_DT_COMPLEX64: /* (real, imaginary) pairs */
+      *count = p->n_scomplex_val / 2;
+      return true;
+    case ENG_DT_COMPLEX128:
+      *count = p->n_dcomplex_val / 2;
+      return true;
     default:
       return false;
   }
@@ -123,6 +129,11 @@ td_code ldr_proto_tensor_peek(const Tensorflow__TensorProto *p, ldr_proto_info *
     if (!typed_count(p, dt, &count))
       return td_err_set(err, TD_UNIMPLEMENTED, "tensors of type %s are not supported",
                         eng_dtype_name(dt));
+    if ((dt == ENG_DT_COMPLEX64 && p->n_scomplex_val % 2) ||
+        (dt == ENG_DT_COMPLEX128 && p->n_dcomplex_val % 2))
+      return td_err_set(err, TD_INVALID_ARGUMENT,
+                        "a %s tensor needs (real, imaginary) pairs, got an odd count of values",
+                        eng_dtype_name(dt));
     if (count > n)
       return td_err_set(err, TD_INVALID_ARGUMENT, "%zu values for a %s tensor of %lld elements",
                         count, eng_dtype_name(dt), (long long)numel);
@@ -131,6 +142,15 @@ td_code ldr_proto_tensor_peek(const Tensorflow__TensorProto *p, ldr_proto_info *
   unsigned __int128 bytes = (unsigned __int128)n * (wide > es ? wide : es);
   info->bytes = bytes > SIZE_MAX ? SIZE_MAX : (size_t)bytes;
   return TD_OK;
+}
+
+/* Complex values: count (real, imaginary) pairs of es-byte parts, the last
+ * pair repeated to fill numel. */
+static void fill_pairs(void *dst, size_t es, const void *src, int64_t numel, size_t count) {
+  for (int64_t i = 0; i < numel; i++) {
+    size_t k = (size_t)i < count ? (size_t)i : count - 1;
+    memcpy((char *)dst + (size_t)i * 2 * es, (const char *)src + k * 2 * es, 2 * es);
+  }
 }
 
 /* Fills a tensor peek has accepted. */
@@ -175,6 +195,12 @@ static td_code decode_tensor(const Tensorflow__TensorProto *p, const ldr_proto_i
     case ENG_DT_HALF: case ENG_DT_BFLOAT16: FILL(uint16_t, p->half_val, count); break;
     case ENG_DT_UINT32: FILL(uint32_t, p->uint32_val, count); break;
     case ENG_DT_UINT64: FILL(uint64_t, p->uint64_val, count); break;
+    case ENG_DT_COMPLEX64:
+      fill_pairs(eng_tensor_data(out), sizeof(float), p->scomplex_val, numel, count);
+      break;
+    case ENG_DT_COMPLEX128:
+      fill_pairs(eng_tensor_data(out), sizeof(double), p->dcomplex_val, numel, count);
+      break;
     default: break;
   }
   return TD_OK;

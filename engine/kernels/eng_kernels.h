@@ -223,6 +223,9 @@ td_code eng_c_movable(const eng_node *n, td_err *err);    /* T fixed-size or str
 td_code eng_c_real(const eng_node *n, td_err *err);       /* T float32/64, int32/64 */
 td_code eng_c_floats(const eng_node *n, td_err *err);     /* T float32/64 */
 td_code eng_c_numeric(const eng_node *n, td_err *err);    /* T a fixed-size number, not bool */
+/* Math, reductions and comparisons TensorFlow runs on complex tensors and
+ * these kernels do not: T anything but complex64/128. */
+td_code eng_c_not_complex(const eng_node *n, td_err *err);
 td_code eng_c_image(const eng_node *n, td_err *err);      /* T float32, int32 or uint8 */
 
 /* eng_kernels_strmove.c: string inputs through an element-moving kernel
@@ -420,5 +423,40 @@ td_code eng_k_string_split_v2(eng_kctx *c);
 td_code eng_k_string_ngrams(eng_kctx *c);
 td_code eng_k_ragged_tensor_to_tensor(eng_kctx *c);
 td_code eng_k_ragged_bincount(eng_kctx *c);
+
+/* eng_kernels_fft.c: FFT/IFFT (1-3 D, complex64/128), RFFT/IRFFT (1-3 D,
+ * float32/64 with fft_length cropping or zero-padding the signal), Complex,
+ * Real, Imag, ComplexAbs, Conj, Angle; Cast to or from a complex dtype
+ * (eng_k_cast hands over when eng_cast_complex_handles says so). Transforms
+ * accumulate in double (eng_fft.h). */
+td_code eng_k_fft(eng_kctx *c);
+td_code eng_k_fft2d(eng_kctx *c);
+td_code eng_k_fft3d(eng_kctx *c);
+td_code eng_k_ifft(eng_kctx *c);
+td_code eng_k_ifft2d(eng_kctx *c);
+td_code eng_k_ifft3d(eng_kctx *c);
+td_code eng_k_rfft(eng_kctx *c);
+td_code eng_k_rfft2d(eng_kctx *c);
+td_code eng_k_rfft3d(eng_kctx *c);
+td_code eng_k_irfft(eng_kctx *c);
+td_code eng_k_irfft2d(eng_kctx *c);
+td_code eng_k_irfft3d(eng_kctx *c);
+td_code eng_k_complex(eng_kctx *c);
+td_code eng_k_real(eng_kctx *c);
+td_code eng_k_imag(eng_kctx *c);
+td_code eng_k_complex_abs(eng_kctx *c);
+td_code eng_k_angle(eng_kctx *c);
+td_code eng_k_conj(eng_kctx *c);
+/* eng_k_unary's complex inputs: Neg, Exp, Expm1, Log, Log1p, Sqrt, Rsqrt,
+ * Square, Reciprocal, Sign, Sin, Cos, Tanh, Sigmoid (UNIMPLEMENTED for the
+ * other unary ops, which TensorFlow does not run on complex tensors). */
+td_code eng_unary_complex(eng_kctx *c);
+bool eng_cast_complex_handles(eng_dtype from, eng_dtype to);
+td_code eng_cast_complex(eng_kctx *c, eng_dtype to);
+td_code eng_c_fft(const eng_node *n, td_err *err);          /* Tcomplex complex64/128 */
+td_code eng_c_rfft(const eng_node *n, td_err *err);         /* Treal float32/64, Tcomplex */
+td_code eng_c_complex(const eng_node *n, td_err *err);      /* T float32/64, Tout complex */
+td_code eng_c_complex_part(const eng_node *n, td_err *err); /* T complex, Tout float32/64 */
+td_code eng_c_conj(const eng_node *n, td_err *err);         /* T complex64/128 */
 
 #endif

@@ -4,6 +4,7 @@
  * else (a bias over the last axis, a per-row scale, masks) walks the output
  * a row at a time with eng_bcast (dims merged where both inputs allow; in a
  * row each input is contiguous or one repeated element). */
+#include <complex.h>
 #include <math.h>
 #include <string.h>
 
@@ -54,48 +55,49 @@ td_code eng_s_binary(const eng_node *n, const eng_shape *in, eng_shape *out, td_
 
 /* One function per (type, op): op is a constant inside, so APPLY folds to
  * one operation and the flat loops vectorize. */
-#define DEFINE_LOOP(T, NAME, OPC)                                                             \
-  static void NAME(const eng_tensor *a, const eng_tensor *b, eng_tensor *o) {                 \
-    const binop op = OPC;                                                                     \
-    const T *x = eng_tensor_data(a), *y = eng_tensor_data(b);                                 \
-    T *z = eng_tensor_data(o);                                                                \
-    int64_t n = eng_tensor_numel(o), na = eng_tensor_numel(a), nb = eng_tensor_numel(b);      \
-    if (na == n && nb == n && eng_shape_equal(&a->shape, &b->shape)) {                        \
-      for (int64_t i = 0; i < n; i++) z[i] = APPLY(op, x[i], y[i]);                           \
-      return;                                                                                 \
-    }                                                                                         \
-    if (nb == 1 && na == n) {                                                                 \
-      T v = y[0];                                                                             \
-      for (int64_t i = 0; i < n; i++) z[i] = APPLY(op, x[i], v);                              \
-      return;                                                                                 \
-    }                                                                                         \
-    if (na == 1 && nb == n) {                                                                 \
-      T v = x[0];                                                                             \
-      for (int64_t i = 0; i < n; i++) z[i] = APPLY(op, v, y[i]);                              \
-      return;                                                                                 \
-    }                                                                                         \
-    /* General broadcasting, a row (the innermost merged dim) at a time. */                  \
-    eng_bcast it;                                                                             \
-    const eng_shape *in[2] = {&a->shape, &b->shape};                                          \
-    eng_bcast_init(&it, &o->shape, 2, in);                                                    \
-    int64_t len = eng_bcast_row_len(&it);                                                     \
-    bool ra = eng_bcast_row_stride(&it, 0) != 0, rb = eng_bcast_row_stride(&it, 1) != 0;      \
-    for (int64_t i = 0; i < n; i += len, eng_bcast_next_row(&it)) {                           \
-      const T *xr = x + it.off[0], *yr = y + it.off[1];                                       \
-      T *zr = z + i;                                                                          \
-      if (ra && rb) {                                                                         \
-        for (int64_t k = 0; k < len; k++) zr[k] = APPLY(op, xr[k], yr[k]);                    \
-      } else if (ra) {                                                                        \
-        T v = yr[0];                                                                          \
-        for (int64_t k = 0; k < len; k++) zr[k] = APPLY(op, xr[k], v);                        \
-      } else if (rb) {                                                                        \
-        T u = xr[0];                                                                          \
-        for (int64_t k = 0; k < len; k++) zr[k] = APPLY(op, u, yr[k]);                        \
-      } else {                                                                                \
-        T w = APPLY(op, xr[0], yr[0]);                                                        \
-        for (int64_t k = 0; k < len; k++) zr[k] = w;                                          \
-      }                                                                                       \
-    }                                                                                         \
+#define DEFINE_LOOP(T, NAME, OPC) DEFINE_LOOP_WITH(T, NAME, OPC, APPLY)
+#define DEFINE_LOOP_WITH(T, NAME, OPC, APPLYF)                                           \
+  static void NAME(const eng_tensor *a, const eng_tensor *b, eng_tensor *o) {            \
+    const binop op = OPC;                                                                \
+    const T *x = eng_tensor_data(a), *y = eng_tensor_data(b);                            \
+    T *z = eng_tensor_data(o);                                                           \
+    int64_t n = eng_tensor_numel(o), na = eng_tensor_numel(a), nb = eng_tensor_numel(b); \
+    if (na == n && nb == n && eng_shape_equal(&a->shape, &b->shape)) {                   \
+      for (int64_t i = 0; i < n; i++) z[i] = APPLYF(op, x[i], y[i]);                     \
+      return;                                                                            \
+    }                                                                                    \
+    if (nb == 1 && na == n) {                                                            \
+      T v = y[0];                                                                        \
+      for (int64_t i = 0; i < n; i++) z[i] = APPLYF(op, x[i], v);                        \
+      return;                                                                            \
+    }                                                                                    \
+    if (na == 1 && nb == n) {                                                            \
+      T v = x[0];                                                                        \
+      for (int64_t i = 0; i < n; i++) z[i] = APPLYF(op, v, y[i]);                        \
+      return;                                                                            \
+    }                                                                                    \
+    /* General broadcasting, a row (the innermost merged dim) at a time. */              \
+    eng_bcast it;                                                                        \
+    const eng_shape *in[2] = {&a->shape, &b->shape};                                     \
+    eng_bcast_init(&it, &o->shape, 2, in);                                               \
+    int64_t len = eng_bcast_row_len(&it);                                                \
+    bool ra = eng_bcast_row_stride(&it, 0) != 0, rb = eng_bcast_row_stride(&it, 1) != 0; \
+    for (int64_t i = 0; i < n; i += len, eng_bcast_next_row(&it)) {                      \
+      const T *xr = x + it.off[0], *yr = y + it.off[1];                                  \
+      T *zr = z + i;                                                                     \
+      if (ra && rb) {                                                                    \
+        for (int64_t k = 0; k < len; k++) zr[k] = APPLYF(op, xr[k], yr[k]);              \
+      } else if (ra) {                                                                   \
+        T v = yr[0];                                                                     \
+        for (int64_t k = 0; k < len; k++) zr[k] = APPLYF(op, xr[k], v);                  \
+      } else if (rb) {                                                                   \
+        T u = xr[0];                                                                     \
+        for (int64_t k = 0; k < len; k++) zr[k] = APPLYF(op, u, yr[k]);                  \
+      } else {                                                                           \
+        T w = APPLYF(op, xr[0], yr[0]);                                                  \
+        for (int64_t k = 0; k < len; k++) zr[k] = w;                                     \
+      }                                                                                  \
+    }                                                                                    \
   }
 
 #define DEFINE_TYPE(T, NAME)                                                                  \
@@ -116,6 +118,35 @@ td_code eng_s_binary(const eng_node *n, const eng_shape *in, eng_shape *out, td_
     }                                                                                         \
   }
 
+/* Complex operands (Add/Sub/Mul/RealDiv; TensorFlow has no complex Maximum
+ * or Minimum): the same loops with C99 complex arithmetic. */
+#define APPLY_CX(op, x, y) \
+  ((op) == OP_ADD ? (x) + (y) : (op) == OP_SUB ? (x) - (y) : (op) == OP_MUL ? (x) * (y) : (x) / (y))
+#define DEFINE_CX(T, NAME)                                                              \
+  DEFINE_LOOP_WITH(T, NAME##_add, OP_ADD, APPLY_CX)                                     \
+  DEFINE_LOOP_WITH(T, NAME##_sub, OP_SUB, APPLY_CX)                                     \
+  DEFINE_LOOP_WITH(T, NAME##_mul, OP_MUL, APPLY_CX)                                     \
+  DEFINE_LOOP_WITH(T, NAME##_div, OP_DIV, APPLY_CX)                                     \
+  static void NAME(binop op, const eng_tensor *a, const eng_tensor *b, eng_tensor *o) { \
+    switch (op) {                                                                       \
+      case OP_ADD:                                                                      \
+        NAME##_add(a, b, o);                                                            \
+        break;                                                                          \
+      case OP_SUB:                                                                      \
+        NAME##_sub(a, b, o);                                                            \
+        break;                                                                          \
+      case OP_MUL:                                                                      \
+        NAME##_mul(a, b, o);                                                            \
+        break;                                                                          \
+      default:                                                                          \
+        NAME##_div(a, b, o);                                                            \
+        break;                                                                          \
+    }                                                                                   \
+  }
+
+DEFINE_CX(float complex, loop_c64)
+DEFINE_CX(double complex, loop_c128)
+
 DEFINE_TYPE(float, loop_f32)
 DEFINE_TYPE(double, loop_f64)
 DEFINE_TYPE(int32_t, loop_i32)
@@ -131,8 +162,10 @@ static td_code run_binary(eng_kctx *c, binop op) {
   td_code rc = eng_broadcast_shape(&a->shape, &b->shape, &s, c->err);
   if (rc) return td_err_prefix(c->err, "node '%s' (%s)", c->node->name, c->node->op);
   bool int_div = op == OP_DIV && (a->dtype == ENG_DT_INT32 || a->dtype == ENG_DT_INT64);
-  if (int_div || (a->dtype != ENG_DT_FLOAT && a->dtype != ENG_DT_DOUBLE &&
-                  a->dtype != ENG_DT_INT32 && a->dtype != ENG_DT_INT64))
+  bool cx = a->dtype == ENG_DT_COMPLEX64 || a->dtype == ENG_DT_COMPLEX128;
+  if (int_div || (cx && (op == OP_MAX || op == OP_MIN)) ||
+      (!cx && a->dtype != ENG_DT_FLOAT && a->dtype != ENG_DT_DOUBLE && a->dtype != ENG_DT_INT32 &&
+       a->dtype != ENG_DT_INT64))
     return td_err_set(c->err, TD_UNIMPLEMENTED, "node '%s' (%s): %s operands are not supported",
                       c->node->name, c->node->op, eng_dtype_name(a->dtype));
   rc = eng_tensor_alloc_raw(&c->out[0], a->dtype, &s, c->err);
@@ -141,6 +174,12 @@ static td_code run_binary(eng_kctx *c, binop op) {
     case ENG_DT_FLOAT: loop_f32(op, a, b, &c->out[0]); break;
     case ENG_DT_DOUBLE: loop_f64(op, a, b, &c->out[0]); break;
     case ENG_DT_INT32: loop_i32(op, a, b, &c->out[0]); break;
+    case ENG_DT_COMPLEX64:
+      loop_c64(op, a, b, &c->out[0]);
+      break;
+    case ENG_DT_COMPLEX128:
+      loop_c128(op, a, b, &c->out[0]);
+      break;
     default: loop_i64(op, a, b, &c->out[0]); break;
   }
   return TD_OK;

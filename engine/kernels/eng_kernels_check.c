@@ -128,6 +128,14 @@ td_code eng_c_floats(const eng_node *n, td_err *err) {
   return want_type(n, "T", C_FLOAT | C_DOUBLE, err);
 }
 
+td_code eng_c_not_complex(const eng_node *n, td_err *err) {
+  const eng_attr *a = eng_node_attr(n, "T");
+  if (!a || a->kind != ENG_ATTR_TYPE ||
+      (a->type != ENG_DT_COMPLEX64 && a->type != ENG_DT_COMPLEX128))
+    return TD_OK;
+  FAIL(n, err, TD_UNIMPLEMENTED, "T %s is not supported by its kernel", eng_dtype_name(a->type));
+}
+
 td_code eng_c_numeric(const eng_node *n, td_err *err) {
   const eng_attr *a = eng_node_attr(n, "T");
   if (!a || a->kind != ENG_ATTR_TYPE) return TD_OK;

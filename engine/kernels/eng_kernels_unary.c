@@ -142,6 +142,7 @@ td_code eng_k_unary(eng_kctx *c) {
   int k = find_unop(c->node->op);
   if (k < 0) return eng_kfail(c, TD_INTERNAL, "no elementwise function for this op");
   const eng_tensor *x = &c->in[0];
+  if (x->dtype == ENG_DT_COMPLEX64 || x->dtype == ENG_DT_COMPLEX128) return eng_unary_complex(c);
   bool is_int = x->dtype == ENG_DT_INT32 || x->dtype == ENG_DT_INT64;
   if (x->dtype != ENG_DT_FLOAT && x->dtype != ENG_DT_DOUBLE && !(is_int && unops[k].ints))
     return eng_kfail(c, TD_UNIMPLEMENTED, "%s input is not supported", eng_dtype_name(x->dtype));
@@ -245,6 +246,7 @@ td_code eng_k_cast(eng_kctx *c) {
     c->out[0] = eng_tensor_share(x);
     return TD_OK;
   }
+  if (eng_cast_complex_handles(x->dtype, to)) return eng_cast_complex(c, to);
   if (!castable(x->dtype) || !castable(to))
     return eng_kfail(c, TD_UNIMPLEMENTED, "casting %s to %s is not supported",
                      eng_dtype_name(x->dtype), eng_dtype_name(to));

@@ -14,8 +14,10 @@ R = tf.raw_ops
 f32, i32, i64, b8 = np.float32, np.int32, np.int64, np.bool_
 DT = {np.dtype(f32): "ENG_DT_FLOAT", np.dtype(i32): "ENG_DT_INT32",
       np.dtype(i64): "ENG_DT_INT64", np.dtype(b8): "ENG_DT_BOOL",
-      np.dtype(np.float64): "ENG_DT_DOUBLE"}
-TFDT = {"float32": 1, "int32": 3, "int64": 9, "bool": 10, "float64": 2}
+      np.dtype(np.float64): "ENG_DT_DOUBLE", np.dtype(np.complex64): "ENG_DT_COMPLEX64",
+      np.dtype(np.complex128): "ENG_DT_COMPLEX128"}
+TFDT = {"float32": 1, "int32": 3, "int64": 9, "bool": 10, "float64": 2, "complex64": 8,
+        "complex128": 18}
 cases = []
 
 
@@ -69,16 +71,19 @@ def tensor_lit(x):
     x = np.asarray(x)
     dims = ",".join(str(d) for d in x.shape) or "0"
     def lit(v):
-        if x.dtype.kind != "f":
+        if x.dtype.kind not in "fc":
             return str(int(v))
         if np.isnan(v):
             return "NAN"
         if np.isinf(v):
             return "INFINITY" if v > 0 else "-INFINITY"
         return "%.9g" % float(v)
-    vals = ",".join(lit(v) for v in x.reshape(-1))
+    flat = x.reshape(-1)
+    if x.dtype.kind == "c":  # (real, imaginary) pairs, as the tensor stores them
+        flat = np.stack([flat.real, flat.imag], axis=-1).reshape(-1)
+    vals = ",".join(lit(v) for v in flat)
     return "{%s, %d, {%s}, %d, (const double[]){%s}}" % (
-        DT[x.dtype], x.ndim, dims, x.size, vals or "0")
+        DT[x.dtype], x.ndim, dims, flat.size, vals or "0")
 
 
 X4 = a(-2.5, -0.5, 0.0, 1.5)
@@ -432,6 +437,65 @@ case("Assert", [scalar(True, b8), a(1.0, 2.0)], n_out=0,
      call=lambda c, x: R.Assert(condition=c, data=[x]))
 case("CheckNumerics", [a(1.0, -2.5, 0.0)], {"message": "ok"},
      call=lambda x: R.CheckNumerics(tensor=x, message="ok"))
+
+# --- complex numbers and Fourier transforms: prime, odd and even lengths,
+# batch dims, fft_length cropping and zero-padding the signal
+c64, c128 = np.complex64, np.complex128
+
+
+def cx(shape, seed, dt=c64):
+    g = np.random.default_rng(seed)
+    return (np.round(g.uniform(-2, 2, shape), 2) + 1j * np.round(g.uniform(-2, 2, shape), 2)).astype(dt)
+
+
+for op, shape in [("FFT", [7]), ("FFT", [2, 8]), ("IFFT", [3, 5]), ("FFT2D", [3, 4]),
+                  ("FFT2D", [2, 3, 5]), ("IFFT2D", [2, 6, 3]), ("FFT3D", [2, 3, 2]),
+                  ("IFFT3D", [2, 2, 3, 5])]:
+    case(op, [cx(shape, len(shape) * 10 + shape[-1])], {"Tcomplex": tf.complex64},
+         call=lambda x, op=op: getattr(R, op)(input=x))
+case("FFT", [cx([2, 11], 3, c128)], {"Tcomplex": tf.complex128},
+     call=lambda x: R.FFT(input=x))
+case("FFT", [cx([0, 4], 3)], {"Tcomplex": tf.complex64}, call=lambda x: R.FFT(input=x))
+for op, shape, n in [("RFFT", [9], [9]), ("RFFT", [2, 8], [8]), ("RFFT", [2, 7], [5]),
+                     ("RFFT", [12], [11]), ("RFFT2D", [3, 5], [3, 5]), ("RFFT2D", [2, 3, 4], [2, 4]),
+                     ("RFFT3D", [2, 3, 4], [2, 3, 4])]:
+    case(op, [r(shape, sum(shape)), a(*n, dt=i32)], {"Treal": tf.float32, "Tcomplex": tf.complex64},
+         call=lambda x, l, op=op: getattr(R, op)(input=x, fft_length=l))
+case("RFFT", [r([5], 9).astype(np.float64), a(5, dt=i32)],
+     {"Treal": tf.float64, "Tcomplex": tf.complex128},
+     call=lambda x, l: R.RFFT(input=x, fft_length=l, Tcomplex=tf.complex128))
+for op, shape, n in [("IRFFT", [5], [8]), ("IRFFT", [2, 5], [9]), ("IRFFT", [4], [7]),
+                     ("IRFFT", [2, 6], [4]), ("IRFFT", [3], [5]), ("IRFFT2D", [3, 4], [3, 6]),
+                     ("IRFFT2D", [2, 5, 3], [5, 5]), ("IRFFT3D", [2, 3, 3], [2, 3, 4])]:
+    case(op, [cx(shape, sum(shape) + 1), a(*n, dt=i32)],
+         {"Treal": tf.float32, "Tcomplex": tf.complex64},
+         call=lambda x, l, op=op: getattr(R, op)(input=x, fft_length=l))
+case("Complex", [r([2, 3], 81), r([3], 82)], {"T": tf.float32, "Tout": tf.complex64},
+     call=lambda x, y: R.Complex(real=x, imag=y, Tout=tf.complex64))
+CX = cx([2, 3], 83)
+for op in ["Real", "Imag", "ComplexAbs", "Angle"]:
+    case(op, [CX], {"T": tf.complex64, "Tout": tf.float32},
+         call=lambda x, op=op: getattr(R, op)(input=x, Tout=tf.float32) if op != "ComplexAbs"
+         else R.ComplexAbs(x=x, Tout=tf.float32))
+case("Angle", [a(1 + 0j, -1 + 0j, 0j, -2 - 0j, 0 - 3j, dt=c64)], {"T": tf.complex64, "Tout": tf.float32},
+     call=lambda x: R.Angle(input=x, Tout=tf.float32))
+case("Conj", [CX], {"T": tf.complex64}, call=lambda x: R.Conj(input=x))
+case("Real", [cx([3], 84, c128)], {"T": tf.complex128, "Tout": tf.float64},
+     call=lambda x: R.Real(input=x, Tout=tf.float64))
+for op in ["Add", "Sub", "Mul", "RealDiv"]:
+    case(op, [CX, cx([3], 85)], call=lambda x, y, op=op: getattr(R, op)(x=x, y=y))
+CU = cx([6], 86)
+for op in ["Neg", "Exp", "Expm1", "Log", "Log1p", "Sqrt", "Rsqrt", "Square", "Reciprocal", "Sign",
+           "Sin", "Cos", "Tanh", "Sigmoid"]:
+    case(op, [CU], {"T": tf.complex64}, call=lambda x, op=op: getattr(R, op)(x=x))
+case("Sign", [a(0j, 3 - 4j, dt=c64)], {"T": tf.complex64}, call=lambda x: R.Sign(x=x))
+case("Exp", [cx([3], 87, c128)], {"T": tf.complex128}, call=lambda x: R.Exp(x=x))
+case("Cast", [a(-1.5, 0.0, 2.25)], {"DstT": tf.complex64},
+     call=lambda x: R.Cast(x=x, DstT=tf.complex64))
+case("Cast", [a(3, -4, dt=i32)], {"DstT": tf.complex64},
+     call=lambda x: R.Cast(x=x, DstT=tf.complex64))
+case("Cast", [CX], {"DstT": tf.float32}, call=lambda x: R.Cast(x=x, DstT=tf.float32))
+case("Cast", [CX], {"DstT": tf.complex128}, call=lambda x: R.Cast(x=x, DstT=tf.complex128))
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "op_cases.inc"), "w") as f:
     f.write("/* Generated by tests/engine/make_op_cases.py from TensorFlow %s: do not edit. */\n"

@@ -158,7 +158,8 @@ static void run_case(int k) {
                   kc->op, o, eng_shape_str(&out[o].shape, sb, sizeof sb));
     for (int i = 0; i < want->n; i++) {
       double got = td_opcase_elem(&out[o], i), w = want->v[i];
-      bool ok = (want->dt == ENG_DT_FLOAT || want->dt == ENG_DT_DOUBLE)
+      bool ok = (want->dt == ENG_DT_FLOAT || want->dt == ENG_DT_DOUBLE ||
+                 want->dt == ENG_DT_COMPLEX64 || want->dt == ENG_DT_COMPLEX128)
                     ? (got == w || fabs(got - w) <= 1e-5 * fmax(fabs(w), 1e-1) ||
                        (isnan(got) && isnan(w)))
                     : got == w;

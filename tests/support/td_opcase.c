@@ -70,12 +70,15 @@ void td_opcase_tensor(const td_tv *v, eng_tensor *t) {
   eng_shape s = eng_shape_make(v->rank, v->dim);
   ck_assert_int_eq(eng_tensor_alloc(t, v->dt, &s, NULL), TD_OK);
   void *d = eng_tensor_data(t);
+  /* Complex tensors: v->n counts parts, (real, imaginary) pairs. */
   for (int i = 0; i < v->n; i++) {
     switch (v->dt) {
       case ENG_DT_FLOAT: ((float *)d)[i] = (float)v->v[i]; break;
       case ENG_DT_DOUBLE: ((double *)d)[i] = v->v[i]; break;
       case ENG_DT_INT32: ((int32_t *)d)[i] = (int32_t)v->v[i]; break;
       case ENG_DT_INT64: ((int64_t *)d)[i] = (int64_t)v->v[i]; break;
+      case ENG_DT_COMPLEX64: ((float *)d)[i] = (float)v->v[i]; break;
+      case ENG_DT_COMPLEX128: ((double *)d)[i] = v->v[i]; break;
       default: ((uint8_t *)d)[i] = v->v[i] != 0; break;
     }
   }
@@ -88,12 +91,16 @@ double td_opcase_elem(const eng_tensor *t, int i) {
     case ENG_DT_DOUBLE: return ((const double *)d)[i];
     case ENG_DT_INT32: return ((const int32_t *)d)[i];
     case ENG_DT_INT64: return (double)((const int64_t *)d)[i];
+    case ENG_DT_COMPLEX64: return ((const float *)d)[i];
+    case ENG_DT_COMPLEX128: return ((const double *)d)[i];
     default: return ((const uint8_t *)d)[i];
   }
 }
 
 bool td_opcase_close(eng_dtype dt, double got, double want, double rel) {
-  if (dt != ENG_DT_FLOAT && dt != ENG_DT_DOUBLE) return got == want;
+  if (dt != ENG_DT_FLOAT && dt != ENG_DT_DOUBLE && dt != ENG_DT_COMPLEX64 &&
+      dt != ENG_DT_COMPLEX128)
+    return got == want;
   return got == want || fabs(got - want) <= rel * fmax(fabs(want), 1e-1) ||
          (isnan(got) && isnan(want));
 }

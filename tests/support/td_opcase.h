@@ -35,7 +35,8 @@ extern const int td_n_opcases;
 void td_opcase_attrs(eng_graph *g, int id, const char *spec);
 /* A tensor holding v's values. */
 void td_opcase_tensor(const td_tv *v, eng_tensor *t);
-/* Element i of a numeric or bool tensor, as a double. */
+/* Element i of a numeric or bool tensor, as a double (complex tensors:
+ * part i of their (real, imaginary) pairs, as v holds them). */
 double td_opcase_elem(const eng_tensor *t, int i);
 /* Whether got matches TensorFlow's want for dtype dt: floats within rel
  * (relative, with a 0.1 floor on the scale), NaN matching NaN; others

@@ -47,6 +47,16 @@ START_TEST(refused_nodes_name_node_and_op) {
       {"Einsum", "equation=s:ab,bc->a", "equation 'ab,bc->a'"},
       {"Einsum", "equation=s:aab,bc->ac", "not supported"},
       {"Tile", "T=t:21", "T variant"},
+      {"FFT2D", "Tcomplex=t:1", "Tcomplex float"},
+      {"RFFT", "Treal=t:19;Tcomplex=t:8", "Treal half"},
+      {"IRFFT3D", "Treal=t:1;Tcomplex=t:1", "Tcomplex float"},
+      {"Complex", "T=t:3;Tout=t:8", "T int32"},
+      {"Real", "T=t:1;Tout=t:1", "T float"},
+      {"Angle", "T=t:8;Tout=t:8", "Tout complex64"},
+      {"Conj", "T=t:21", "T variant"},
+      {"Sum", "T=t:8", "T complex64"},
+      {"Mean", "T=t:18", "T complex128"},
+      {"SquaredDifference", "T=t:8", "T complex64"},
   };
   for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
     td_err err;
@@ -74,6 +84,12 @@ START_TEST(accepted_nodes) {
       {"GatherV2", "T=t:7"},
       {"Tile", ""},
       {"MatMul", "T=t:2"},
+      {"FFT2D", "Tcomplex=t:18"},
+      {"RFFT", "Treal=t:2;Tcomplex=t:18"},
+      {"Complex", ""},
+      {"Real", "T=t:18;Tout=t:2"},
+      {"Sum", "T=t:1"},
+      {"Equal", "T=t:7"},
   };
   for (size_t k = 0; k < sizeof good / sizeof *good; k++) {
     td_err err;
