@@ -1201,8 +1201,72 @@ def ops_models():
                       {"x": {"dtype": "float32", "shape": [4], "gen": "float", "seed": 29}}),
         "tf1_dropout": (export_tf1_dropout, "tf1",
                         {"x": {"dtype": "float32", "shape": [4], "gen": "float", "seed": 31}}),
+        "unicode_text": (UnicodeText(), "tf.function",
+                         {"text": {"dtype": "string", "shape": [2], "gen": "words", "seed": 3,
+                                   "words": UNICODE_WORDS}}),
     }
 
+
+UNICODE_WORDS = ["\u039f\u0394\u039f\u03a3 \u03a3\u0391\u03a3", "\u03a3",
+                 "\u1f48\u0394\u03a5\u03a3\u03a3\u0395\u038e\u03a3.",
+                 "\u041f\u0440\u0438\u0432\u0435\u0442, \u041c\u0438\u0440 \u0401\u0436",
+                 "Stra\u00dfe \ufb01ne", "\u0130stanbul \u01c5 \u01c6", "",
+                 "\u00c0\u00c9\u00ce\u00d5\u00dc \u00e0\u00e9\u00ee\u00f5\u00fc \u00ff",
+                 "na\u00efve caf\u00e9", "emoji \U0001f600 ok", "A\u03a3'\u0301 b",
+                 "\u0561\u0587 \u10d0 \u13a0"]
+
+
+class UnicodeText(tf.Module):
+    """The Unicode ops a tf.strings preprocessing pipeline uses: full case
+    mapping (Latin-1, Greek with its final sigma, Cyrillic, the
+    SpecialCasing expansions), decoding to code points with byte offsets,
+    encoding back, transcoding through UTF-16-BE / UTF-32-BE, and every
+    error mode on ill-formed input (built in the graph: JSON carries only
+    valid UTF-8)."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.string, name="text")])
+    def serve(self, text):
+        bad = tf.strings.join([text, tf.constant(b"\xe2\x82|\xff\xed\xa0\x80\x01\xc3")])
+        chars = tf.strings.unicode_decode(text, "UTF-8")
+        _, starts = tf.strings.unicode_decode_with_offsets(text, "UTF-8")
+        flat = tf.reshape(text, [-1])
+        codes = tf.strings.unicode_decode(flat, "UTF-8")
+        invalid = tf.RaggedTensor.from_row_lengths(
+            tf.constant([104, 0x110000, -1, 0xD800, 0xDFFF, 65, 0x10FFFF, 0xFDD0, 0x1FFFE, 0xDBFF,
+                         0xDC00, 0xDC00, 0xD800, 233], tf.int32), [3, 0, 4, 7])
+        utf16 = tf.strings.unicode_transcode(text, "UTF-8", "UTF-16-BE")
+        utf32 = tf.strings.unicode_transcode(text, "UTF-8", "UTF-32-BE")
+        bad16 = tf.strings.unicode_transcode(bad, "UTF-8", "UTF-16-BE", replacement_char=0x2A)
+        return {
+            "lower": tf.strings.lower(text, encoding="utf-8"),
+            "upper": tf.strings.upper(text, encoding="utf-8"),
+            "lower_bad": tf.strings.lower(bad, encoding="utf-8"),
+            "upper_bad": tf.strings.upper(bad, encoding="utf-8"),
+            "ascii_lower": tf.strings.lower(text),
+            "upper_to_nul": tf.strings.upper(tf.strings.join([text, "\x00", text]),
+                                             encoding="utf-8"),
+            "chars": chars.to_tensor(-1),
+            "starts": starts.to_tensor(-1),
+            "bad_replace": tf.strings.unicode_decode(
+                bad, "UTF-8", replacement_char=63, replace_control_characters=True).to_tensor(-1),
+            "bad_ignore": tf.strings.unicode_decode(bad, "UTF-8", errors="ignore").to_tensor(-1),
+            "bad_starts": tf.strings.unicode_decode_with_offsets(bad, "UTF-8")[1].to_tensor(-1),
+            "encoded": tf.strings.unicode_encode(codes, "UTF-8"),
+            "encoded_invalid": tf.strings.unicode_encode(invalid, "UTF-8"),
+            "encoded_ignore": tf.strings.unicode_encode(invalid, "UTF-8", errors="ignore"),
+            "encoded_ignore16": tf.strings.unicode_decode(tf.strings.unicode_encode(
+                invalid, "UTF-16-BE", errors="ignore"), "UTF-16-BE").to_tensor(-1),
+            "utf16_bytes_len": tf.strings.length(utf16),
+            "utf16_codes": tf.strings.unicode_decode(utf16, "UTF-16-BE").to_tensor(-1),
+            "utf16_back": tf.strings.unicode_transcode(utf16, "UTF-16-BE", "UTF-8"),
+            "utf32_codes": tf.strings.unicode_decode(utf32, "UTF-32-BE").to_tensor(-1),
+            "utf32_back": tf.strings.unicode_transcode(utf32, "UTF-32-BE", "UTF-8"),
+            "utf16_of_bad": tf.strings.unicode_decode(bad16, "UTF-16-BE").to_tensor(-1),
+            "utf16_broken": tf.strings.unicode_transcode(
+                tf.strings.substr(utf16, 0, 5), "UTF-16-BE", "UTF-8", errors="replace"),
+            "utf32_broken": tf.strings.unicode_transcode(
+                tf.strings.substr(utf32, 0, 6), "UTF-32-BE", "UTF-8", replacement_char=0x3F),
+        }
 
 class ImageOps(tf.Module):
     """An image preprocessing pipeline in a tf.function: every resize method
@@ -1349,12 +1413,21 @@ def export_tf1_dropout(path):
         v1.enable_control_flow_v2()
 
 
-def export_ops_models():
-    if os.path.isdir(p(OPS_ROOT)):
-        shutil.rmtree(p(OPS_ROOT))
+def export_ops_models(only=None):
+    """Every op model, or (only: names) just those, the others' files and
+    entries left as they are."""
     out = {}
+    if only:
+        with open(p(OPS_JSON)) as f:
+            out = json.load(f)["models"]
+    elif os.path.isdir(p(OPS_ROOT)):
+        shutil.rmtree(p(OPS_ROOT))
     for name, (model, how, spec) in ops_models().items():
+        if only and name not in only:
+            continue
         rel = os.path.join(OPS_ROOT, name, "1")
+        if only and os.path.isdir(p(os.path.dirname(rel))):
+            shutil.rmtree(p(os.path.dirname(rel)))
         if how == "tf.function":
             tf.saved_model.save(model, p(rel), signatures={"serving_default": model.serve})
         elif how == "tf1":
@@ -1368,7 +1441,8 @@ def export_ops_models():
             feeds = {a: tf.constant(zoo_input(sp, b)) for a, sp in spec.items()}
             for alias, t in sorted(fn(**feeds).items()):
                 o = entry["outputs"].setdefault(alias, {"dtype": t.dtype.name})
-                vals = ([int(v) for v in t.numpy().reshape(-1)] if not t.dtype.is_floating
+                vals = ([v.decode() for v in t.numpy().reshape(-1)] if t.dtype == tf.string
+                        else [int(v) for v in t.numpy().reshape(-1)] if not t.dtype.is_floating
                         else floats(t.numpy()))
                 o["batch%d" % b] = {"shape": list(t.shape), "values": vals}
         out[name] = entry
@@ -1397,8 +1471,12 @@ def main():
         export_coverage()
         return
     if sys.argv[1:] == ["--coverage-ops"]:
-        # Only the numeric, image and control-flow op models
+        # Only the numeric, image, control-flow and text op models
         export_ops_models()
+        return
+    if sys.argv[1:2] == ["--coverage-ops"]:
+        # Some of them: python3 scripts/make_fixtures.py --coverage-ops NAME...
+        export_ops_models(sys.argv[2:])
         return
     if sys.argv[1:2] == ["--coverage"]:
         # Some of them: python3 scripts/make_fixtures.py --coverage NAME...

@@ -1,8 +1,8 @@
 /* String kernels: AsString, StringLength, StringJoin, StringLower /
- * StringUpper (ASCII), StringStrip, Substr, StringToNumber, string Equal /
- * NotEqual, UnsortedSegmentJoin, and the builder every string-producing
- * kernel fills its output with (eng_kernels.h). Semantics are TensorFlow's CPU kernels': bytes, not
- * characters, unless a node's unit says UTF8_CHAR. */
+ * StringUpper (ASCII here, UTF-8 in eng_kernels_unicode.c), StringStrip, Substr, StringToNumber,
+ * string Equal / NotEqual, UnsortedSegmentJoin, and the builder every string-producing kernel fills
+ * its output with (eng_kernels.h). Semantics are TensorFlow's CPU kernels': bytes, not characters,
+ * unless a node's unit says UTF8_CHAR. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -254,19 +254,22 @@ td_code eng_k_string_join(eng_kctx *c) {
 
 /* --- case, whitespace ---------------------------------------------------- */
 
+/* TensorFlow takes "" (ASCII) or exactly "utf-8" (full Unicode case
+ * mapping, eng_kernels_unicode.c). */
 td_code eng_c_string_case(const eng_node *n, td_err *err) {
   const char *enc = eng_attr_str(n, "encoding", "");
-  if (*enc)
-    return td_err_set(err, TD_UNIMPLEMENTED,
-                      "node '%s' (%s): encoding '%s' (Unicode case mapping) is not supported; "
-                      "only the default ASCII mapping",
+  if (*enc && strcmp(enc, "utf-8"))
+    return td_err_set(err, TD_INVALID_ARGUMENT,
+                      "node '%s' (%s): only utf-8 or '' (no encoding) is supported, received %s",
                       n->name, n->op, enc);
   return TD_OK;
 }
 
 static td_code map_strings(eng_kctx *c, int (*fn)(int)) {
   td_code rc = eng_c_string_case(c->node, c->err);
-  if (rc || (rc = eng_kwant(c, 0, ENG_DT_STRING))) return rc;
+  if (rc) return rc;
+  if (*eng_attr_str(c->node, "encoding", "")) return eng_k_string_case_utf8(c, fn == toupper);
+  if ((rc = eng_kwant(c, 0, ENG_DT_STRING))) return rc;
   int64_t n = eng_tensor_numel(&c->in[0]);
   const eng_str *s = eng_tensor_strs(&c->in[0]);
   size_t *lens = malloc(sizeof *lens * (size_t)(n + 1));
