@@ -1204,6 +1204,13 @@ def ops_models():
         "unicode_text": (UnicodeText(), "tf.function",
                          {"text": {"dtype": "string", "shape": [2], "gen": "words", "seed": 3,
                                    "words": UNICODE_WORDS}}),
+        "string_tail": (StringTail(), "tf.function",
+                        {"text": {"dtype": "string", "shape": [3], "gen": "words", "seed": 2,
+                                  "words": ["apple", "B\u00e9\"t'a\n", "cat", "dog\tx",
+                                            "\u00e9mile", "fig", "apple", "ab\\c\x01"]},
+                         "x": {"dtype": "float32", "shape": [3], "gen": "float", "seed": 7},
+                         "n": {"dtype": "int32", "shape": [3], "gen": "int", "mod": 9,
+                               "seed": 1}}),
     }
 
 
@@ -1214,6 +1221,53 @@ UNICODE_WORDS = ["\u039f\u0394\u039f\u03a3 \u03a3\u0391\u03a3", "\u03a3",
                  "\u00c0\u00c9\u00ce\u00d5\u00dc \u00e0\u00e9\u00ee\u00f5\u00fc \u00ff",
                  "na\u00efve caf\u00e9", "emoji \U0001f600 ok", "A\u03a3'\u0301 b",
                  "\u0561\u0587 \u10d0 \u13a0"]
+
+
+class StringTail(tf.Module):
+    """tf.strings.format of every dtype and rank (summarize, escapes),
+    reduce_join over dense axes, unique of strings and bools, substr with
+    pos / len broadcast against the input."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.string, name="text"),
+                                  tf.TensorSpec([None, 3], tf.float32, name="x"),
+                                  tf.TensorSpec([None, 3], tf.int32, name="n")])
+    def serve(self, text, x, n):
+        flat = tf.reshape(text, [-1])
+        words, word_idx = tf.unique(flat)
+        signs, sign_idx, sign_count = tf.unique_with_counts(tf.reshape(x > 0, [-1]),
+                                                            out_idx=tf.int64)
+        cube = tf.reshape(tf.tile(text, [1, 2]), [-1, 2, 3])
+        return {
+            "fmt": tf.strings.format("x={} n={} t={}", (x, n, text)),
+            "fmt_short": tf.strings.format("{} / {}", (x, text), summarize=1),
+            "fmt_all": tf.strings.format("{}", tf.reshape(n, [-1, 1, 3]), summarize=-1),
+            "fmt_scalars": tf.strings.format(
+                "a % b % c % d % e %", (x[0, 0], tf.cast(x[0, 1], tf.float64) / 3.0,
+                                        n[0, 0] > 4, text[0, 0], tf.cast(n[0, 1], tf.uint8)),
+                placeholder="%"),
+            "fmt_cube": tf.strings.format("{}", tf.reshape(tf.range(60) * n[0, 0], [3, 4, 5]),
+                                          summarize=2),
+            "fmt_empty": tf.strings.format("<{}> <{}> <{}>",
+                                           (x[:0], tf.zeros([2, 0]), tf.constant(7.0)),
+                                           summarize=0),
+            "fmt_special": tf.strings.format("{}", tf.constant(
+                [1e10, 1e-7, 123456789.0, float("nan"), -float("inf"), 0.1, -0.0])),
+            "join_all": tf.strings.reduce_join(text),
+            "join_rows": tf.strings.reduce_join(text, axis=1, separator="|"),
+            "join_cols": tf.strings.reduce_join(text, axis=0, keepdims=True, separator=","),
+            "join_last": tf.strings.reduce_join(text, axis=-1, keepdims=True),
+            "join_cube": tf.strings.reduce_join(cube, axis=[2, 0], separator="-"),
+            "join_cube_t": tf.strings.reduce_join(cube, axis=[0, 2], separator="+"),
+            "join_none": tf.raw_ops.ReduceJoin(inputs=text, reduction_indices=tf.constant([], tf.int32)),
+            "words": words, "word_idx": word_idx,
+            "signs": signs, "sign_idx": sign_idx, "sign_count": sign_count,
+            "substr_bcast": tf.strings.substr(text, [0, 1, 2], [2, 1, 3], unit="UTF8_CHAR"),
+            "substr_cols": tf.strings.substr(text[:, :1], [[0, 1, 3]], [[1, 2, -1]],
+                                             unit="UTF8_CHAR"),
+            "substr_rows": tf.strings.substr(tf.strings.regex_replace(text[:, 0], "[^a-z]", "_"),
+                                             tf.zeros_like(n[:1, :1]),
+                                             tf.ones_like(n[:1, :1]) * 3),
+        }
 
 
 class UnicodeText(tf.Module):
@@ -1441,7 +1495,8 @@ def export_ops_models(only=None):
             feeds = {a: tf.constant(zoo_input(sp, b)) for a, sp in spec.items()}
             for alias, t in sorted(fn(**feeds).items()):
                 o = entry["outputs"].setdefault(alias, {"dtype": t.dtype.name})
-                vals = ([v.decode() for v in t.numpy().reshape(-1)] if t.dtype == tf.string
+                vals = ([v.decode() for v in np.array(t.numpy(), dtype=object).reshape(-1)]
+                        if t.dtype == tf.string
                         else [int(v) for v in t.numpy().reshape(-1)] if not t.dtype.is_floating
                         else floats(t.numpy()))
                 o["batch%d" % b] = {"shape": list(t.shape), "values": vals}
