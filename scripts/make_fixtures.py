@@ -1211,7 +1211,32 @@ def ops_models():
                          "x": {"dtype": "float32", "shape": [3], "gen": "float", "seed": 7},
                          "n": {"dtype": "int32", "shape": [3], "gen": "int", "mod": 9,
                                "seed": 1}}),
+        "conv3d_dilated": (DilatedConv3D(), "tf.function",
+                           {"clip": {"dtype": "float32", "shape": [4, 5, 6, 2], "gen": "float",
+                                     "seed": 33}}),
     }
+
+
+class DilatedConv3D(tf.Module):
+    """Dilated Conv3D both ways a graph holds it: the dilations attribute
+    of Conv3D itself (tf.nn.conv3d), and SpaceToBatchND / BatchToSpaceND
+    around an undilated one (tf.nn.convolution, Keras Conv3D with a
+    dilation_rate)."""
+
+    def __init__(self):
+        super().__init__()
+        rng = np.random.default_rng(19)
+        self.w = tf.Variable(rng.normal(0, 0.5, (2, 2, 2, 2, 3)).astype(np.float32))
+        self.v = tf.Variable(rng.normal(0, 0.5, (2, 3, 2, 2, 2)).astype(np.float32))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 4, 5, 6, 2], tf.float32, name="clip")])
+    def serve(self, clip):
+        return {
+            "same": tf.nn.conv3d(clip, self.w, [1, 1, 1, 1, 1], "SAME", dilations=[1, 1, 2, 2, 1]),
+            "valid": tf.nn.conv3d(clip, self.v, [1, 1, 1, 1, 1], "VALID",
+                                  dilations=[1, 3, 2, 1, 1]),
+            "to_batch": tf.nn.convolution(clip, self.w, padding="SAME", dilations=[2, 2, 2]),
+        }
 
 
 UNICODE_WORDS = ["\u039f\u0394\u039f\u03a3 \u03a3\u0391\u03a3", "\u03a3",
