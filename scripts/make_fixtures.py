@@ -1214,6 +1214,9 @@ def ops_models():
         "conv3d_dilated": (DilatedConv3D(), "tf.function",
                            {"clip": {"dtype": "float32", "shape": [4, 5, 6, 2], "gen": "float",
                                      "seed": 33}}),
+        "ncdhw": (ChannelsFirst3D(), "tf.function",
+                  {"clip": {"dtype": "float32", "shape": [2, 4, 5, 6], "gen": "float",
+                            "seed": 35}}),
     }
 
 
@@ -1237,6 +1240,38 @@ class DilatedConv3D(tf.Module):
                                   dilations=[1, 3, 2, 1, 1]),
             "to_batch": tf.nn.convolution(clip, self.w, padding="SAME", dilations=[2, 2, 2]),
         }
+
+
+class ChannelsFirst3D(tf.Module):
+    """Conv3D (dilated too), MaxPool3D and AvgPool3D with
+    data_format="NCDHW". TensorFlow's CPU runs these through oneDNN; the
+    export checks them against the NDHWC ops on transposed tensors."""
+
+    def __init__(self):
+        super().__init__()
+        rng = np.random.default_rng(23)
+        self.w = tf.Variable(rng.normal(0, 0.5, (2, 2, 3, 2, 3)).astype(np.float32))
+
+    def ops(self, x, fmt):
+        conv = tf.nn.conv3d(x, self.w, [1, 1, 1, 2, 1] if fmt == "NDHWC" else [1, 1, 1, 1, 2],
+                            "SAME", data_format=fmt)
+        dil = tf.nn.conv3d(x, self.w, [1] * 5, "VALID", data_format=fmt,
+                           dilations=[1, 2, 1, 2, 1] if fmt == "NDHWC" else [1, 1, 2, 1, 2])
+        win = [1, 2, 2, 2, 1] if fmt == "NDHWC" else [1, 1, 2, 2, 2]
+        step = [1, 1, 2, 2, 1] if fmt == "NDHWC" else [1, 1, 1, 2, 2]
+        return {"conv": conv, "dilated": dil,
+                "max": tf.nn.max_pool3d(conv, win, step, "SAME", data_format=fmt),
+                "avg": tf.nn.avg_pool3d(x, win, step, "VALID", data_format=fmt)}
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 2, 4, 5, 6], tf.float32, name="clip")])
+    def serve(self, clip):
+        return self.ops(clip, "NCDHW")
+
+    def check(self, clip):
+        last = self.ops(tf.transpose(clip, [0, 2, 3, 4, 1]), "NDHWC")
+        for k, v in self.serve(clip).items():
+            want = tf.transpose(last[k], [0, 4, 1, 2, 3])
+            np.testing.assert_allclose(v.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
 
 
 UNICODE_WORDS = ["\u039f\u0394\u039f\u03a3 \u03a3\u0391\u03a3", "\u03a3",
@@ -1508,6 +1543,9 @@ def export_ops_models(only=None):
         if only and os.path.isdir(p(os.path.dirname(rel))):
             shutil.rmtree(p(os.path.dirname(rel)))
         if how == "tf.function":
+            if hasattr(model, "check"):  # references that need a second route
+                for b in ZOO_BATCHES:
+                    model.check(*[tf.constant(zoo_input(sp, b)) for sp in spec.values()])
             tf.saved_model.save(model, p(rel), signatures={"serving_default": model.serve})
         elif how == "tf1":
             model(p(rel))
