@@ -14,6 +14,7 @@
 #include "eng_frames.h"
 #include "eng_gemm.h"
 #include "eng_inline.h"
+#include "eng_layout.h"
 #include "eng_op.h"
 #include "eng_plan.h"
 #include "eng_run.h"
@@ -109,6 +110,7 @@ td_code eng_model_create(eng_graph *graph, eng_library *lib, const eng_io *io, e
   m->pack_lock_init = mtx_init(&m->pack_lock, mtx_plain) == thrd_success;
   td_code rc = lib ? eng_inline_calls(graph, lib, err) : TD_OK;
   if (!rc) rc = eng_frames_lower(graph, err);
+  if (!rc) rc = eng_layout_lower(graph, err);
   if (!rc) rc = assign_slots(m, err);
   if (rc) {
     eng_model_destroy(m);

@@ -1214,6 +1214,9 @@ def ops_models():
         "conv3d_dilated": (DilatedConv3D(), "tf.function",
                            {"clip": {"dtype": "float32", "shape": [4, 5, 6, 2], "gen": "float",
                                      "seed": 33}}),
+        "nchw": (ChannelsFirst2D(), "tf.function",
+                 {"image": {"dtype": "float32", "shape": [3, 6, 7], "gen": "float",
+                            "seed": 37}}),
         "ncdhw": (ChannelsFirst3D(), "tf.function",
                   {"clip": {"dtype": "float32", "shape": [2, 4, 5, 6], "gen": "float",
                             "seed": 35}}),
@@ -1240,6 +1243,48 @@ class DilatedConv3D(tf.Module):
                                   dilations=[1, 3, 2, 1, 1]),
             "to_batch": tf.nn.convolution(clip, self.w, padding="SAME", dilations=[2, 2, 2]),
         }
+
+
+class ChannelsFirst2D(tf.Module):
+    """Conv2D (strided, dilated), DepthwiseConv2dNative, MaxPool, AvgPool,
+    FusedBatchNormV3 and BiasAdd with data_format="NCHW", as a graph built
+    for a GPU holds them. TensorFlow's CPU runs these through oneDNN; the
+    export checks them against the NHWC ops on transposed tensors."""
+
+    def __init__(self):
+        super().__init__()
+        rng = np.random.default_rng(29)
+        self.w = tf.Variable(rng.normal(0, 0.5, (3, 2, 3, 4)).astype(np.float32))
+        self.dw = tf.Variable(rng.normal(0, 0.5, (3, 3, 4, 2)).astype(np.float32))
+        self.b = tf.Variable(rng.normal(0, 0.5, (8,)).astype(np.float32))
+        self.bn = [tf.Variable(rng.uniform(0.5, 1.5, (8,)).astype(np.float32)) for _ in range(4)]
+
+    def ops(self, x, fmt):
+        def nd(v):  # a layout list written NHWC, in fmt
+            return v if fmt == "NHWC" else [v[0], v[3], v[1], v[2]]
+        conv = tf.nn.conv2d(x, self.w, nd([1, 2, 1, 1]), "SAME", data_format=fmt)
+        dil = tf.nn.conv2d(x, self.w, 1, "VALID", data_format=fmt, dilations=nd([1, 2, 1, 1]))
+        dw = tf.nn.depthwise_conv2d(tf.nn.relu(conv), self.dw, [1, 1, 1, 1], "SAME",
+                                    data_format=fmt)
+        scale, offset, mean, var = self.bn
+        y = tf.compat.v1.nn.fused_batch_norm(dw, scale, offset, mean - 1.0, var, epsilon=1e-3,
+                                             is_training=False, data_format=fmt)[0]
+        return {"conv": conv, "dilated": dil,
+                "bn_bias": tf.nn.bias_add(y, self.b, data_format=fmt),
+                "max": tf.nn.max_pool2d(y, nd([1, 2, 2, 1]), nd([1, 2, 1, 1]), "SAME",
+                                        data_format=fmt),
+                "avg": tf.nn.avg_pool2d(x, nd([1, 2, 3, 1]), nd([1, 1, 2, 1]), "VALID",
+                                        data_format=fmt)}
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3, 6, 7], tf.float32, name="image")])
+    def serve(self, image):
+        return self.ops(image, "NCHW")
+
+    def check(self, image):
+        last = self.ops(tf.transpose(image, [0, 2, 3, 1]), "NHWC")
+        for k, v in self.serve(image).items():
+            want = tf.transpose(last[k], [0, 3, 1, 2])
+            np.testing.assert_allclose(v.numpy(), want.numpy(), rtol=1e-4, atol=1e-4)
 
 
 class ChannelsFirst3D(tf.Module):
