@@ -14,6 +14,7 @@
 #include "eng_frames.h"
 #include "eng_gemm.h"
 #include "eng_inline.h"
+#include "eng_layout.h"
 #include "eng_model_int.h"
 #include "eng_op.h"
 #include "eng_plan.h"
@@ -73,6 +74,7 @@ td_code eng_model_create(eng_graph *graph, eng_library *lib, const eng_io *io, e
   m->skip_node = -1;
   td_code rc = lib ? eng_inline_calls(graph, lib, err) : TD_OK;
   if (!rc) rc = eng_frames_lower(graph, err);
+  if (!rc) rc = eng_layout_lower(graph, err);
   if (!rc) rc = assign_slots(m, err);
   if (rc) {
     eng_model_destroy(m);

@@ -1,7 +1,8 @@
 /* eng_model: a graph ready to run, with its variables.
  *
  * eng_model_create takes a top-level graph and its function library, flattens
- * function calls (eng_inline), and gives every variable (VarHandleOp /
+ * function calls (eng_inline), lowers TF1 loops (eng_frames) and NCHW image
+ * ops (eng_layout), and gives every variable (VarHandleOp /
  * VariableV2, keyed by container + shared_name as TensorFlow does) and
  * every lookup table (HashTableV2, MutableHashTableV2, keyed alike) a slot.
  *

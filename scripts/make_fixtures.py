@@ -1328,6 +1328,25 @@ def ops_models():
                          {"x": {"dtype": "float32", "shape": [3, 5], "gen": "float", "seed": 33},
                           "wave": {"dtype": "float32", "shape": [8], "gen": "float",
                                    "seed": 35}}),
+        "unicode_text": (UnicodeText(), "tf.function",
+                         {"text": {"dtype": "string", "shape": [2], "gen": "words", "seed": 3,
+                                   "words": UNICODE_WORDS}}),
+        "string_tail": (StringTail(), "tf.function",
+                        {"text": {"dtype": "string", "shape": [3], "gen": "words", "seed": 2,
+                                  "words": ["apple", "B\u00e9\"t'a\n", "cat", "dog\tx",
+                                            "\u00e9mile", "fig", "apple", "ab\\c\x01"]},
+                         "x": {"dtype": "float32", "shape": [3], "gen": "float", "seed": 7},
+                         "n": {"dtype": "int32", "shape": [3], "gen": "int", "mod": 9,
+                               "seed": 1}}),
+        "conv3d_dilated": (DilatedConv3D(), "tf.function",
+                           {"clip": {"dtype": "float32", "shape": [4, 5, 6, 2], "gen": "float",
+                                     "seed": 33}}),
+        "nchw": (ChannelsFirst2D(), "tf.function",
+                 {"image": {"dtype": "float32", "shape": [3, 6, 7], "gen": "float",
+                            "seed": 37}}),
+        "ncdhw": (ChannelsFirst3D(), "tf.function",
+                  {"clip": {"dtype": "float32", "shape": [2, 4, 5, 6], "gen": "float",
+                            "seed": 35}}),
     }
 
 
@@ -1392,6 +1411,212 @@ class SpectralOps(tf.Module):
     def extra_signatures(self):
         return {"spectrum": self.spectrum, "rfft": self.rfft}
 
+
+
+
+class DilatedConv3D(tf.Module):
+    """Dilated Conv3D both ways a graph holds it: the dilations attribute
+    of Conv3D itself (tf.nn.conv3d), and SpaceToBatchND / BatchToSpaceND
+    around an undilated one (tf.nn.convolution, Keras Conv3D with a
+    dilation_rate)."""
+
+    def __init__(self):
+        super().__init__()
+        rng = np.random.default_rng(19)
+        self.w = tf.Variable(rng.normal(0, 0.5, (2, 2, 2, 2, 3)).astype(np.float32))
+        self.v = tf.Variable(rng.normal(0, 0.5, (2, 3, 2, 2, 2)).astype(np.float32))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 4, 5, 6, 2], tf.float32, name="clip")])
+    def serve(self, clip):
+        return {
+            "same": tf.nn.conv3d(clip, self.w, [1, 1, 1, 1, 1], "SAME", dilations=[1, 1, 2, 2, 1]),
+            "valid": tf.nn.conv3d(clip, self.v, [1, 1, 1, 1, 1], "VALID",
+                                  dilations=[1, 3, 2, 1, 1]),
+            "to_batch": tf.nn.convolution(clip, self.w, padding="SAME", dilations=[2, 2, 2]),
+        }
+
+
+class ChannelsFirst2D(tf.Module):
+    """Conv2D (strided, dilated), DepthwiseConv2dNative, MaxPool, AvgPool,
+    FusedBatchNormV3 and BiasAdd with data_format="NCHW", as a graph built
+    for a GPU holds them. TensorFlow's CPU runs these through oneDNN; the
+    export checks them against the NHWC ops on transposed tensors."""
+
+    def __init__(self):
+        super().__init__()
+        rng = np.random.default_rng(29)
+        self.w = tf.Variable(rng.normal(0, 0.5, (3, 2, 3, 4)).astype(np.float32))
+        self.dw = tf.Variable(rng.normal(0, 0.5, (3, 3, 4, 2)).astype(np.float32))
+        self.b = tf.Variable(rng.normal(0, 0.5, (8,)).astype(np.float32))
+        self.bn = [tf.Variable(rng.uniform(0.5, 1.5, (8,)).astype(np.float32)) for _ in range(4)]
+
+    def ops(self, x, fmt):
+        def nd(v):  # a layout list written NHWC, in fmt
+            return v if fmt == "NHWC" else [v[0], v[3], v[1], v[2]]
+        conv = tf.nn.conv2d(x, self.w, nd([1, 2, 1, 1]), "SAME", data_format=fmt)
+        dil = tf.nn.conv2d(x, self.w, 1, "VALID", data_format=fmt, dilations=nd([1, 2, 1, 1]))
+        dw = tf.nn.depthwise_conv2d(tf.nn.relu(conv), self.dw, [1, 1, 1, 1], "SAME",
+                                    data_format=fmt)
+        scale, offset, mean, var = self.bn
+        y = tf.compat.v1.nn.fused_batch_norm(dw, scale, offset, mean - 1.0, var, epsilon=1e-3,
+                                             is_training=False, data_format=fmt)[0]
+        return {"conv": conv, "dilated": dil,
+                "bn_bias": tf.nn.bias_add(y, self.b, data_format=fmt),
+                "max": tf.nn.max_pool2d(y, nd([1, 2, 2, 1]), nd([1, 2, 1, 1]), "SAME",
+                                        data_format=fmt),
+                "avg": tf.nn.avg_pool2d(x, nd([1, 2, 3, 1]), nd([1, 1, 2, 1]), "VALID",
+                                        data_format=fmt)}
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3, 6, 7], tf.float32, name="image")])
+    def serve(self, image):
+        return self.ops(image, "NCHW")
+
+    def check(self, image):
+        last = self.ops(tf.transpose(image, [0, 2, 3, 1]), "NHWC")
+        for k, v in self.serve(image).items():
+            want = tf.transpose(last[k], [0, 3, 1, 2])
+            np.testing.assert_allclose(v.numpy(), want.numpy(), rtol=1e-4, atol=1e-4)
+
+
+class ChannelsFirst3D(tf.Module):
+    """Conv3D (dilated too), MaxPool3D and AvgPool3D with
+    data_format="NCDHW". TensorFlow's CPU runs these through oneDNN; the
+    export checks them against the NDHWC ops on transposed tensors."""
+
+    def __init__(self):
+        super().__init__()
+        rng = np.random.default_rng(23)
+        self.w = tf.Variable(rng.normal(0, 0.5, (2, 2, 3, 2, 3)).astype(np.float32))
+
+    def ops(self, x, fmt):
+        conv = tf.nn.conv3d(x, self.w, [1, 1, 1, 2, 1] if fmt == "NDHWC" else [1, 1, 1, 1, 2],
+                            "SAME", data_format=fmt)
+        dil = tf.nn.conv3d(x, self.w, [1] * 5, "VALID", data_format=fmt,
+                           dilations=[1, 2, 1, 2, 1] if fmt == "NDHWC" else [1, 1, 2, 1, 2])
+        win = [1, 2, 2, 2, 1] if fmt == "NDHWC" else [1, 1, 2, 2, 2]
+        step = [1, 1, 2, 2, 1] if fmt == "NDHWC" else [1, 1, 1, 2, 2]
+        return {"conv": conv, "dilated": dil,
+                "max": tf.nn.max_pool3d(conv, win, step, "SAME", data_format=fmt),
+                "avg": tf.nn.avg_pool3d(x, win, step, "VALID", data_format=fmt)}
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 2, 4, 5, 6], tf.float32, name="clip")])
+    def serve(self, clip):
+        return self.ops(clip, "NCDHW")
+
+    def check(self, clip):
+        last = self.ops(tf.transpose(clip, [0, 2, 3, 4, 1]), "NDHWC")
+        for k, v in self.serve(clip).items():
+            want = tf.transpose(last[k], [0, 4, 1, 2, 3])
+            np.testing.assert_allclose(v.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+UNICODE_WORDS = ["\u039f\u0394\u039f\u03a3 \u03a3\u0391\u03a3", "\u03a3",
+                 "\u1f48\u0394\u03a5\u03a3\u03a3\u0395\u038e\u03a3.",
+                 "\u041f\u0440\u0438\u0432\u0435\u0442, \u041c\u0438\u0440 \u0401\u0436",
+                 "Stra\u00dfe \ufb01ne", "\u0130stanbul \u01c5 \u01c6", "",
+                 "\u00c0\u00c9\u00ce\u00d5\u00dc \u00e0\u00e9\u00ee\u00f5\u00fc \u00ff",
+                 "na\u00efve caf\u00e9", "emoji \U0001f600 ok", "A\u03a3'\u0301 b",
+                 "\u0561\u0587 \u10d0 \u13a0"]
+
+
+class StringTail(tf.Module):
+    """tf.strings.format of every dtype and rank (summarize, escapes),
+    reduce_join over dense axes, unique of strings and bools, substr with
+    pos / len broadcast against the input."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.string, name="text"),
+                                  tf.TensorSpec([None, 3], tf.float32, name="x"),
+                                  tf.TensorSpec([None, 3], tf.int32, name="n")])
+    def serve(self, text, x, n):
+        flat = tf.reshape(text, [-1])
+        words, word_idx = tf.unique(flat)
+        signs, sign_idx, sign_count = tf.unique_with_counts(tf.reshape(x > 0, [-1]),
+                                                            out_idx=tf.int64)
+        cube = tf.reshape(tf.tile(text, [1, 2]), [-1, 2, 3])
+        return {
+            "fmt": tf.strings.format("x={} n={} t={}", (x, n, text)),
+            "fmt_short": tf.strings.format("{} / {}", (x, text), summarize=1),
+            "fmt_all": tf.strings.format("{}", tf.reshape(n, [-1, 1, 3]), summarize=-1),
+            "fmt_scalars": tf.strings.format(
+                "a % b % c % d % e %", (x[0, 0], tf.cast(x[0, 1], tf.float64) / 3.0,
+                                        n[0, 0] > 4, text[0, 0], tf.cast(n[0, 1], tf.uint8)),
+                placeholder="%"),
+            "fmt_cube": tf.strings.format("{}", tf.reshape(tf.range(60) * n[0, 0], [3, 4, 5]),
+                                          summarize=2),
+            "fmt_empty": tf.strings.format("<{}> <{}> <{}>",
+                                           (x[:0], tf.zeros([2, 0]), tf.constant(7.0)),
+                                           summarize=0),
+            "fmt_special": tf.strings.format("{}", tf.constant(
+                [1e10, 1e-7, 123456789.0, float("nan"), -float("inf"), 0.1, -0.0])),
+            "join_all": tf.strings.reduce_join(text),
+            "join_rows": tf.strings.reduce_join(text, axis=1, separator="|"),
+            "join_cols": tf.strings.reduce_join(text, axis=0, keepdims=True, separator=","),
+            "join_last": tf.strings.reduce_join(text, axis=-1, keepdims=True),
+            "join_cube": tf.strings.reduce_join(cube, axis=[2, 0], separator="-"),
+            "join_cube_t": tf.strings.reduce_join(cube, axis=[0, 2], separator="+"),
+            "join_none": tf.raw_ops.ReduceJoin(inputs=text, reduction_indices=tf.constant([], tf.int32)),
+            "words": words, "word_idx": word_idx,
+            "signs": signs, "sign_idx": sign_idx, "sign_count": sign_count,
+            "substr_bcast": tf.strings.substr(text, [0, 1, 2], [2, 1, 3], unit="UTF8_CHAR"),
+            "substr_cols": tf.strings.substr(text[:, :1], [[0, 1, 3]], [[1, 2, -1]],
+                                             unit="UTF8_CHAR"),
+            "substr_rows": tf.strings.substr(tf.strings.regex_replace(text[:, 0], "[^a-z]", "_"),
+                                             tf.zeros_like(n[:1, :1]),
+                                             tf.ones_like(n[:1, :1]) * 3),
+        }
+
+
+class UnicodeText(tf.Module):
+    """The Unicode ops a tf.strings preprocessing pipeline uses: full case
+    mapping (Latin-1, Greek with its final sigma, Cyrillic, the
+    SpecialCasing expansions), decoding to code points with byte offsets,
+    encoding back, transcoding through UTF-16-BE / UTF-32-BE, and every
+    error mode on ill-formed input (built in the graph: JSON carries only
+    valid UTF-8)."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.string, name="text")])
+    def serve(self, text):
+        bad = tf.strings.join([text, tf.constant(b"\xe2\x82|\xff\xed\xa0\x80\x01\xc3")])
+        chars = tf.strings.unicode_decode(text, "UTF-8")
+        _, starts = tf.strings.unicode_decode_with_offsets(text, "UTF-8")
+        flat = tf.reshape(text, [-1])
+        codes = tf.strings.unicode_decode(flat, "UTF-8")
+        invalid = tf.RaggedTensor.from_row_lengths(
+            tf.constant([104, 0x110000, -1, 0xD800, 0xDFFF, 65, 0x10FFFF, 0xFDD0, 0x1FFFE, 0xDBFF,
+                         0xDC00, 0xDC00, 0xD800, 233], tf.int32), [3, 0, 4, 7])
+        utf16 = tf.strings.unicode_transcode(text, "UTF-8", "UTF-16-BE")
+        utf32 = tf.strings.unicode_transcode(text, "UTF-8", "UTF-32-BE")
+        bad16 = tf.strings.unicode_transcode(bad, "UTF-8", "UTF-16-BE", replacement_char=0x2A)
+        return {
+            "lower": tf.strings.lower(text, encoding="utf-8"),
+            "upper": tf.strings.upper(text, encoding="utf-8"),
+            "lower_bad": tf.strings.lower(bad, encoding="utf-8"),
+            "upper_bad": tf.strings.upper(bad, encoding="utf-8"),
+            "ascii_lower": tf.strings.lower(text),
+            "upper_to_nul": tf.strings.upper(tf.strings.join([text, "\x00", text]),
+                                             encoding="utf-8"),
+            "chars": chars.to_tensor(-1),
+            "starts": starts.to_tensor(-1),
+            "bad_replace": tf.strings.unicode_decode(
+                bad, "UTF-8", replacement_char=63, replace_control_characters=True).to_tensor(-1),
+            "bad_ignore": tf.strings.unicode_decode(bad, "UTF-8", errors="ignore").to_tensor(-1),
+            "bad_starts": tf.strings.unicode_decode_with_offsets(bad, "UTF-8")[1].to_tensor(-1),
+            "encoded": tf.strings.unicode_encode(codes, "UTF-8"),
+            "encoded_invalid": tf.strings.unicode_encode(invalid, "UTF-8"),
+            "encoded_ignore": tf.strings.unicode_encode(invalid, "UTF-8", errors="ignore"),
+            "encoded_ignore16": tf.strings.unicode_decode(tf.strings.unicode_encode(
+                invalid, "UTF-16-BE", errors="ignore"), "UTF-16-BE").to_tensor(-1),
+            "utf16_bytes_len": tf.strings.length(utf16),
+            "utf16_codes": tf.strings.unicode_decode(utf16, "UTF-16-BE").to_tensor(-1),
+            "utf16_back": tf.strings.unicode_transcode(utf16, "UTF-16-BE", "UTF-8"),
+            "utf32_codes": tf.strings.unicode_decode(utf32, "UTF-32-BE").to_tensor(-1),
+            "utf32_back": tf.strings.unicode_transcode(utf32, "UTF-32-BE", "UTF-8"),
+            "utf16_of_bad": tf.strings.unicode_decode(bad16, "UTF-16-BE").to_tensor(-1),
+            "utf16_broken": tf.strings.unicode_transcode(
+                tf.strings.substr(utf16, 0, 5), "UTF-16-BE", "UTF-8", errors="replace"),
+            "utf32_broken": tf.strings.unicode_transcode(
+                tf.strings.substr(utf32, 0, 6), "UTF-32-BE", "UTF-8", replacement_char=0x3F),
+        }
 
 class ImageOps(tf.Module):
     """An image preprocessing pipeline in a tf.function: every resize method
@@ -1554,6 +1779,9 @@ def export_ops_models(only=None):
         if only and os.path.isdir(p(os.path.dirname(rel))):
             shutil.rmtree(p(os.path.dirname(rel)))
         if how == "tf.function":
+            if hasattr(model, "check"):  # references that need a second route
+                for b in ZOO_BATCHES:
+                    model.check(*[tf.constant(zoo_input(sp, b)) for sp in spec.values()])
             sigs = {"serving_default": model.serve}
             if hasattr(model, "extra_signatures"):
                 sigs.update(model.extra_signatures())
@@ -1569,7 +1797,9 @@ def export_ops_models(only=None):
             feeds = {a: tf.constant(zoo_input(sp, b)) for a, sp in spec.items()}
             for alias, t in sorted(fn(**feeds).items()):
                 o = entry["outputs"].setdefault(alias, {"dtype": t.dtype.name})
-                vals = ([int(v) for v in t.numpy().reshape(-1)] if not t.dtype.is_floating
+                vals = ([v.decode() for v in np.array(t.numpy(), dtype=object).reshape(-1)]
+                        if t.dtype == tf.string
+                        else [int(v) for v in t.numpy().reshape(-1)] if not t.dtype.is_floating
                         else floats(t.numpy()))
                 o["batch%d" % b] = {"shape": list(t.shape), "values": vals}
         out[name] = entry
@@ -1619,8 +1849,7 @@ def main():
         export_coverage()
         return
     if sys.argv[1:2] == ["--coverage-ops"]:
-        # Only the numeric, image and control-flow op models (or, with
-        # names after the flag, just those)
+        # Some of them: python3 scripts/make_fixtures.py --coverage-ops NAME...
         export_ops_models(sys.argv[2:])
         return
     if sys.argv[1:2] == ["--coverage"]:

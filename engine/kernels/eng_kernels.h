@@ -356,9 +356,11 @@ td_code eng_k_sparse_segment_sqrt_n(eng_kctx *c);
 /* ResourceGather: GatherV2 over a variable's value. */
 td_code eng_k_resource_gather(eng_kctx *c);
 
-/* eng_kernels_unique.c: Unique, UniqueWithCounts (1-D, first-seen order). */
+/* eng_kernels_unique.c: Unique, UniqueWithCounts (1-D, first-seen order;
+ * numbers, bools and strings: eng_c_unique). */
 td_code eng_k_unique(eng_kctx *c);
 td_code eng_k_unique_with_counts(eng_kctx *c);
+td_code eng_c_unique(const eng_node *n, td_err *err);
 
 /* eng_kernels_assert.c: Assert (a false one fails the request with
  * INVALID_ARGUMENT and its data), CheckNumerics (NaN / Inf fail). */
@@ -400,8 +402,26 @@ td_code eng_k_equal_any(eng_kctx *c);
 td_code eng_k_unsorted_segment_join(eng_kctx *c);
 td_code eng_c_as_string(const eng_node *n, td_err *err);        /* T and format attrs */
 td_code eng_c_string_unit(const eng_node *n, td_err *err);      /* unit BYTE or UTF8_CHAR */
-td_code eng_c_string_case(const eng_node *n, td_err *err);      /* encoding "" (ASCII) */
+td_code eng_c_string_case(const eng_node *n, td_err *err);      /* encoding "" or "utf-8" */
 td_code eng_c_string_to_number(const eng_node *n, td_err *err); /* out_type float/int 32/64 */
+
+/* eng_kernels_unicode.c: StringLower / StringUpper with encoding "utf-8"
+ * (upper: which one), UnicodeDecode(WithOffsets), UnicodeEncode,
+ * UnicodeTranscode; eng_c_unicode checks encodings, errors and
+ * replacement_char. */
+td_code eng_k_string_case_utf8(eng_kctx *c, bool upper);
+td_code eng_k_unicode_decode(eng_kctx *c);
+td_code eng_k_unicode_decode_with_offsets(eng_kctx *c);
+td_code eng_k_unicode_encode(eng_kctx *c);
+td_code eng_k_unicode_transcode(eng_kctx *c);
+td_code eng_c_unicode(const eng_node *n, td_err *err);
+
+/* eng_kernels_strfmt.c: StringFormat (tensors printed as TensorFlow's
+ * summarize does; eng_c_string_format checks the template against T) and
+ * dense ReduceJoin. */
+td_code eng_k_string_format(eng_kctx *c);
+td_code eng_k_reduce_join(eng_kctx *c);
+td_code eng_c_string_format(const eng_node *n, td_err *err);
 
 /* eng_kernels_hash.c: StringToHashBucketFast / Strong / (legacy). */
 td_code eng_k_string_to_hash_bucket_fast(eng_kctx *c);

@@ -1,6 +1,6 @@
 /* Volumetric and transposed convolutions on float32, channels last:
- * Conv3D (NDHWC), Conv2DBackpropInput (Keras Conv2DTranspose, NHWC),
- * Conv3DBackpropInputV2 (Conv3DTranspose), MaxPool3D and AvgPool3D.
+ * Conv3D (NDHWC; NCDHW, like the 3-D pools, runs on a channels-last copy), Conv2DBackpropInput
+ * (Keras Conv2DTranspose, NHWC), Conv3DBackpropInputV2 (Conv3DTranspose), MaxPool3D and AvgPool3D.
  *
  * Every op here is a window over up to three spatial dims; a 2-D op is
  * the 3-D one with a depth of 1, so there is one geometry (vol) and one
@@ -31,23 +31,80 @@ typedef struct vol {
   int64_t out[3], before[3];
 } vol;
 
+/* [N, C, D, H, W] -> [N, D, H, W, C], in place. */
+static void to_channels_last(int64_t *v) {
+  int64_t ch = v[1];
+  memmove(v + 1, v + 2, 3 * sizeof *v);
+  v[4] = ch;
+}
+
+static bool channels_first(const eng_node *n) {
+  return !strcmp(eng_attr_str(n, "data_format", "NDHWC"), "NCDHW");
+}
+
+/* Runs a channels-last kernel on an NCDHW node: input 0 moved to NDHWC,
+ * output 0 moved back (the attributes are permuted by vol_geom). */
+static td_code via_channels_last(eng_kctx *c, eng_kernel_fn fn) {
+  const eng_tensor *x = &c->in[0];
+  if (x->shape.rank != 5) return eng_kfail(c, TD_INVALID_ARGUMENT, "input must be 5-dimensional");
+  if (x->dtype != ENG_DT_FLOAT) return eng_kwant(c, 0, ENG_DT_FLOAT);
+  const int64_t *d = x->shape.dim;
+  int64_t nd[5] = {d[0], d[2], d[3], d[4], d[1]}, xst[5], dst[5];
+  eng_shape xs = eng_shape_make(5, nd);
+  eng_contig_strides(&x->shape, xst);
+  int64_t sst[5] = {xst[0], xst[2], xst[3], xst[4], xst[1]};
+  eng_tensor in[3] = {{0}}, out[1] = {{0}};
+  td_code rc = eng_tensor_alloc_raw(&in[0], ENG_DT_FLOAT, &xs, c->err);
+  if (rc) return rc;
+  eng_contig_strides(&xs, dst);
+  eng_copy_nd(5, nd, sizeof(float), eng_tensor_data(x), sst, eng_tensor_data(&in[0]), dst);
+  for (int i = 1; i < c->n_in && i < 3; i++) in[i] = eng_tensor_share(&c->in[i]);
+  eng_kctx sub = *c;
+  sub.in = in;
+  sub.out = out;
+  sub.n_out = 1;
+  sub.epi = NULL;
+  rc = fn(&sub);
+  if (!rc) {
+    const int64_t *o = out[0].shape.dim; /* [N, D, H, W, C] */
+    int64_t od[5] = {o[0], o[4], o[1], o[2], o[3]}, ost[5], yst[5];
+    eng_shape ys = eng_shape_make(5, od);
+    rc = eng_kout_raw(c, 0, ENG_DT_FLOAT, &ys);
+    if (!rc) {
+      eng_contig_strides(&out[0].shape, ost);
+      int64_t from[5] = {ost[0], ost[4], ost[1], ost[2], ost[3]};
+      eng_contig_strides(&ys, yst);
+      eng_copy_nd(5, od, sizeof(float), eng_tensor_data(&out[0]), from, eng_tensor_data(&c->out[0]),
+                  yst);
+    }
+  }
+  for (int i = 0; i < 3; i++) eng_tensor_release(&in[i]);
+  eng_tensor_release(&out[0]);
+  return rc;
+}
+
 /* Reads the window of a rank-(nsp + 2) channels-last op over input dims
  * idim (batch, spatial..., channels) with window k (nsp values): strides,
  * dilations, padding, and for pools ksize (k NULL). Fills g. */
 static td_code vol_geom(eng_kctx *c, int nsp, const int64_t *idim, const int64_t *k, vol *g) {
   int r = nsp + 2;
   const char *fmt = eng_attr_str(c->node, "data_format", nsp == 3 ? "NDHWC" : "NHWC");
-  if (strcmp(fmt, nsp == 3 ? "NDHWC" : "NHWC"))
-    return eng_kfail(c, TD_UNIMPLEMENTED, "data_format %s is not supported (channels last only)",
-                     fmt);
+  bool first = nsp == 3 && !strcmp(fmt, "NCDHW");
+  if (strcmp(fmt, nsp == 3 ? "NDHWC" : "NHWC") && !first)
+    return eng_kfail(c, TD_UNIMPLEMENTED, "data_format %s is not supported", fmt);
   int64_t st[5] = {1, 1, 1, 1, 1}, dl[5] = {1, 1, 1, 1, 1}, ks[5] = {1, 1, 1, 1, 1};
   int nst = eng_attr_ints(c->node, "strides", st, 5);
   int ndl = eng_attr_ints(c->node, "dilations", dl, 5);
   if (nst != r || (ndl && ndl != r))
     return eng_kfail(c, TD_INVALID_ARGUMENT, "strides and dilations must have %d elements", r);
+  if (!k && eng_attr_ints(c->node, "ksize", ks, 5) != r)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "ksize must have %d elements", r);
+  if (first) { /* NCDHW attributes, read in the NDHWC order of the tensors */
+    to_channels_last(st);
+    to_channels_last(dl);
+    to_channels_last(ks);
+  }
   if (!k) {
-    if (eng_attr_ints(c->node, "ksize", ks, 5) != r)
-      return eng_kfail(c, TD_INVALID_ARGUMENT, "ksize must have %d elements", r);
     if (ks[0] != 1 || ks[r - 1] != 1)
       return eng_kfail(c, TD_UNIMPLEMENTED, "pooling across the batch or depth dimension");
   }
@@ -122,7 +179,7 @@ static int64_t block_rows(int64_t rows, int64_t width) {
 
 /* --- Conv3D ---------------------------------------------------------------- */
 
-td_code eng_k_conv3d(eng_kctx *c) {
+static td_code conv3d(eng_kctx *c) {
   const eng_tensor *x = &c->in[0], *f = &c->in[1];
   td_code rc = eng_kwant(c, 0, ENG_DT_FLOAT);
   if (!rc) rc = eng_kwant(c, 1, ENG_DT_FLOAT);
@@ -267,12 +324,22 @@ static td_code pool3d(eng_kctx *c, bool is_max) {
   return TD_OK;
 }
 
-td_code eng_k_max_pool3d(eng_kctx *c) { return pool3d(c, true); }
-td_code eng_k_avg_pool3d(eng_kctx *c) { return pool3d(c, false); }
+static td_code max_pool3d(eng_kctx *c) { return pool3d(c, true); }
+static td_code avg_pool3d(eng_kctx *c) { return pool3d(c, false); }
+
+td_code eng_k_conv3d(eng_kctx *c) {
+  return channels_first(c->node) ? via_channels_last(c, conv3d) : conv3d(c);
+}
+td_code eng_k_max_pool3d(eng_kctx *c) {
+  return channels_first(c->node) ? via_channels_last(c, max_pool3d) : max_pool3d(c);
+}
+td_code eng_k_avg_pool3d(eng_kctx *c) {
+  return channels_first(c->node) ? via_channels_last(c, avg_pool3d) : avg_pool3d(c);
+}
 
 /* --- load-time checks ------------------------------------------------------- */
 
-/* T float32, channels last, strides / dilations (and ksize for pools) of
+/* T float32, channels last (or NCDHW for 3-D ops), strides / dilations (and ksize for pools) of
  * rank nsp + 2 with 1 on batch and channels, VALID or SAME. */
 static td_code check_window(const eng_node *n, int nsp, bool pool, td_err *err) {
   int r = nsp + 2;
@@ -283,19 +350,26 @@ static td_code check_window(const eng_node *n, int nsp, bool pool, td_err *err) 
   const char *fmt = eng_attr_str(n, "data_format", nsp == 3 ? "NDHWC" : "NHWC");
   const char *pad = eng_attr_str(n, "padding", "VALID");
   int nst = eng_attr_ints(n, "strides", st, 5), ndl = eng_attr_ints(n, "dilations", dl, 5);
+  bool first = nsp == 3 && !strcmp(fmt, "NCDHW");
+  int nks = pool ? eng_attr_ints(n, "ksize", ks, 5) : r;
+  if (first && nst == r && (!ndl || ndl == r)) {
+    to_channels_last(st);
+    to_channels_last(dl);
+    to_channels_last(ks);
+  }
   td_code code = TD_UNIMPLEMENTED;
   if (t && t->kind == ENG_ATTR_TYPE && t->type != ENG_DT_FLOAT) {
     snprintf(m, sizeof m, "T %s is not supported by its kernel", eng_dtype_name(t->type));
     why = m;
-  } else if (strcmp(fmt, nsp == 3 ? "NDHWC" : "NHWC")) {
-    snprintf(m, sizeof m, "data_format %s is not supported (channels last only)", fmt);
+  } else if (strcmp(fmt, nsp == 3 ? "NDHWC" : "NHWC") && !first) {
+    snprintf(m, sizeof m, "data_format %s is not supported", fmt);
     why = m;
   } else if (nst != r || (ndl && ndl != r)) {
     why = "strides and dilations have the wrong number of elements";
     code = TD_INVALID_ARGUMENT;
   } else if (st[0] != 1 || st[r - 1] != 1 || dl[0] != 1 || dl[r - 1] != 1) {
     why = "strides or dilations in the batch or channel dimension";
-  } else if (pool && (eng_attr_ints(n, "ksize", ks, 5) != r || ks[0] != 1 || ks[r - 1] != 1)) {
+  } else if (pool && (nks != r || ks[0] != 1 || ks[r - 1] != 1)) {
     why = "ksize must have 1 on the batch and channel dimensions";
   } else if (strcmp(pad, "VALID") && strcmp(pad, "SAME")) {
     snprintf(m, sizeof m, "padding '%s' is not supported", pad);

@@ -1,8 +1,8 @@
 /* String kernels: AsString, StringLength, StringJoin, StringLower /
- * StringUpper (ASCII), StringStrip, Substr, StringToNumber, string Equal /
- * NotEqual, UnsortedSegmentJoin, and the builder every string-producing
- * kernel fills its output with (eng_kernels.h). Semantics are TensorFlow's CPU kernels': bytes, not
- * characters, unless a node's unit says UTF8_CHAR. */
+ * StringUpper (ASCII here, UTF-8 in eng_kernels_unicode.c), StringStrip, Substr, StringToNumber,
+ * string Equal / NotEqual, UnsortedSegmentJoin, and the builder every string-producing kernel fills
+ * its output with (eng_kernels.h). Semantics are TensorFlow's CPU kernels': bytes, not characters,
+ * unless a node's unit says UTF8_CHAR. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -254,19 +254,22 @@ td_code eng_k_string_join(eng_kctx *c) {
 
 /* --- case, whitespace ---------------------------------------------------- */
 
+/* TensorFlow takes "" (ASCII) or exactly "utf-8" (full Unicode case
+ * mapping, eng_kernels_unicode.c). */
 td_code eng_c_string_case(const eng_node *n, td_err *err) {
   const char *enc = eng_attr_str(n, "encoding", "");
-  if (*enc)
-    return td_err_set(err, TD_UNIMPLEMENTED,
-                      "node '%s' (%s): encoding '%s' (Unicode case mapping) is not supported; "
-                      "only the default ASCII mapping",
+  if (*enc && strcmp(enc, "utf-8"))
+    return td_err_set(err, TD_INVALID_ARGUMENT,
+                      "node '%s' (%s): only utf-8 or '' (no encoding) is supported, received %s",
                       n->name, n->op, enc);
   return TD_OK;
 }
 
 static td_code map_strings(eng_kctx *c, int (*fn)(int)) {
   td_code rc = eng_c_string_case(c->node, c->err);
-  if (rc || (rc = eng_kwant(c, 0, ENG_DT_STRING))) return rc;
+  if (rc) return rc;
+  if (*eng_attr_str(c->node, "encoding", "")) return eng_k_string_case_utf8(c, fn == toupper);
+  if ((rc = eng_kwant(c, 0, ENG_DT_STRING))) return rc;
   int64_t n = eng_tensor_numel(&c->in[0]);
   const eng_str *s = eng_tensor_strs(&c->in[0]);
   size_t *lens = malloc(sizeof *lens * (size_t)(n + 1));
@@ -327,47 +330,60 @@ static int64_t char_count(eng_str s) {
   return n;
 }
 
+/* pos and len share one shape (as TensorFlow requires): scalars apply to
+ * every string, otherwise they broadcast against the input NumPy-style and
+ * the output takes the broadcast shape. */
 td_code eng_k_substr(eng_kctx *c) {
   td_code rc;
   bool chars = utf8_unit(c->node, c->err, &rc);
   if (rc || (rc = eng_kwant(c, 0, ENG_DT_STRING))) return rc;
   const eng_tensor *x = &c->in[0], *pos = &c->in[1], *len = &c->in[2];
-  for (int k = 1; k <= 2; k++) {
-    const eng_tensor *t = &c->in[k];
-    if (t->dtype != ENG_DT_INT32 && t->dtype != ENG_DT_INT64)
+  for (int k = 1; k <= 2; k++)
+    if (c->in[k].dtype != ENG_DT_INT32 && c->in[k].dtype != ENG_DT_INT64)
       return eng_kfail(c, TD_INVALID_ARGUMENT, "input %d must be int32 or int64", k);
-    if (t->shape.rank && !eng_shape_equal(&t->shape, &x->shape))
-      return eng_kfail(c, TD_UNIMPLEMENTED,
-                       "pos and len must be scalars or of the input's shape (broadcasting them "
-                       "is not supported)");
+  if (!eng_shape_equal(&pos->shape, &len->shape)) {
+    char a[96], b[96];
+    return eng_kfail(
+        c, TD_INVALID_ARGUMENT, "pos and len should have the same shape, got: %s vs. %s",
+        eng_shape_str(&pos->shape, a, sizeof a), eng_shape_str(&len->shape, b, sizeof b));
   }
-  int64_t n = eng_tensor_numel(x);
+  eng_shape out;
+  if ((rc = eng_broadcast_shape(&x->shape, &pos->shape, &out, c->err))) {
+    td_err_prefix(c->err, "node '%s' (%s)", c->node->name, c->node->op);
+    return rc;
+  }
+  const eng_shape *in[2] = {&x->shape, &pos->shape};
+  eng_bcast it;
+  eng_bcast_init(&it, &out, 2, in);
   const eng_str *s = eng_tensor_strs(x);
   eng_strbuild b = {0};
-  for (int64_t i = 0; !rc && i < n; i++) {
-    int64_t p = pos->dtype == ENG_DT_INT32
-                    ? ((const int32_t *)eng_tensor_data(pos))[pos->shape.rank ? i : 0]
-                    : ((const int64_t *)eng_tensor_data(pos))[pos->shape.rank ? i : 0];
-    int64_t l = len->dtype == ENG_DT_INT32
-                    ? ((const int32_t *)eng_tensor_data(len))[len->shape.rank ? i : 0]
-                    : ((const int64_t *)eng_tensor_data(len))[len->shape.rank ? i : 0];
-    int64_t size = chars ? char_count(s[i]) : (int64_t)s[i].len;
+  for (int64_t i = 0, n = eng_shape_numel(&out); !rc && i < n; i++, eng_bcast_next(&it)) {
+    int64_t at = it.off[1];
+    eng_str v = s[it.off[0]];
+    int64_t p = pos->dtype == ENG_DT_INT32 ? ((const int32_t *)eng_tensor_data(pos))[at]
+                                           : ((const int64_t *)eng_tensor_data(pos))[at];
+    int64_t l = len->dtype == ENG_DT_INT32 ? ((const int32_t *)eng_tensor_data(len))[at]
+                                           : ((const int64_t *)eng_tensor_data(len))[at];
+    int64_t size = chars ? char_count(v) : (int64_t)v.len;
     if (p < 0) p += size;
     if (p < 0 || p > size) {
       rc = eng_kfail(c, TD_INVALID_ARGUMENT, "pos %lld out of range for string at index %lld",
-                     (long long)(p < 0 ? p - size : p), (long long)i);
+                     (long long)(p < 0 ? p - size : p), (long long)it.off[0]);
       break;
     }
+    /* A negative len takes the rest in bytes (TensorFlow's size_t cast)
+     * and nothing in characters (its forward walk never starts). */
+    if (l < 0 && chars) l = 0;
     int64_t end = l < 0 || l > size - p ? size : p + l;
-    size_t lo = chars ? char_offset(s[i], p) : (size_t)p;
-    size_t hi = chars ? char_offset(s[i], end) : (size_t)end;
-    rc = eng_strbuild_add(c, &b, s[i].data + lo, hi - lo);
+    size_t lo = chars ? char_offset(v, p) : (size_t)p;
+    size_t hi = chars ? char_offset(v, end) : (size_t)end;
+    rc = eng_strbuild_add(c, &b, v.data + lo, hi - lo);
   }
   if (rc) {
     eng_strbuild_free(&b);
     return rc;
   }
-  return eng_strbuild_finish(c, &b, 0, &x->shape);
+  return eng_strbuild_finish(c, &b, 0, &out);
 }
 
 /* --- StringToNumber ----------------------------------------------------- */

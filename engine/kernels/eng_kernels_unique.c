@@ -6,7 +6,7 @@
  * first occurrence leading, in O(n log n) whatever the dtype; the groups
  * are then numbered in order of first occurrence. Floats compare by value
  * as TensorFlow's hash map does (0.0 and -0.0 are one value; every NaN is
- * its own). */
+ * its own); strings compare as bytes, bools as bytes. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +20,11 @@ typedef struct {
 
 /* -1, 0, 1 for value a against b; NaN never equal (ordered last, apart). */
 static int value_cmp(const ukey *k, int64_t a, int64_t b) {
+  if (k->dt == ENG_DT_STRING) {
+    eng_str x = ((const eng_str *)k->data)[a], y = ((const eng_str *)k->data)[b];
+    int c = memcmp(x.data, y.data, x.len < y.len ? x.len : y.len);
+    return c ? c : (x.len < y.len ? -1 : x.len > y.len);
+  }
   const char *pa = k->data + (size_t)a * k->es, *pb = k->data + (size_t)b * k->es;
   switch (k->dt) {
     case ENG_DT_FLOAT: {
@@ -60,9 +65,17 @@ static int first_cmp(const void *a, const void *b) {
   return x[0] < y[0] ? -1 : x[0] > y[0];
 }
 
+td_code eng_c_unique(const eng_node *n, td_err *err) {
+  const eng_attr *a = eng_node_attr(n, "T");
+  if (a && a->kind == ENG_ATTR_TYPE && (a->type == ENG_DT_STRING || a->type == ENG_DT_BOOL))
+    return TD_OK;
+  return eng_c_numeric(n, err);
+}
+
 static td_code unique(eng_kctx *c, bool counts) {
   const eng_tensor *x = &c->in[0];
-  size_t es = eng_dtype_size(x->dtype);
+  bool str = x->dtype == ENG_DT_STRING;
+  size_t es = str ? sizeof(eng_str) : eng_dtype_size(x->dtype);
   if (!es)
     return eng_kfail(c, TD_UNIMPLEMENTED, "%s is not supported by its kernel",
                      eng_dtype_name(x->dtype));
@@ -81,7 +94,7 @@ static td_code unique(eng_kctx *c, bool counts) {
   td_code rc = eng_tensor_alloc_raw(&st, ENG_DT_INT64, &ss, c->err);
   if (rc) return rc;
   int64_t *order = eng_tensor_data(&st), *grp = order + n, *first = grp + n;
-  ukey k = {eng_tensor_data(x), x->dtype, es};
+  ukey k = {str ? (const char *)eng_tensor_strs(x) : eng_tensor_data(x), x->dtype, es};
   for (int64_t i = 0; i < n; i++) order[i] = i;
   qsort_r(order, (size_t)n, sizeof *order, order_cmp, &k);
   int64_t ng = 0;
@@ -97,13 +110,22 @@ static td_code unique(eng_kctx *c, bool counts) {
   /* rank of each group by first occurrence, kept in order[] */
   for (int64_t g = 0; g < ng; g++) order[first[2 * g + 1]] = g;
   eng_shape ys = eng_shape_make(1, (int64_t[]){ng});
-  if ((rc = eng_kout_raw(c, 0, x->dtype, &ys)) || (rc = eng_kout_raw(c, 1, it, &x->shape)) ||
+  if (str) {
+    eng_strbuild b = {0};
+    const eng_str *sv = eng_tensor_strs(x);
+    for (int64_t g = 0; !rc && g < ng; g++)
+      rc = eng_strbuild_add(c, &b, sv[first[2 * g]].data, sv[first[2 * g]].len);
+    rc = rc ? (eng_strbuild_free(&b), rc) : eng_strbuild_finish(c, &b, 0, &ys);
+  } else {
+    rc = eng_kout_raw(c, 0, x->dtype, &ys);
+  }
+  if (rc || (rc = eng_kout_raw(c, 1, it, &x->shape)) ||
       (counts && (rc = eng_kout(c, 2, it, &ys)))) {
     eng_tensor_release(&st);
     return rc;
   }
-  char *y = eng_tensor_data(&c->out[0]);
-  for (int64_t g = 0; g < ng; g++)
+  char *y = str ? NULL : eng_tensor_data(&c->out[0]);
+  for (int64_t g = 0; y && g < ng; g++)
     memcpy(y + (size_t)g * es, k.data + (size_t)first[2 * g] * es, es);
   void *idx = eng_tensor_data(&c->out[1]), *cnt = counts ? eng_tensor_data(&c->out[2]) : NULL;
   for (int64_t i = 0; i < n; i++) {

@@ -1,6 +1,6 @@
-"""The numeric, image and control-flow ops of the long tail, black-box:
-models made by scripts/make_fixtures.py --coverage-ops (Keras layers and
-tf.function / TF1 graphs that hold them) served over REST against
+"""The numeric, image, layout, text and control-flow ops of the long tail,
+black-box: models made by scripts/make_fixtures.py --coverage-ops (Keras
+layers and tf.function / TF1 graphs that hold them) served over REST against
 TensorFlow's outputs, on the CPU and through the GPU executor on the
 reference device (which runs the ops it does not lower on the host)."""
 import json

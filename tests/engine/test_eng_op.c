@@ -125,6 +125,10 @@ static const char *bookkeeping[] = {
     "StringNGrams", "RaggedTensorToTensor", "MutableHashTableV2", "RaggedBincount",
     "LookupTableInsertV2", "LookupTableExportV2", "InitializeTableFromTextFileV2",
     "UnsortedSegmentJoin",
+    /* Unicode text: kernels/test_eng_unicode.c, tests/e2e/test_coverage_ops.py (unicode_text) */
+    "UnicodeDecode", "UnicodeDecodeWithOffsets", "UnicodeEncode", "UnicodeTranscode",
+    /* StringFormat, dense ReduceJoin: tests/e2e/test_coverage_ops.py (string_tail) */
+    "StringFormat", "ReduceJoin",
     /* plan-internal ops of Pad folding: test_eng_compile.c */
     "_DepthwiseConv2dNativePadded", "_PadView"};
 

@@ -126,8 +126,8 @@ END_TEST
 
 START_TEST(unsupported_attrs_fail_the_check) {
   eng_tensor in[1] = {strs(1, (const char *[]){"A"})};
-  run *r = run_op("StringLower", "encoding=s:utf-8", 1, in);
-  want_fail(r, TD_UNIMPLEMENTED, "encoding 'utf-8'");
+  run *r = run_op("StringLower", "encoding=s:UTF-8", 1, in);
+  want_fail(r, TD_INVALID_ARGUMENT, "only utf-8 or ''");
   done(r);
   eng_tensor in2[1] = {strs(1, (const char *[]){"A"})};
   r = run_op("StringLength", "unit=s:WORD", 1, in2);
