@@ -23,6 +23,8 @@
 #include <string.h>
 #include <threads.h>
 
+#include "eng_pool.h"
+
 enum { ISA_NONE, ISA_AVX2, ISA_AVX512 };
 
 #define MAX_PANEL_KINDS 4
@@ -353,29 +355,75 @@ static const int64_t kind_mr[MAX_PANEL_KINDS] = {12, 12, 6, 12};
  * over it. */
 #define ROW_BLOCK 48
 
-/* rows == NULL: row r of A is a + r * lda. */
+/* One product, as the pool's chunks see it. rows == NULL: row r of A is
+ * a + r * lda. */
+typedef struct gemm_args {
+  const float *a;
+  int64_t lda;
+  const float *const *rows;
+  int64_t m, nseg, sst, slen;
+  const eng_packed *b;
+  float *c;
+  int64_t ldc;
+  const eng_gemm_epi *epi;
+  int64_t pgroups; /* panel groups per row block (chunks: row blocks x groups) */
+} gemm_args;
+
+/* Row block rb (ROW_BLOCK rows from rb * ROW_BLOCK), panels [p0, p1). */
+static void block(const gemm_args *g, int64_t rb, int64_t p0, int64_t p1) {
+  const eng_packed *b = g->b;
+  int64_t r0 = rb * ROW_BLOCK, nrows = g->m - r0 < ROW_BLOCK ? g->m - r0 : ROW_BLOCK;
+  for (int64_t pn = p0; pn < p1; pn++) {
+    int kind = b->kind[pn];
+    const float *bp = b->data + b->off[pn];
+    int64_t col0 = b->col0[pn], nr = kind_nr[kind];
+    int64_t cols = b->n - col0 < nr ? b->n - col0 : nr;
+    int64_t kmr = kind_mr[kind];
+    for (int64_t r = 0; r < nrows; r += kmr) {
+      int64_t mr = nrows - r < kmr ? nrows - r : kmr;
+      const float *ap[MR];
+      for (int64_t i = 0; i < mr; i++)
+        ap[i] = g->rows ? g->rows[r0 + r + i] : g->a + (r0 + r + i) * g->lda;
+      kernels[kind][mr](ap, g->nseg, g->sst, g->slen, bp, g->c + (r0 + r) * g->ldc + col0, g->ldc,
+                        cols, g->epi, col0);
+    }
+  }
+}
+
+static void chunk(void *arg, int64_t i) {
+  const gemm_args *g = arg;
+  int64_t rb = i / g->pgroups, grp = i % g->pgroups, np = g->b->panels;
+  block(g, rb, grp * np / g->pgroups, (grp + 1) * np / g->pgroups);
+}
+
+/* Below this many multiply-adds a product runs on one thread: waking a
+ * helper costs about as much. */
+#define PAR_MIN_MACS (1 << 20)
+
+/* Splits C into row blocks (each as the serial loop does it: every panel
+ * over one block of A held in L2) or, when there are too few of those to
+ * keep the pool's threads busy, row blocks by groups of column panels.
+ * Only C is split, never k: each element is computed exactly as on one
+ * thread. */
 static void run(const float *a, int64_t lda, const float *const *rows, int64_t m, int64_t nseg,
                 int64_t sst, int64_t slen, const eng_packed *b, float *c, int64_t ldc,
                 const eng_gemm_epi *epi) {
   if (epi && !epi->n) epi = NULL;
-  for (int64_t r0 = 0; r0 < m; r0 += ROW_BLOCK) {
-    int64_t nrows = m - r0 < ROW_BLOCK ? m - r0 : ROW_BLOCK;
-    for (int64_t pn = 0; pn < b->panels; pn++) {
-      int kind = b->kind[pn];
-      const float *bp = b->data + b->off[pn];
-      int64_t col0 = b->col0[pn], nr = kind_nr[kind];
-      int64_t cols = b->n - col0 < nr ? b->n - col0 : nr;
-      int64_t kmr = kind_mr[kind];
-      for (int64_t r = 0; r < nrows; r += kmr) {
-        int64_t mr = nrows - r < kmr ? nrows - r : kmr;
-        const float *ap[MR];
-        for (int64_t i = 0; i < mr; i++)
-          ap[i] = rows ? rows[r0 + r + i] : a + (r0 + r + i) * lda;
-        kernels[kind][mr](ap, nseg, sst, slen, bp, c + (r0 + r) * ldc + col0, ldc, cols, epi,
-                          col0);
-      }
-    }
+  gemm_args g = {a, lda, rows, m, nseg, sst, slen, b, c, ldc, epi, 1};
+  int64_t blocks = (m + ROW_BLOCK - 1) / ROW_BLOCK;
+  int threads = eng_pool_threads(NULL);
+  if (threads < 2 || m * b->n * b->k < PAR_MIN_MACS) {
+    for (int64_t rb = 0; rb < blocks; rb++) block(&g, rb, 0, b->panels);
+    return;
   }
+  /* Several chunks per thread, so that a thread that starts late or runs
+   * on a busy core leaves its share to the others. */
+  int64_t want = 4 * (int64_t)threads;
+  if (blocks < want) {
+    g.pgroups = (want + blocks - 1) / blocks;
+    if (g.pgroups > b->panels) g.pgroups = b->panels;
+  }
+  eng_pool_run(NULL, blocks * g.pgroups, chunk, &g);
 }
 
 void eng_gemm_run(const float *a, int64_t lda, int64_t m, const eng_packed *b, float *c,

@@ -14,6 +14,12 @@
  * Each element of C is the sum over k in order, from zero, of one FMA per
  * term, whatever the panel width or entry point.
  *
+ * Products big enough to pay for it are split over the engine's thread pool
+ * (eng_pool): by blocks of rows of C, and by groups of column panels when
+ * the rows are few; never along k, so every element is computed as above
+ * at any thread count. Called from inside a pool chunk, a product runs on
+ * the calling thread alone.
+ *
  * A packed matrix is immutable and may be shared by any number of threads. */
 #ifndef ENG_GEMM_H
 #define ENG_GEMM_H
