@@ -128,10 +128,10 @@ static int64_t layout(eng_packed *p, int v, int64_t k, int64_t n) {
 
 /* Copies B (rows ldb apart: [k,n], or [n,k] when trans_b) into p's panels,
  * zero past column n, each column scaled when scale is given. */
-static void fill(eng_packed *p, const float *b, int64_t ldb, bool trans_b, const float *scale,
-                 int64_t nscale) {
+static void fill_panels(eng_packed *p, const float *b, int64_t ldb, bool trans_b,
+                        const float *scale, int64_t nscale, int64_t p0, int64_t p1) {
   int64_t k = p->k, n = p->n;
-  for (int64_t pn = 0; pn < p->panels; pn++) {
+  for (int64_t pn = p0; pn < p1; pn++) {
     int64_t nr = kind_nr[p->kind[pn]], c0 = p->col0[pn];
     int64_t cols = n - c0 < nr ? n - c0 : nr;
     float *dst = p->data + p->off[pn];
@@ -150,6 +150,11 @@ static void fill(eng_packed *p, const float *b, int64_t ldb, bool trans_b, const
         dst[kk * nr + j] = w;
       }
   }
+}
+
+static void fill(eng_packed *p, const float *b, int64_t ldb, bool trans_b, const float *scale,
+                 int64_t nscale) {
+  fill_panels(p, b, ldb, trans_b, scale, nscale, 0, p->panels);
 }
 
 static eng_packed *pack(int v, const float *b, int64_t k, int64_t n, bool trans_b,
@@ -497,6 +502,25 @@ static eng_packed *dyn_get(int64_t panels, int64_t floats) {
   return &d->p;
 }
 
+/* Packing B per call, as the pool's chunks see it: chunk i is panels
+ * [i * per, (i + 1) * per). A copy: which thread does it changes nothing. */
+typedef struct fill_args {
+  eng_packed *p;
+  const float *b;
+  int64_t ldb;
+  bool trans_b;
+  int64_t per;
+} fill_args;
+
+static void fill_chunk(void *arg, int64_t i) {
+  const fill_args *f = arg;
+  int64_t p0 = i * f->per, p1 = p0 + f->per < f->p->panels ? p0 + f->per : f->p->panels;
+  fill_panels(f->p, f->b, f->ldb, f->trans_b, NULL, 0, p0, p1);
+}
+
+/* Floats of B below which packing it runs on one thread. */
+#define PAR_MIN_FILL (1 << 16)
+
 bool eng_gemm_dynamic(const float *a, int64_t lda, int64_t m, const float *b, int64_t ldb,
                       bool trans_b, int64_t k, int64_t n, float *c, int64_t ldc) {
   int v = isa();
@@ -507,7 +531,14 @@ bool eng_gemm_dynamic(const float *a, int64_t lda, int64_t m, const float *b, in
   eng_packed *p = dyn_get(panels, floats);
   if (!p) return false;
   layout(p, v, k, n);
-  fill(p, b, ldb, trans_b, NULL, 0);
+  fill_args f = {p, b, ldb, trans_b, 1};
+  int threads = eng_pool_threads(NULL);
+  if (threads > 1 && k * n >= PAR_MIN_FILL && p->panels > 1) {
+    f.per = (p->panels + 4 * threads - 1) / (4 * threads);
+    eng_pool_run(NULL, (p->panels + f.per - 1) / f.per, fill_chunk, &f);
+  } else {
+    fill(p, b, ldb, trans_b, NULL, 0);
+  }
   run(a, lda, NULL, m, 1, 0, k, p, c, ldc, NULL);
   return true;
 }
