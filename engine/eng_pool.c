@@ -21,9 +21,15 @@
 #endif
 
 #define MAX_THREADS 64
-/* Pause instructions an idle thread spins through before it sleeps: a
- * few microseconds, about one fork/join of a small op. */
-#define SPIN 256
+/* Pause instructions an idle thread spins through before it sleeps (a
+ * helper waiting for the next op, the caller for the last chunks). Off: a
+ * fork/join micro-benchmark (8 chunks of ~2 us per op) showed no gain
+ * from 256 or 2048 on a shared 2-core machine, where a spinning thread
+ * takes the core another worker needs. -DENG_POOL_SPIN=N turns it on. */
+#ifndef ENG_POOL_SPIN
+#define ENG_POOL_SPIN 0
+#endif
+#define SPIN ENG_POOL_SPIN
 
 typedef struct job {
   eng_pool_fn fn;

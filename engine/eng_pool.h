@@ -16,9 +16,8 @@
  * it busy (another engine worker's op, or an op nested inside a chunk)
  * runs all its chunks itself, at once, without waiting. So at most N
  * threads compute for the pool at any time however many workers call.
- * Idle helpers sleep on a condition variable after a short bounded spin
- * (a few microseconds: next op's chunks are often posted by then); they
- * never hold a core while no op is running.
+ * Idle helpers sleep on a condition variable (no spinning by default; see
+ * ENG_POOL_SPIN in eng_pool.c): they never hold a core while no op runs.
  *
  * OpenBLAS: the pool owns intra-op parallelism. eng_threads_set keeps
  * OpenBLAS at one thread, so a BLAS call (the rare product the packed
