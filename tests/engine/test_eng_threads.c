@@ -3,7 +3,8 @@
  * fixed inputs: the packed GEMM (plain, row pointers with segments, the
  * fused epilogue, B packed per call), depthwise convolution on every code
  * path, and the Conv2D, DepthwiseConv2dNative, MatMul, BatchMatMulV2,
- * Einsum and Pow kernels at sizes that take each of their split paths. */
+ * Einsum, Pow and elementwise arithmetic kernels at sizes that take each of
+ * their split paths. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,6 +283,21 @@ START_TEST(pow_same_bits) {
 }
 END_TEST
 
+START_TEST(binary_same_bits) {
+  eng_tensor in[2] = {0};
+  /* Equal shapes, a scalar, a bias over the last axis, a per-row scale. */
+  int64_t xd[3] = {4, 128, 200}, shapes[][3] = {{4, 128, 200}, {1, 1, 1}, {1, 1, 200}, {4, 128, 1}};
+  const char *ops[] = {"AddV2", "Mul", "RealDiv", "Maximum"};
+  tensor(&in[0], 3, xd, 22);
+  for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+    tensor(&in[1], 3, shapes[i], 23 + (int)i);
+    same_bits(ops[i], "", 2, in, 0);
+    eng_tensor_release(&in[1]);
+  }
+  eng_tensor_release(&in[0]);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("eng_threads");
   TCase *tc = tcase_create("same_bits");
@@ -291,6 +307,7 @@ int main(void) {
   tcase_add_test(tc, depthwise_op_same_bits);
   tcase_add_test(tc, matmul_same_bits);
   tcase_add_test(tc, pow_same_bits);
+  tcase_add_test(tc, binary_same_bits);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
