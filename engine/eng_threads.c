@@ -4,6 +4,8 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
+#include "eng_pool.h"
+
 static atomic_int threads;
 
 void eng_threads_set(int n) {
@@ -12,7 +14,8 @@ void eng_threads_set(int n) {
     n = c > 0 ? (int)c : 1;
   }
   atomic_store(&threads, n);
-  openblas_set_num_threads(n);
+  eng_pool_set_threads(n);
+  openblas_set_num_threads(1);
 }
 
 int eng_threads(void) {

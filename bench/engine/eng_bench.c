@@ -5,7 +5,9 @@
  * `warmup` times, then `iters` timed runs. Prints one JSON line: latency
  * p50/p99/mean in microseconds, inferences per second, load time, peak
  * RSS and the RSS held after the runs (the loaded version, its plans and
- * their reused buffers).
+ * their reused buffers), and the CPU time the process used during the
+ * timed runs over their wall time (cpu_per_wall: up to THREADS when every
+ * thread the engine uses had a core of its own; less on a busy machine).
  *
  *   eng_bench ZOO_JSON MODEL BATCH ITERS THREADS [MODE]
  *
@@ -40,6 +42,14 @@ static long peak_rss_kb(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   return ru.ru_maxrss;
+}
+
+/* User + system CPU time of the whole process so far. */
+static double cpu_us(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + ru.ru_utime.tv_usec +
+         ru.ru_stime.tv_usec;
 }
 
 static long rss_kb(void) {
@@ -93,7 +103,7 @@ static int bench_sgemm(int threads) {
   float *a = malloc(sizeof *a * n * n), *b = malloc(sizeof *b * n * n),
         *c = malloc(sizeof *c * n * n);
   for (int i = 0; i < n * n; i++) a[i] = b[i] = (float)(i % 7) * 0.1f;
-  eng_threads_set(threads);
+  openblas_set_num_threads(threads); /* the reference is OpenBLAS's own threading */
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
   double us = 1e30; /* best of 5: the machine may be shared */
   for (int r = 0; r < 5; r++) {
@@ -156,7 +166,14 @@ int main(int argc, char **argv) {
       return 1;
   double *lat = malloc(sizeof *lat * (size_t)iters);
   int warm = iters / 10 > 5 ? iters / 10 : 5;
+  const char *w = getenv("TD_BENCH_WARMUP"); /* run.py --warmup */
+  if (w && atoi(w) > 0) warm = atoi(w);
+  double cpu0 = 0, wall0 = 0;
   for (int i = 0; i < warm + iters; i++) {
+    if (i == warm) {
+      cpu0 = cpu_us();
+      wall0 = now_us();
+    }
     double s = now_us();
     if (eng_plan_run(sig->plan, in, out, &err)) {
       fprintf(stderr, "run: %s\n", err.msg);
@@ -165,6 +182,7 @@ int main(int argc, char **argv) {
     if (i >= warm) lat[i - warm] = now_us() - s;
     for (int k = 0; k < sig->n_outputs; k++) eng_tensor_release(&out[k]);
   }
+  double cpu_per_wall = (cpu_us() - cpu0) / (now_us() - wall0);
   eng_plan_info info = eng_plan_get_info(sig->plan);
   double sum = 0;
   for (int i = 0; i < iters; i++) sum += lat[i];
@@ -174,10 +192,10 @@ int main(int argc, char **argv) {
       "{\"engine\": \"tensord\", \"model\": \"%s\", \"batch\": %d, \"threads\": %d, "
       "\"p50_us\": %.1f, \"p99_us\": %.1f, \"mean_us\": %.1f, \"inf_per_s\": %.1f, "
       "\"load_ms\": %.1f, \"peak_rss_kb\": %ld, \"rss_kb\": %ld, \"steps\": %d, \"consts\": %d, "
-      "\"fused\": %d, \"shape_plan_steps\": %d, \"isa\": \"%s\"}\n",
+      "\"fused\": %d, \"shape_plan_steps\": %d, \"isa\": \"%s\", \"cpu_per_wall\": %.2f}\n",
       argv[2], batch, threads, lat[iters / 2], lat[(int)(iters * 0.99)], mean, batch * 1e6 / mean,
       load_ms, peak_rss_kb(), rss_kb(), info.steps, info.consts, info.fused_ops,
-      info.shape_plan_steps, eng_gemm_isa_name());
+      info.shape_plan_steps, eng_gemm_isa_name(), cpu_per_wall);
   for (int k = 0; k < 16; k++) eng_tensor_release(&in[k]);
   free(lat);
   ldr_servable_unref(sv);

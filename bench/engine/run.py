@@ -6,6 +6,7 @@ models and DIR/large.json).
 
     python3 bench/engine/run.py [--threads N] [--build build] [--models mlp,cnn]
         [--models-file F] [--peers ort,ov,tf] [--iters 1:N,32:M] [--rounds R] [--plot F.png]
+        [--td-threads 1,2] [--warmup W]
 
 Needs the built build/bench/eng_bench, and a Python with the pins of
 bench/engine/requirements.txt (a virtualenv with --system-site-packages over
@@ -23,7 +24,13 @@ keeps a busy shared machine's stalls out of it, for every engine alike),
 peak RSS and RSS held after the runs (MiB), load time, and the ratios against the best peer; then the MLP at batch 64
 in GFLOP/s (median) against OpenBLAS's 2048^3 sgemm (best of 5). Prints a
 Markdown table (docs/benchmarks.md's) and the raw JSON lines; --plot FILE.png
-also draws latency and throughput per model and engine."""
+also draws latency and throughput per model and engine.
+
+--td-threads 1,2 also runs tensord at each of those intra-op thread counts,
+interleaved in the same rounds as everything else, and prints a second
+table: per model, batch-1 p50 and batch-32 throughput at each count, the
+speed-up of the largest count over the smallest, and the CPU time over wall
+time of each run (how much of its threads' cores the run actually got)."""
 import argparse
 import json
 import os
@@ -82,7 +89,8 @@ def rss_kb():
 
 def time_calls(fn, batch):
     iters = ITERS.get(batch, 100)
-    for _ in range(max(5, iters // 10)):
+    warm = int(os.environ.get("TD_BENCH_WARMUP", "0")) or max(5, iters // 10)
+    for _ in range(warm):
         fn()
     lat = []
     for _ in range(iters):
@@ -182,11 +190,19 @@ def tensord(build, model, batch, threads):
     # eng_bench can lower the count, and each spins for a while before it
     # sleeps; in a server that has run for a second they sleep, in a run this
     # short they would spin through it, competing with the other engines'
-    # runs for this box's cores. The env sets the count before they start.
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
+    # runs for this box's cores. The engine keeps OpenBLAS at one thread
+    # (its own pool splits the work, eng_pool.h); the env says so before
+    # they start.
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     return run_child([os.path.join(ROOT, build, "bench", "eng_bench"),
                       os.environ.get("TD_BENCH_MODELS", ZOO_JSON), model,
                       str(batch), str(ITERS.get(batch, 100)), str(threads)], env)
+
+
+def run_td_at(a, model, batch, threads, same):
+    """tensord at `threads`, or the round's main tensord run when that is
+    the count it ran at."""
+    return same if threads == a.threads else tensord(a.build, model, batch, threads)
 
 
 def peer(kind, model, batch, threads):
@@ -211,6 +227,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=1,
                     help="measure each engine this many times, interleaved; report the median")
     ap.add_argument("--plot", help="also write the figures as a PNG plot to this path")
+    ap.add_argument("--warmup", type=int, default=0,
+                    help="untimed runs before the timed ones (default max(5, iters/10))")
+    ap.add_argument("--td-threads", default="",
+                    help="also run tensord at these intra-op thread counts (e.g. 1,2) and print "
+                    "their speed-ups")
     ap.add_argument("--child", nargs=4)
     a = ap.parse_args()
     if a.models_file:
@@ -219,11 +240,14 @@ def main():
         b, n = kv.split(":")
         ITERS[int(b)] = int(n)
     os.environ["TD_BENCH_ITERS"] = ",".join(f"{b}:{n}" for b, n in ITERS.items())
+    if a.warmup > 0:
+        os.environ["TD_BENCH_WARMUP"] = str(a.warmup)
     if a.child:
         kind, model, batch, threads = a.child
         print(json.dumps(CHILD[kind](model, int(batch), int(threads))))
         return
     peers = [k for k in a.peers.split(",") if k]
+    td_counts = sorted({int(t) for t in a.td_threads.split(",") if t})
     models = a.models.split(",") if a.models else sorted(zoo())
     rows, raw, isa = [], [], "?"
     for m in models:
@@ -232,11 +256,13 @@ def main():
             # Rounds interleave the engines, so that a busy spell on a shared
             # machine lands on all of them; each engine's figures come from
             # its median round (by p50), p99 and RSS from that same run.
-            runs = {k: [] for k in ["td"] + peers}
+            runs = {k: [] for k in ["td"] + peers + ["td@%d" % t for t in td_counts]}
             for _ in range(a.rounds):
                 runs["td"].append(tensord(a.build, m, b, a.threads))
                 for k in peers:
                     runs[k].append(peer(k, m, b, a.threads))
+                for t in td_counts:
+                    runs["td@%d" % t].append(run_td_at(a, m, b, t, runs["td"][-1]))
             for k, v in runs.items():
                 raw += v
                 r[k, b] = sorted(v, key=lambda x: x["p50_us"])[len(v) // 2]
@@ -264,6 +290,23 @@ def main():
         print("| %s | %s | %.2f× | %s | %.2f× | %s | %s | %.0f |" % (
             m, b1, r["td", 1]["p50_us"] / best1, b32, tp(r["td", 32]) / best32, rss, kept,
             r["td", 1].get("load_ms", float("nan"))))
+    if len(td_counts) > 1:
+        lo, hi = td_counts[0], td_counts[-1]
+        print("\ntensord at %s threads (same rounds); speed-up = %d threads ÷ %d thread(s); "
+              "CPU/wall = process CPU time over wall time in the timed runs\n"
+              % (", ".join(map(str, td_counts)), hi, lo))
+        cols = " | ".join("%dt" % t for t in td_counts)
+        print("| model | b1 p50 µs: %s | b1 speed-up | b32 inf/s: %s | b32 speed-up | "
+              "CPU/wall b1: %s | CPU/wall b32: %s |" % (cols, cols, cols, cols))
+        print("|---|" + "---|" * (4 * len(td_counts) + 2))
+        for m, r in rows:
+            k = ["td@%d" % t for t in td_counts]
+            print("| %s | %s | %.2f× | %s | %.2f× | %s | %s |" % (
+                m, " | ".join("%.0f" % r[x, 1]["p50_us"] for x in k),
+                r[k[0], 1]["p50_us"] / r[k[-1], 1]["p50_us"],
+                " | ".join("%.1f" % tp(r[x, 32]) for x in k), tp(r[k[-1], 32]) / tp(r[k[0], 32]),
+                " | ".join("%.2f" % r[x, 1].get("cpu_per_wall", 0) for x in k),
+                " | ".join("%.2f" % r[x, 32].get("cpu_per_wall", 0) for x in k)))
     if "mlp" in models and not a.models_file:
         mlp64 = tensord(a.build, "mlp", 64, a.threads)
         gemm = run_child([os.path.join(ROOT, a.build, "bench", "eng_bench"), ZOO_JSON, "mlp",

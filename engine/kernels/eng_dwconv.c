@@ -8,6 +8,8 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "eng_pool.h"
+
 /* --- AVX-512 ----------------------------------------------------------------- */
 
 #define DW_FN(name) name##_512
@@ -100,10 +102,10 @@ static float epi1(int kind, float v, float k) {
 }
 
 static void dw_scalar(const eng_conv_geom *g, const float *x, const float *f, float *y,
-                      const eng_gemm_epi *epi) {
-  for (int64_t n = 0; n < g->n; n++)
-    for (int64_t oh = 0; oh < g->oh; oh++)
-      for (int64_t ow = 0; ow < g->ow; ow++) {
+                      const eng_gemm_epi *epi, int64_t q0, int64_t q1) {
+  for (int64_t q = q0; q < q1; q++) {
+    int64_t n = q / g->oh, oh = q % g->oh;
+    for (int64_t ow = 0; ow < g->ow; ow++) {
         float *o = y + ((n * g->oh + oh) * g->ow + ow) * g->c;
         for (int64_t ch = 0; ch < g->c; ch++) {
           float acc = 0;
@@ -121,17 +123,54 @@ static void dw_scalar(const eng_conv_geom *g, const float *x, const float *f, fl
             acc = epi1(epi->op[e].kind, acc, epi->op[e].k ? epi->op[e].k[ch] : epi->op[e].s);
           o[ch] = acc;
         }
-      }
+    }
+  }
 }
 
 typedef void (*dw_fn)(const eng_conv_geom *, const float *, const float *, float *,
-                      const eng_gemm_epi *);
+                      const eng_gemm_epi *, int64_t, int64_t);
 
 static dw_fn pick(void) {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f")) return dw_512;
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return dw_256;
   return dw_scalar;
+}
+
+/* One call, as the pool's chunks see it: chunk i is output rows
+ * [i * rows, (i + 1) * rows) of the n * oh. */
+typedef struct dw_args {
+  dw_fn fn;
+  const eng_conv_geom *g;
+  const float *x, *f;
+  float *y;
+  const eng_gemm_epi *epi;
+  int64_t rows;
+} dw_args;
+
+static void dw_chunk(void *arg, int64_t i) {
+  const dw_args *a = arg;
+  int64_t q0 = i * a->rows, q1 = q0 + a->rows, all = a->g->n * a->g->oh;
+  a->fn(a->g, a->x, a->f, a->y, a->epi, q0, q1 < all ? q1 : all);
+}
+
+/* Below this many multiply-adds a call runs on one thread. */
+#define PAR_MIN_MACS (1 << 18)
+
+/* Splits the output rows over the engine's pool, in chunks of an even
+ * number of rows (the two-row kernel's pairs stay as on one thread). */
+static void dispatch(dw_fn fn, const eng_conv_geom *g, const float *x, const float *f, float *y,
+                     const eng_gemm_epi *epi) {
+  if (epi && !epi->n) epi = NULL;
+  int64_t all = g->n * g->oh, threads = eng_pool_threads(NULL);
+  if (threads < 2 || all < 2 || all * g->ow * g->c * g->kh * g->kw < PAR_MIN_MACS) {
+    fn(g, x, f, y, epi, 0, all);
+    return;
+  }
+  int64_t want = 4 * threads, rows = (all + want - 1) / want;
+  rows += rows & 1;
+  dw_args a = {fn, g, x, f, y, epi, rows};
+  eng_pool_run(NULL, (all + rows - 1) / rows, dw_chunk, &a);
 }
 
 void eng_dwconv_run(const eng_conv_geom *g, const float *x, const float *f, float *y,
@@ -142,8 +181,7 @@ void eng_dwconv_run(const eng_conv_geom *g, const float *x, const float *f, floa
     fn = pick();
     atomic_store_explicit(&chosen, fn, memory_order_relaxed);
   }
-  if (epi && !epi->n) epi = NULL;
-  fn(g, x, f, y, epi);
+  dispatch(fn, g, x, f, y, epi);
 }
 
 bool eng_dwconv_run_isa(const char *isa, const eng_conv_geom *g, const float *x, const float *f,
@@ -155,7 +193,6 @@ bool eng_dwconv_run_isa(const char *isa, const eng_conv_geom *g, const float *x,
     fn = dw_256;
   if (!strcmp(isa, "scalar")) fn = dw_scalar;
   if (!fn) return false;
-  if (epi && !epi->n) epi = NULL;
-  fn(g, x, f, y, epi);
+  dispatch(fn, g, x, f, y, epi);
   return true;
 }

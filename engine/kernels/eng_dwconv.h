@@ -17,6 +17,10 @@
  * fallback; channel counts that are not a multiple of the vector width use
  * masked loads and stores.
  *
+ * Large calls split their output rows over the engine's thread pool
+ * (eng_pool); each output is computed as on one thread, so results are
+ * identical at any thread count.
+ *
  * Pure function of its arguments; any number of threads may call it. */
 #ifndef ENG_DWCONV_H
 #define ENG_DWCONV_H

@@ -175,9 +175,11 @@ __attribute__((target(DW_TARGET))) static void DW_FN(row)(const eng_conv_geom *g
   }
 }
 
+/* Output rows [q0, q1) of the n * oh rows of all images. */
 __attribute__((target(DW_TARGET))) static void DW_FN(dw)(const eng_conv_geom *g, const float *x,
                                                           const float *f, float *y,
-                                                          const eng_gemm_epi *epi) {
+                                                          const eng_gemm_epi *epi, int64_t q0,
+                                                          int64_t q1) {
   /* Output columns whose whole window lies inside the input: [lo, hi). */
   int64_t lo = (g->pl + g->sw - 1) / g->sw, span = (g->kw - 1) * g->dw;
   int64_t hi = g->w - 1 + g->pl - span < 0 ? 0 : (g->w - 1 + g->pl - span) / g->sw + 1;
@@ -186,20 +188,20 @@ __attribute__((target(DW_TARGET))) static void DW_FN(dw)(const eng_conv_geom *g,
   if (hi < lo) hi = lo;
   bool k3s1 = g->kh == 3 && g->kw == 3 && g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1;
   int64_t npx = (hi - lo) / DW_PX * DW_PX; /* interior columns for the two-row kernel */
-  for (int64_t n = 0; n < g->n; n++)
-    for (int64_t oh = 0; oh < g->oh;) {
-      int64_t ih0 = oh - g->pt; /* stride 1 when k3s1 */
-      if (k3s1 && npx > 0 && oh + 1 < g->oh && ih0 >= 0 && ih0 + 3 <= g->h - 1) {
-        /* Rows oh and oh + 1 both lie wholly inside the image. */
-        DW_FN(rows2)(g, x, f, y, epi, n, oh, lo, npx);
-        DW_FN(row)(g, x, f, y, epi, lo, hi, n, oh, lo + npx);
-        DW_FN(row)(g, x, f, y, epi, lo, hi, n, oh + 1, lo + npx);
-        oh += 2;
-      } else {
-        DW_FN(row)(g, x, f, y, epi, lo, hi, n, oh, lo);
-        oh++;
-      }
+  for (int64_t q = q0; q < q1;) {
+    int64_t n = q / g->oh, oh = q % g->oh;
+    int64_t ih0 = oh - g->pt; /* stride 1 when k3s1 */
+    if (k3s1 && npx > 0 && oh + 1 < g->oh && q + 1 < q1 && ih0 >= 0 && ih0 + 3 <= g->h - 1) {
+      /* Rows oh and oh + 1 both lie wholly inside the image. */
+      DW_FN(rows2)(g, x, f, y, epi, n, oh, lo, npx);
+      DW_FN(row)(g, x, f, y, epi, lo, hi, n, oh, lo + npx);
+      DW_FN(row)(g, x, f, y, epi, lo, hi, n, oh + 1, lo + npx);
+      q += 2;
+    } else {
+      DW_FN(row)(g, x, f, y, epi, lo, hi, n, oh, lo);
+      q++;
     }
+  }
 }
 
 #undef DW_GROUP

@@ -23,6 +23,8 @@
 #include <string.h>
 #include <threads.h>
 
+#include "eng_pool.h"
+
 enum { ISA_NONE, ISA_AVX2, ISA_AVX512 };
 
 #define MAX_PANEL_KINDS 4
@@ -126,10 +128,10 @@ static int64_t layout(eng_packed *p, int v, int64_t k, int64_t n) {
 
 /* Copies B (rows ldb apart: [k,n], or [n,k] when trans_b) into p's panels,
  * zero past column n, each column scaled when scale is given. */
-static void fill(eng_packed *p, const float *b, int64_t ldb, bool trans_b, const float *scale,
-                 int64_t nscale) {
+static void fill_panels(eng_packed *p, const float *b, int64_t ldb, bool trans_b,
+                        const float *scale, int64_t nscale, int64_t p0, int64_t p1) {
   int64_t k = p->k, n = p->n;
-  for (int64_t pn = 0; pn < p->panels; pn++) {
+  for (int64_t pn = p0; pn < p1; pn++) {
     int64_t nr = kind_nr[p->kind[pn]], c0 = p->col0[pn];
     int64_t cols = n - c0 < nr ? n - c0 : nr;
     float *dst = p->data + p->off[pn];
@@ -148,6 +150,11 @@ static void fill(eng_packed *p, const float *b, int64_t ldb, bool trans_b, const
         dst[kk * nr + j] = w;
       }
   }
+}
+
+static void fill(eng_packed *p, const float *b, int64_t ldb, bool trans_b, const float *scale,
+                 int64_t nscale) {
+  fill_panels(p, b, ldb, trans_b, scale, nscale, 0, p->panels);
 }
 
 static eng_packed *pack(int v, const float *b, int64_t k, int64_t n, bool trans_b,
@@ -353,29 +360,75 @@ static const int64_t kind_mr[MAX_PANEL_KINDS] = {12, 12, 6, 12};
  * over it. */
 #define ROW_BLOCK 48
 
-/* rows == NULL: row r of A is a + r * lda. */
+/* One product, as the pool's chunks see it. rows == NULL: row r of A is
+ * a + r * lda. */
+typedef struct gemm_args {
+  const float *a;
+  int64_t lda;
+  const float *const *rows;
+  int64_t m, nseg, sst, slen;
+  const eng_packed *b;
+  float *c;
+  int64_t ldc;
+  const eng_gemm_epi *epi;
+  int64_t pgroups; /* panel groups per row block (chunks: row blocks x groups) */
+} gemm_args;
+
+/* Row block rb (ROW_BLOCK rows from rb * ROW_BLOCK), panels [p0, p1). */
+static void block(const gemm_args *g, int64_t rb, int64_t p0, int64_t p1) {
+  const eng_packed *b = g->b;
+  int64_t r0 = rb * ROW_BLOCK, nrows = g->m - r0 < ROW_BLOCK ? g->m - r0 : ROW_BLOCK;
+  for (int64_t pn = p0; pn < p1; pn++) {
+    int kind = b->kind[pn];
+    const float *bp = b->data + b->off[pn];
+    int64_t col0 = b->col0[pn], nr = kind_nr[kind];
+    int64_t cols = b->n - col0 < nr ? b->n - col0 : nr;
+    int64_t kmr = kind_mr[kind];
+    for (int64_t r = 0; r < nrows; r += kmr) {
+      int64_t mr = nrows - r < kmr ? nrows - r : kmr;
+      const float *ap[MR];
+      for (int64_t i = 0; i < mr; i++)
+        ap[i] = g->rows ? g->rows[r0 + r + i] : g->a + (r0 + r + i) * g->lda;
+      kernels[kind][mr](ap, g->nseg, g->sst, g->slen, bp, g->c + (r0 + r) * g->ldc + col0, g->ldc,
+                        cols, g->epi, col0);
+    }
+  }
+}
+
+static void chunk(void *arg, int64_t i) {
+  const gemm_args *g = arg;
+  int64_t rb = i / g->pgroups, grp = i % g->pgroups, np = g->b->panels;
+  block(g, rb, grp * np / g->pgroups, (grp + 1) * np / g->pgroups);
+}
+
+/* Below this many multiply-adds a product runs on one thread: waking a
+ * helper costs about as much. */
+#define PAR_MIN_MACS (1 << 20)
+
+/* Splits C into row blocks (each as the serial loop does it: every panel
+ * over one block of A held in L2) or, when there are too few of those to
+ * keep the pool's threads busy, row blocks by groups of column panels.
+ * Only C is split, never k: each element is computed exactly as on one
+ * thread. */
 static void run(const float *a, int64_t lda, const float *const *rows, int64_t m, int64_t nseg,
                 int64_t sst, int64_t slen, const eng_packed *b, float *c, int64_t ldc,
                 const eng_gemm_epi *epi) {
   if (epi && !epi->n) epi = NULL;
-  for (int64_t r0 = 0; r0 < m; r0 += ROW_BLOCK) {
-    int64_t nrows = m - r0 < ROW_BLOCK ? m - r0 : ROW_BLOCK;
-    for (int64_t pn = 0; pn < b->panels; pn++) {
-      int kind = b->kind[pn];
-      const float *bp = b->data + b->off[pn];
-      int64_t col0 = b->col0[pn], nr = kind_nr[kind];
-      int64_t cols = b->n - col0 < nr ? b->n - col0 : nr;
-      int64_t kmr = kind_mr[kind];
-      for (int64_t r = 0; r < nrows; r += kmr) {
-        int64_t mr = nrows - r < kmr ? nrows - r : kmr;
-        const float *ap[MR];
-        for (int64_t i = 0; i < mr; i++)
-          ap[i] = rows ? rows[r0 + r + i] : a + (r0 + r + i) * lda;
-        kernels[kind][mr](ap, nseg, sst, slen, bp, c + (r0 + r) * ldc + col0, ldc, cols, epi,
-                          col0);
-      }
-    }
+  gemm_args g = {a, lda, rows, m, nseg, sst, slen, b, c, ldc, epi, 1};
+  int64_t blocks = (m + ROW_BLOCK - 1) / ROW_BLOCK;
+  int threads = eng_pool_threads(NULL);
+  if (threads < 2 || m * b->n * b->k < PAR_MIN_MACS) {
+    for (int64_t rb = 0; rb < blocks; rb++) block(&g, rb, 0, b->panels);
+    return;
   }
+  /* Several chunks per thread, so that a thread that starts late or runs
+   * on a busy core leaves its share to the others. */
+  int64_t want = 4 * (int64_t)threads;
+  if (blocks < want) {
+    g.pgroups = (want + blocks - 1) / blocks;
+    if (g.pgroups > b->panels) g.pgroups = b->panels;
+  }
+  eng_pool_run(NULL, blocks * g.pgroups, chunk, &g);
 }
 
 void eng_gemm_run(const float *a, int64_t lda, int64_t m, const eng_packed *b, float *c,
@@ -449,6 +502,25 @@ static eng_packed *dyn_get(int64_t panels, int64_t floats) {
   return &d->p;
 }
 
+/* Packing B per call, as the pool's chunks see it: chunk i is panels
+ * [i * per, (i + 1) * per). A copy: which thread does it changes nothing. */
+typedef struct fill_args {
+  eng_packed *p;
+  const float *b;
+  int64_t ldb;
+  bool trans_b;
+  int64_t per;
+} fill_args;
+
+static void fill_chunk(void *arg, int64_t i) {
+  const fill_args *f = arg;
+  int64_t p0 = i * f->per, p1 = p0 + f->per < f->p->panels ? p0 + f->per : f->p->panels;
+  fill_panels(f->p, f->b, f->ldb, f->trans_b, NULL, 0, p0, p1);
+}
+
+/* Floats of B below which packing it runs on one thread. */
+#define PAR_MIN_FILL (1 << 16)
+
 bool eng_gemm_dynamic(const float *a, int64_t lda, int64_t m, const float *b, int64_t ldb,
                       bool trans_b, int64_t k, int64_t n, float *c, int64_t ldc) {
   int v = isa();
@@ -459,7 +531,14 @@ bool eng_gemm_dynamic(const float *a, int64_t lda, int64_t m, const float *b, in
   eng_packed *p = dyn_get(panels, floats);
   if (!p) return false;
   layout(p, v, k, n);
-  fill(p, b, ldb, trans_b, NULL, 0);
+  fill_args f = {p, b, ldb, trans_b, 1};
+  int threads = eng_pool_threads(NULL);
+  if (threads > 1 && k * n >= PAR_MIN_FILL && p->panels > 1) {
+    f.per = (p->panels + 4 * threads - 1) / (4 * threads);
+    eng_pool_run(NULL, (p->panels + f.per - 1) / f.per, fill_chunk, &f);
+  } else {
+    fill(p, b, ldb, trans_b, NULL, 0);
+  }
   run(a, lda, NULL, m, 1, 0, k, p, c, ldc, NULL);
   return true;
 }

@@ -14,6 +14,12 @@
  * Each element of C is the sum over k in order, from zero, of one FMA per
  * term, whatever the panel width or entry point.
  *
+ * Products big enough to pay for it are split over the engine's thread pool
+ * (eng_pool): by blocks of rows of C, and by groups of column panels when
+ * the rows are few; never along k, so every element is computed as above
+ * at any thread count. Called from inside a pool chunk, a product runs on
+ * the calling thread alone.
+ *
  * A packed matrix is immutable and may be shared by any number of threads. */
 #ifndef ENG_GEMM_H
 #define ENG_GEMM_H
@@ -72,8 +78,10 @@ void eng_gemm_run_rows(const float *const *rows, int64_t m, int64_t nseg, int64_
 
 /* C[m, n] = A[m, k] * B for a B computed at run time (attention's
  * products of two activations): B, rows ldb apart ([k,n], or [n,k] when
- * trans_b), is packed into a buffer the calling thread keeps for its next
- * call (grown to the largest B so far, freed when the thread exits), then
+ * trans_b), is packed (over the pool's threads when large) into a buffer
+ * the calling thread keeps for its next call (grown to the largest B so
+ * far, freed when the thread exits; a pool helper running the call as a
+ * chunk keeps one too, for the life of the process), then
  * multiplied as eng_gemm_run does, with the same summation order. Returns
  * false, C untouched, when the CPU has no supported vector unit or memory
  * is short: the caller then uses BLAS. */

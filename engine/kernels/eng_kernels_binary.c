@@ -3,12 +3,15 @@
  * Equal shapes and a single-element side take one flat loop; everything
  * else (a bias over the last axis, a per-row scale, masks) walks the output
  * a row at a time with eng_bcast (dims merged where both inputs allow; in a
- * row each input is contiguous or one repeated element). */
+ * row each input is contiguous or one repeated element). Large outputs are
+ * split over the engine's pool in ranges of elements (whole rows when
+ * broadcasting). */
 #include <complex.h>
 #include <math.h>
 #include <string.h>
 
 #include "eng_kernels.h"
+#include "eng_pool.h"
 
 typedef enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN } binop;
 
@@ -53,52 +56,109 @@ td_code eng_s_binary(const eng_node *n, const eng_shape *in, eng_shape *out, td_
    : (op) == OP_MAX ? ((x) > (y) ? (x) : (y)) \
                     : ((x) < (y) ? (x) : (y)))
 
+/* One loop, as the pool's chunks see it: the output's elements [e0, e1)
+ * (whole broadcast rows in the row-at-a-time mode). */
+enum { FLAT, B_ONE, A_ONE, ROWS };
+typedef struct bin_job bin_job;
+typedef void (*bin_range)(const bin_job *j, int64_t e0, int64_t e1);
+struct bin_job {
+  const eng_tensor *a, *b;
+  eng_tensor *o;
+  int mode;
+  eng_bcast it0;
+  int64_t n, len, per;
+  bool ra, rb; /* ROWS: whether a / b advance along the row */
+  bin_range fn;
+};
+
 /* One function per (type, op): op is a constant inside, so APPLY folds to
  * one operation and the flat loops vectorize. */
 #define DEFINE_LOOP(T, NAME, OPC) DEFINE_LOOP_WITH(T, NAME, OPC, APPLY)
-#define DEFINE_LOOP_WITH(T, NAME, OPC, APPLYF)                                           \
-  static void NAME(const eng_tensor *a, const eng_tensor *b, eng_tensor *o) {            \
-    const binop op = OPC;                                                                \
-    const T *x = eng_tensor_data(a), *y = eng_tensor_data(b);                            \
-    T *z = eng_tensor_data(o);                                                           \
-    int64_t n = eng_tensor_numel(o), na = eng_tensor_numel(a), nb = eng_tensor_numel(b); \
-    if (na == n && nb == n && eng_shape_equal(&a->shape, &b->shape)) {                   \
-      for (int64_t i = 0; i < n; i++) z[i] = APPLYF(op, x[i], y[i]);                     \
-      return;                                                                            \
-    }                                                                                    \
-    if (nb == 1 && na == n) {                                                            \
-      T v = y[0];                                                                        \
-      for (int64_t i = 0; i < n; i++) z[i] = APPLYF(op, x[i], v);                        \
-      return;                                                                            \
-    }                                                                                    \
-    if (na == 1 && nb == n) {                                                            \
-      T v = x[0];                                                                        \
-      for (int64_t i = 0; i < n; i++) z[i] = APPLYF(op, v, y[i]);                        \
-      return;                                                                            \
-    }                                                                                    \
-    /* General broadcasting, a row (the innermost merged dim) at a time. */              \
-    eng_bcast it;                                                                        \
-    const eng_shape *in[2] = {&a->shape, &b->shape};                                     \
-    eng_bcast_init(&it, &o->shape, 2, in);                                               \
-    int64_t len = eng_bcast_row_len(&it);                                                \
-    bool ra = eng_bcast_row_stride(&it, 0) != 0, rb = eng_bcast_row_stride(&it, 1) != 0; \
-    for (int64_t i = 0; i < n; i += len, eng_bcast_next_row(&it)) {                      \
-      const T *xr = x + it.off[0], *yr = y + it.off[1];                                  \
-      T *zr = z + i;                                                                     \
-      if (ra && rb) {                                                                    \
-        for (int64_t k = 0; k < len; k++) zr[k] = APPLYF(op, xr[k], yr[k]);              \
-      } else if (ra) {                                                                   \
-        T v = yr[0];                                                                     \
-        for (int64_t k = 0; k < len; k++) zr[k] = APPLYF(op, xr[k], v);                  \
-      } else if (rb) {                                                                   \
-        T u = xr[0];                                                                     \
-        for (int64_t k = 0; k < len; k++) zr[k] = APPLYF(op, u, yr[k]);                  \
-      } else {                                                                           \
-        T w = APPLYF(op, xr[0], yr[0]);                                                  \
-        for (int64_t k = 0; k < len; k++) zr[k] = w;                                     \
-      }                                                                                  \
-    }                                                                                    \
+#define DEFINE_LOOP_WITH(T, NAME, OPC, APPLYF)                                                           \
+  static void NAME(const bin_job *j, int64_t e0, int64_t e1) {                              \
+    const binop op = OPC;                                                                   \
+    const T *x = eng_tensor_data(j->a), *y = eng_tensor_data(j->b);                         \
+    T *z = eng_tensor_data(j->o);                                                           \
+    if (j->mode == FLAT) {                                                                  \
+      for (int64_t i = e0; i < e1; i++) z[i] = APPLYF(op, x[i], y[i]);                       \
+      return;                                                                               \
+    }                                                                                       \
+    if (j->mode == B_ONE) {                                                                 \
+      T v = y[0];                                                                           \
+      for (int64_t i = e0; i < e1; i++) z[i] = APPLYF(op, x[i], v);                          \
+      return;                                                                               \
+    }                                                                                       \
+    if (j->mode == A_ONE) {                                                                 \
+      T v = x[0];                                                                           \
+      for (int64_t i = e0; i < e1; i++) z[i] = APPLYF(op, v, y[i]);                          \
+      return;                                                                               \
+    }                                                                                       \
+    /* General broadcasting, a row (the innermost merged dim) at a time. */                \
+    int64_t len = j->len;                                                                   \
+    eng_bcast it = j->it0;                                                                  \
+    for (int64_t r = 0; r < e0 / len; r++) eng_bcast_next_row(&it);                         \
+    for (int64_t i = e0; i < e1; i += len, eng_bcast_next_row(&it)) {                       \
+      const T *xr = x + it.off[0], *yr = y + it.off[1];                                     \
+      T *zr = z + i;                                                                        \
+      if (j->ra && j->rb) {                                                                 \
+        for (int64_t k = 0; k < len; k++) zr[k] = APPLYF(op, xr[k], yr[k]);                  \
+      } else if (j->ra) {                                                                   \
+        T v = yr[0];                                                                        \
+        for (int64_t k = 0; k < len; k++) zr[k] = APPLYF(op, xr[k], v);                      \
+      } else if (j->rb) {                                                                   \
+        T u = xr[0];                                                                        \
+        for (int64_t k = 0; k < len; k++) zr[k] = APPLYF(op, u, yr[k]);                      \
+      } else {                                                                              \
+        T w = APPLYF(op, xr[0], yr[0]);                                                      \
+        for (int64_t k = 0; k < len; k++) zr[k] = w;                                        \
+      }                                                                                     \
+    }                                                                                       \
   }
+
+static void bin_chunk(void *arg, int64_t c) {
+  const bin_job *j = arg;
+  int64_t e0 = c * j->per, e1 = e0 + j->per < j->n ? e0 + j->per : j->n;
+  j->fn(j, e0, e1);
+}
+
+/* Elements below which a loop runs on one thread (a memory pass this
+ * short costs less than waking a helper). */
+#define PAR_MIN_ELEMS (1 << 16)
+
+/* Picks the loop's mode and runs fn over the output, split over the
+ * engine's pool when it is large: each element is computed the same way
+ * at any thread count. */
+static void run_loop(const eng_tensor *a, const eng_tensor *b, eng_tensor *o, bin_range fn) {
+  bin_job j = {.a = a, .b = b, .o = o, .fn = fn, .n = eng_tensor_numel(o)};
+  int64_t na = eng_tensor_numel(a), nb = eng_tensor_numel(b);
+  if (j.n <= 0) return;
+  if (na == j.n && nb == j.n && eng_shape_equal(&a->shape, &b->shape))
+    j.mode = FLAT;
+  else if (nb == 1 && na == j.n)
+    j.mode = B_ONE;
+  else if (na == 1 && nb == j.n)
+    j.mode = A_ONE;
+  else {
+    j.mode = ROWS;
+    const eng_shape *in[2] = {&a->shape, &b->shape};
+    eng_bcast_init(&j.it0, &o->shape, 2, in);
+    j.len = eng_bcast_row_len(&j.it0);
+    j.ra = eng_bcast_row_stride(&j.it0, 0) != 0;
+    j.rb = eng_bcast_row_stride(&j.it0, 1) != 0;
+  }
+  int64_t threads = eng_pool_threads(NULL);
+  if (threads < 2 || j.n < PAR_MIN_ELEMS || (j.mode == ROWS && j.len <= 0)) {
+    fn(&j, 0, j.n);
+    return;
+  }
+  int64_t want = 4 * threads;
+  j.per = (j.n + want - 1) / want;
+  if (j.mode == ROWS)
+    j.per = (j.per + j.len - 1) / j.len * j.len; /* whole rows */
+  else
+    j.per = (j.per + 15) / 16 * 16; /* whole cache lines of floats, mostly */
+  eng_pool_run(NULL, (j.n + j.per - 1) / j.per, bin_chunk, &j);
+}
 
 #define DEFINE_TYPE(T, NAME)                                                                  \
   DEFINE_LOOP(T, NAME##_add, OP_ADD)                                                          \
@@ -109,12 +169,12 @@ td_code eng_s_binary(const eng_node *n, const eng_shape *in, eng_shape *out, td_
   DEFINE_LOOP(T, NAME##_min, OP_MIN)                                                          \
   static void NAME(binop op, const eng_tensor *a, const eng_tensor *b, eng_tensor *o) {       \
     switch (op) {                                                                             \
-      case OP_ADD: NAME##_add(a, b, o); break;                                                \
-      case OP_SUB: NAME##_sub(a, b, o); break;                                                \
-      case OP_MUL: NAME##_mul(a, b, o); break;                                                \
-      case OP_DIV: NAME##_div(a, b, o); break;                                                \
-      case OP_MAX: NAME##_max(a, b, o); break;                                                \
-      default: NAME##_min(a, b, o); break;                                                    \
+      case OP_ADD: run_loop(a, b, o, NAME##_add); break;                                      \
+      case OP_SUB: run_loop(a, b, o, NAME##_sub); break;                                      \
+      case OP_MUL: run_loop(a, b, o, NAME##_mul); break;                                      \
+      case OP_DIV: run_loop(a, b, o, NAME##_div); break;                                      \
+      case OP_MAX: run_loop(a, b, o, NAME##_max); break;                                      \
+      default: run_loop(a, b, o, NAME##_min); break;                                          \
     }                                                                                         \
   }
 
@@ -129,18 +189,10 @@ td_code eng_s_binary(const eng_node *n, const eng_shape *in, eng_shape *out, td_
   DEFINE_LOOP_WITH(T, NAME##_div, OP_DIV, APPLY_CX)                                     \
   static void NAME(binop op, const eng_tensor *a, const eng_tensor *b, eng_tensor *o) { \
     switch (op) {                                                                       \
-      case OP_ADD:                                                                      \
-        NAME##_add(a, b, o);                                                            \
-        break;                                                                          \
-      case OP_SUB:                                                                      \
-        NAME##_sub(a, b, o);                                                            \
-        break;                                                                          \
-      case OP_MUL:                                                                      \
-        NAME##_mul(a, b, o);                                                            \
-        break;                                                                          \
-      default:                                                                          \
-        NAME##_div(a, b, o);                                                            \
-        break;                                                                          \
+      case OP_ADD: run_loop(a, b, o, NAME##_add); break;                                \
+      case OP_SUB: run_loop(a, b, o, NAME##_sub); break;                                \
+      case OP_MUL: run_loop(a, b, o, NAME##_mul); break;                                \
+      default: run_loop(a, b, o, NAME##_div); break;                                    \
     }                                                                                   \
   }
 
@@ -174,12 +226,8 @@ static td_code run_binary(eng_kctx *c, binop op) {
     case ENG_DT_FLOAT: loop_f32(op, a, b, &c->out[0]); break;
     case ENG_DT_DOUBLE: loop_f64(op, a, b, &c->out[0]); break;
     case ENG_DT_INT32: loop_i32(op, a, b, &c->out[0]); break;
-    case ENG_DT_COMPLEX64:
-      loop_c64(op, a, b, &c->out[0]);
-      break;
-    case ENG_DT_COMPLEX128:
-      loop_c128(op, a, b, &c->out[0]);
-      break;
+    case ENG_DT_COMPLEX64: loop_c64(op, a, b, &c->out[0]); break;
+    case ENG_DT_COMPLEX128: loop_c128(op, a, b, &c->out[0]); break;
     default: loop_i64(op, a, b, &c->out[0]); break;
   }
   return TD_OK;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "eng_kernels.h"
+#include "eng_pool.h"
 
 typedef enum { C_LT, C_LE, C_GT, C_GE, C_EQ, C_NE } cmpop;
 
@@ -205,23 +206,69 @@ td_code eng_k_select(eng_kctx *c) {
                                            "the shape of then/else");
 }
 
+/* A broadcasting binary loop, as the pool's chunks see it: chunk i is
+ * output elements [i * per, (i + 1) * per), walked a broadcast row (len
+ * elements) at a time from an iterator of the chunk's own. */
+typedef struct bin_args {
+  const void *x, *y;
+  void *z;
+  eng_bcast it0;
+  int64_t n, len, sa, sb, per;
+} bin_args;
+
+/* The iterator at the row holding element e0 of the output. */
+static eng_bcast bin_seek(const bin_args *a, int64_t e0) {
+  eng_bcast it = a->it0;
+  for (int64_t r = 0; r < e0 / a->len; r++) eng_bcast_next_row(&it);
+  return it;
+}
+
 #define BIN_LOOP(T, NAME, EXPR)                                                       \
-  static void NAME(const eng_tensor *a, const eng_tensor *b, eng_tensor *o) {         \
-    const T *x = eng_tensor_data(a), *y = eng_tensor_data(b);                         \
-    T *z = eng_tensor_data(o);                                                        \
-    int64_t n = eng_tensor_numel(o);                                                  \
-    eng_bcast it;                                                                     \
-    bcast2(&it, &o->shape, a, b);                                                     \
-    int64_t len = eng_bcast_row_len(&it);                                             \
-    int64_t sa = eng_bcast_row_stride(&it, 0), sb = eng_bcast_row_stride(&it, 1);     \
-    for (int64_t i = 0; i < n; i += len, eng_bcast_next_row(&it)) {                   \
+  static void NAME##_chunk(void *arg, int64_t chunk) {                                \
+    const bin_args *a = arg;                                                          \
+    const T *x = a->x, *y = a->y;                                                     \
+    T *z = a->z;                                                                      \
+    int64_t i = chunk * a->per, e1 = i + a->per < a->n ? i + a->per : a->n;           \
+    eng_bcast it = bin_seek(a, i);                                                    \
+    for (; i < e1; eng_bcast_next_row(&it)) {                                         \
       const T *xr = x + it.off[0], *yr = y + it.off[1];                               \
-      for (int64_t k = 0; k < len; k++) {                                             \
-        T u = xr[k * sa], v = yr[k * sb];                                             \
-        z[i + k] = (EXPR);                                                            \
+      int64_t k0 = i % a->len, k1 = k0 + (e1 - i) < a->len ? k0 + (e1 - i) : a->len;  \
+      for (int64_t k = k0; k < k1; k++) {                                             \
+        T u = xr[k * a->sa], v = yr[k * a->sb];                                       \
+        z[i - k0 + k] = (EXPR);                                                       \
       }                                                                               \
+      i += k1 - k0;                                                                   \
     }                                                                                 \
+  }                                                                                   \
+  static void NAME(const eng_tensor *a, const eng_tensor *b, eng_tensor *o) {         \
+    bin_args g = {.x = eng_tensor_data(a), .y = eng_tensor_data(b), .z = eng_tensor_data(o)}; \
+    g.n = eng_tensor_numel(o);                                                        \
+    bcast2(&g.it0, &o->shape, a, b);                                                  \
+    g.len = eng_bcast_row_len(&g.it0);                                                \
+    g.sa = eng_bcast_row_stride(&g.it0, 0);                                           \
+    g.sb = eng_bcast_row_stride(&g.it0, 1);                                           \
+    g.per = g.n;                                                                      \
+    bin_run(&g, NAME##_chunk);                                                        \
   }
+
+/* Elements below which a loop runs on one thread. */
+#define PAR_MIN_ELEMS (1 << 14)
+
+/* Runs a binary loop on the engine's pool, split into chunks of whole
+ * broadcast rows (or of one long row): each element is computed the same
+ * way at any thread count. */
+static void bin_run(bin_args *g, eng_pool_fn fn) {
+  int64_t threads = eng_pool_threads(NULL);
+  if (g->n <= 0) return;
+  if (threads < 2 || g->n < PAR_MIN_ELEMS || g->len <= 0) {
+    fn(g, 0);
+    return;
+  }
+  int64_t want = 4 * threads, per = (g->n + want - 1) / want;
+  if (g->len < g->n) per = (per + g->len - 1) / g->len * g->len; /* whole rows */
+  g->per = per;
+  eng_pool_run(NULL, (g->n + per - 1) / per, fn, g);
+}
 
 static int64_t ipow(int64_t b, int64_t e) {
   int64_t r = 1;

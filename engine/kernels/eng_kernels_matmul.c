@@ -21,6 +21,7 @@
 #include "eng_einsum.h"
 #include "eng_gemm.h"
 #include "eng_kernels.h"
+#include "eng_pool.h"
 
 /* C[m,n] = op(A) op(B), row-major; lda/ldb are the stored row lengths. */
 static void gemm_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
@@ -148,6 +149,54 @@ td_code eng_s_batch_matmul(const eng_node *n, const eng_shape *in, eng_shape *ou
   return TD_OK;
 }
 
+/* Below this many multiply-adds in all, a batch of products runs on one
+ * thread. */
+#define PAR_MIN_MACS (1 << 20)
+
+/* Chunks (of *per products each) to split a batch of nb products of `macs`
+ * multiply-adds over the engine's pool: 1 (all on the caller, each product
+ * then free to split itself) when the batch is too small or has too few
+ * products to share out evenly. A product inside a chunk runs on its
+ * thread alone. */
+static int64_t batch_chunks(int64_t nb, int64_t macs, int64_t *per) {
+  int64_t threads = eng_pool_threads(NULL);
+  *per = nb;
+  if (threads < 2 || nb < 2 * threads || nb * macs < PAR_MIN_MACS) return 1;
+  int64_t want = 4 * threads;
+  *per = (nb + want - 1) / want;
+  return (nb + *per - 1) / *per;
+}
+
+/* A BatchMatMul, as the pool's chunks see it: chunk i is products
+ * [i * per, (i + 1) * per), their operands found by a broadcast iterator
+ * of the chunk's own, advanced from a copy of the initial one. */
+typedef struct bmm_args {
+  bool ax, ay;
+  int64_t m, n, k;
+  size_t es;
+  const char *ad, *bd;
+  char *od;
+  int64_t nb, per;
+  const eng_bcast *it0;
+} bmm_args;
+
+static void bmm_chunk(void *arg, int64_t chunk) {
+  const bmm_args *b = arg;
+  int64_t m = b->m, n = b->n, k = b->k, i0 = chunk * b->per;
+  int64_t i1 = i0 + b->per < b->nb ? i0 + b->per : b->nb;
+  eng_bcast it = *b->it0;
+  for (int64_t i = 0; i < i0; i++) eng_bcast_next(&it);
+  for (int64_t i = i0; i < i1; i++, eng_bcast_next(&it)) {
+    const char *pa = b->ad + (size_t)(it.off[0] * m * k) * b->es;
+    const char *pb = b->bd + (size_t)(it.off[1] * k * n) * b->es;
+    char *po = b->od + (size_t)(i * m * n) * b->es;
+    if (b->es == 4)
+      gemm_f32(b->ax, b->ay, m, n, k, (const float *)pa, (const float *)pb, (float *)po);
+    else
+      gemm_f64(b->ax, b->ay, m, n, k, (const double *)pa, (const double *)pb, (double *)po);
+  }
+}
+
 static td_code batch_matmul(eng_kctx *c, const eng_tensor *a, const eng_tensor *b, bool ax,
                             bool ay, eng_tensor *out) {
   if (a->dtype != b->dtype || (a->dtype != ENG_DT_FLOAT && a->dtype != ENG_DT_DOUBLE))
@@ -180,18 +229,13 @@ static td_code batch_matmul(eng_kctx *c, const eng_tensor *a, const eng_tensor *
   const eng_shape *in[2] = {&ba, &bb};
   eng_bcast it;
   eng_bcast_init(&it, &bo, 2, in);
-  size_t es = eng_dtype_size(a->dtype);
-  const char *ad = eng_tensor_data(a), *bd = eng_tensor_data(b);
-  char *od = eng_tensor_data(out);
-  for (int64_t i = 0; i < nb; i++, eng_bcast_next(&it)) {
-    const char *pa = ad + (size_t)(it.off[0] * m * k) * es;
-    const char *pb = bd + (size_t)(it.off[1] * k * n) * es;
-    char *po = od + (size_t)(i * m * n) * es;
-    if (es == 4)
-      gemm_f32(ax, ay, m, n, k, (const float *)pa, (const float *)pb, (float *)po);
-    else
-      gemm_f64(ax, ay, m, n, k, (const double *)pa, (const double *)pb, (double *)po);
-  }
+  bmm_args ba_ = {ax, ay, m, n, k, eng_dtype_size(a->dtype), eng_tensor_data(a),
+                  eng_tensor_data(b), eng_tensor_data(out), nb, 1, &it};
+  int64_t chunks = batch_chunks(nb, m * n * k, &ba_.per);
+  if (chunks > 1)
+    eng_pool_run(NULL, chunks, bmm_chunk, &ba_);
+  else
+    bmm_chunk(&ba_, 0);
   return TD_OK;
 }
 
@@ -294,6 +338,45 @@ static bool merge_group(const einsum_view *v, const char *g, int n, int64_t *siz
   return true;
 }
 
+/* einsum_in_place's products, as the pool's chunks see them: chunk i is
+ * batch indices [i * per, (i + 1) * per) of the odometer over the batch
+ * labels (sizes bdim, each tensor's strides st[t]). */
+typedef struct ein_args {
+  bool ta, tb;
+  int64_t m, n, k, lda, ldb, ldc;
+  const float *ad, *bd;
+  float *od;
+  int nb;
+  int64_t total, per;
+  int64_t bdim[ENG_MAX_RANK], st[3][ENG_MAX_RANK];
+} ein_args;
+
+static void ein_chunk(void *arg, int64_t chunk) {
+  const ein_args *e = arg;
+  int64_t i0 = chunk * e->per, i1 = i0 + e->per < e->total ? i0 + e->per : e->total;
+  int64_t idx[ENG_MAX_RANK] = {0}, off[3] = {0};
+  for (int64_t rem = i0, d = e->nb - 1; d >= 0; d--) { /* the odometer at i0 */
+    idx[d] = rem % e->bdim[d];
+    rem /= e->bdim[d];
+    for (int t = 0; t < 3; t++) off[t] += idx[d] * e->st[t][d];
+  }
+  for (int64_t it = i0; it < i1; it++) {
+    if (e->ta || e->m < 2 ||
+        !eng_gemm_dynamic(e->ad + off[0], e->lda, e->m, e->bd + off[1], e->ldb, e->tb, e->k, e->n,
+                          e->od + off[2], e->ldc))
+      cblas_sgemm(CblasRowMajor, e->ta ? CblasTrans : CblasNoTrans,
+                  e->tb ? CblasTrans : CblasNoTrans, (int)e->m, (int)e->n, (int)e->k, 1.0f,
+                  e->ad + off[0], (int)e->lda, e->bd + off[1], (int)e->ldb, 0.0f, e->od + off[2],
+                  (int)e->ldc);
+    for (int d = e->nb - 1; d >= 0; d--) {
+      for (int t = 0; t < 3; t++) off[t] += e->st[t][d];
+      if (++idx[d] < e->bdim[d]) break;
+      for (int t = 0; t < 3; t++) off[t] -= e->st[t][d] * e->bdim[d];
+      idx[d] = 0;
+    }
+  }
+}
+
 /* A float Einsum whose operands and output are each a strided matrix per
  * batch index (the free and contracted labels of each appear in the same
  * order everywhere and merge into one memory dimension, one of which is
@@ -321,30 +404,22 @@ static bool einsum_in_place(eng_kctx *c, const einsum_view *va, const einsum_vie
   if ((*rc = eng_kout_raw(c, 0, ENG_DT_FLOAT, &os))) return true;
   const float *ad = eng_tensor_data(&c->in[0]), *bd = eng_tensor_data(&c->in[1]);
   float *od_ = eng_tensor_data(&c->out[0]);
-  /* Odometer over the batch labels with each tensor's offset. */
-  int64_t idx[ENG_MAX_RANK] = {0}, bdim[ENG_MAX_RANK], st[3][ENG_MAX_RANK], off[3] = {0};
-  int64_t total = 1;
+  /* An odometer over the batch labels gives each tensor's offset. */
+  ein_args e = {.ta = ta, .tb = tb, .m = m, .n = n, .k = k, .lda = lda, .ldb = ldb, .ldc = ldc,
+                .ad = ad, .bd = bd, .od = od_, .nb = nb, .total = 1, .per = 1};
   for (int i = 0; i < nb; i++) {
-    st[0][i] = label_stride(va, batch[i]);
-    st[1][i] = label_stride(vb, batch[i]);
-    st[2][i] = label_stride(vo, batch[i]);
+    e.st[0][i] = label_stride(va, batch[i]);
+    e.st[1][i] = label_stride(vb, batch[i]);
+    e.st[2][i] = label_stride(vo, batch[i]);
     for (int j = 0; j < vo->n; j++)
-      if (vo->lab[j] == batch[i]) bdim[i] = vo->dim[j];
-    total *= bdim[i];
+      if (vo->lab[j] == batch[i]) e.bdim[i] = vo->dim[j];
+    e.total *= e.bdim[i];
   }
-  for (int64_t it = 0; it < total; it++) {
-    if (ta || m < 2 ||
-        !eng_gemm_dynamic(ad + off[0], lda, m, bd + off[1], ldb, tb, k, n, od_ + off[2], ldc))
-      cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                  (int)m, (int)n, (int)k, 1.0f, ad + off[0], (int)lda, bd + off[1], (int)ldb, 0.0f,
-                  od_ + off[2], (int)ldc);
-    for (int d = nb - 1; d >= 0; d--) {
-      for (int t = 0; t < 3; t++) off[t] += st[t][d];
-      if (++idx[d] < bdim[d]) break;
-      for (int t = 0; t < 3; t++) off[t] -= st[t][d] * bdim[d];
-      idx[d] = 0;
-    }
-  }
+  int64_t chunks = batch_chunks(e.total, m * n * k, &e.per);
+  if (chunks > 1)
+    eng_pool_run(NULL, chunks, ein_chunk, &e);
+  else
+    ein_chunk(&e, 0);
   *rc = TD_OK;
   return true;
 }

@@ -15,6 +15,7 @@
 #include "eng_gemm.h"
 #include "eng_kernels.h"
 #include "eng_model.h"
+#include "eng_pool.h"
 #include "eng_vmath.h"
 #include "eng_window.h"
 
@@ -143,18 +144,83 @@ static void im2col_rows(const geom *g, const float *x, int64_t row0, int64_t row
   }
 }
 
-/* Output pixels per call of eng_gemm_run_rows. */
+/* Output pixels per call of eng_gemm_run_rows (a multiple of its row
+ * block), and the smaller chunk used when that leaves too few chunks to
+ * share among the pool's threads. */
 #define ROWS_CHUNK 240
+#define ROWS_CHUNK_SMALL 48
+
+/* A Conv2D read in place, as conv_in_place's chunks see it: src is the
+ * (padded) input, hp x wp pixels per image. */
+typedef struct inplace_args {
+  const geom *g;
+  const float *x;   /* unpadded input (pad rows) */
+  float *pad;       /* padded copy (pad rows) */
+  const float *src; /* what the product reads */
+  int64_t hp, wp, cout, total, chunk;
+  const eng_packed *packed;
+  float *y;
+  const eng_gemm_epi *epi;
+} inplace_args;
+
+/* Row r of the padded copy, r in [0, n * hp). */
+static void pad_row(void *arg, int64_t row) {
+  const inplace_args *a = arg;
+  const geom *g = a->g;
+  int64_t n = row / a->hp, r = row % a->hp, wpc = a->wp * g->c;
+  float *dst = a->pad + row * wpc;
+  int64_t ih = r - g->pt;
+  if (ih < 0 || ih >= g->h) {
+    memset(dst, 0, sizeof *dst * (size_t)wpc);
+    return;
+  }
+  int64_t left = g->pl * g->c, mid = g->w * g->c;
+  if (left > wpc) left = wpc;
+  if (left + mid > wpc) mid = wpc - left;
+  memset(dst, 0, sizeof *dst * (size_t)left);
+  memcpy(dst + left, a->x + (n * g->h + ih) * g->w * g->c, sizeof *dst * (size_t)mid);
+  memset(dst + left + mid, 0, sizeof *dst * (size_t)(wpc - left - mid));
+}
+
+/* Output pixels [i * chunk, (i + 1) * chunk): their windows' row pointers,
+ * then one product. */
+static void inplace_chunk(void *arg, int64_t i) {
+  const inplace_args *a = arg;
+  const geom *g = a->g;
+  const float *rows[ROWS_CHUNK];
+  int64_t p0 = i * a->chunk, m = a->total - p0 < a->chunk ? a->total - p0 : a->chunk;
+  int64_t per = g->oh * g->ow, n = p0 / per, oh = p0 % per / g->ow, ow = p0 % g->ow;
+  int64_t step = g->sw * g->c;
+  const float *rp = a->src + ((n * a->hp + oh * g->sh) * a->wp + ow * g->sw) * g->c;
+  for (int64_t k = 0; k < m; k++) {
+    rows[k] = rp;
+    rp += step;
+    if (++ow == g->ow) {
+      ow = 0;
+      if (++oh == g->oh) {
+        oh = 0;
+        n++;
+      }
+      if (n < g->n) rp = a->src + (n * a->hp + oh * g->sh) * a->wp * g->c;
+    }
+  }
+  eng_gemm_run_rows(rows, m, g->kh, g->dh * a->wp * g->c, g->kw * g->c, a->packed,
+                    a->y + p0 * a->cout, a->cout, a->epi);
+}
 
 /* Conv2D through the packed GEMM reading the input in place: row p of the
  * implicit im2col matrix is kh segments of kw * c contiguous floats (one per
  * window row), so no patch matrix is built. A window that reaches into the
  * padding reads a zero-padded copy of the input instead. Same products in
- * the same order as im2col + GEMM. Needs dilation 1 along the width. */
+ * the same order as im2col + GEMM. Needs dilation 1 along the width.
+ * The padded copy and the chunks of output pixels are shared over the
+ * engine's pool; with fewer pixels than that pays for, each chunk's product
+ * is split over the pool instead (eng_gemm_run_rows). */
 static td_code conv_in_place(eng_kctx *c, const geom *g, const float *x, float *y, int64_t cout,
                              const eng_gemm_epi *epi) {
   int64_t hp = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1, wp = (g->ow - 1) * g->sw + g->kw;
-  const float *src = x;
+  inplace_args a = {.g = g, .x = x, .src = x, .cout = cout, .packed = c->packed, .y = y,
+                    .epi = epi};
   eng_tensor scratch = {0}; /* from the engine's recycled buffers: no page faults when warm */
   if (g->pt || g->pl || hp > g->h || wp > g->w) {
     if (hp < g->h) hp = g->h;
@@ -163,46 +229,27 @@ static td_code conv_in_place(eng_kctx *c, const geom *g, const float *x, float *
     eng_shape ps = eng_shape_make(1, &numel);
     if (eng_tensor_alloc_raw(&scratch, ENG_DT_FLOAT, &ps, NULL))
       return eng_kfail(c, TD_RESOURCE_EXHAUSTED, "out of memory for padding");
-    float *pad = eng_tensor_data(&scratch);
-    for (int64_t n = 0; n < g->n; n++)
-      for (int64_t r = 0; r < hp; r++) {
-        float *dst = pad + (n * hp + r) * wp * g->c;
-        int64_t ih = r - g->pt;
-        if (ih < 0 || ih >= g->h) {
-          memset(dst, 0, sizeof *dst * (size_t)(wp * g->c));
-          continue;
-        }
-        int64_t left = g->pl * g->c, mid = g->w * g->c;
-        if (left > wp * g->c) left = wp * g->c;
-        if (left + mid > wp * g->c) mid = wp * g->c - left;
-        memset(dst, 0, sizeof *dst * (size_t)left);
-        memcpy(dst + left, x + (n * g->h + ih) * g->w * g->c, sizeof *dst * (size_t)mid);
-        memset(dst + left + mid, 0, sizeof *dst * (size_t)(wp * g->c - left - mid));
-      }
-    src = pad;
+    a.pad = eng_tensor_data(&scratch);
+    a.hp = hp;
+    a.wp = wp;
+    eng_pool_run(NULL, g->n * hp, pad_row, &a);
+    a.src = a.pad;
   } else {
     hp = g->h;
     wp = g->w;
   }
-  const float *rows[ROWS_CHUNK];
-  int64_t total = g->n * g->oh * g->ow, ow = 0, oh = 0, n = 0, step = g->sw * g->c;
-  const float *rp = src; /* window of pixel (n, oh, ow) */
-  for (int64_t p0 = 0; p0 < total; p0 += ROWS_CHUNK) {
-    int64_t m = total - p0 < ROWS_CHUNK ? total - p0 : ROWS_CHUNK;
-    for (int64_t i = 0; i < m; i++) {
-      rows[i] = rp;
-      rp += step;
-      if (++ow == g->ow) {
-        ow = 0;
-        if (++oh == g->oh) {
-          oh = 0;
-          n++;
-        }
-        if (n < g->n) rp = src + (n * hp + oh * g->sh) * wp * g->c;
-      }
-    }
-    eng_gemm_run_rows(rows, m, g->kh, g->dh * wp * g->c, g->kw * g->c, c->packed,
-                      y + p0 * cout, cout, epi);
+  a.hp = hp;
+  a.wp = wp;
+  a.total = g->n * g->oh * g->ow;
+  int64_t want = 4 * (int64_t)eng_pool_threads(NULL);
+  a.chunk = ROWS_CHUNK;
+  if ((a.total + ROWS_CHUNK - 1) / ROWS_CHUNK < want) a.chunk = ROWS_CHUNK_SMALL;
+  int64_t chunks = (a.total + a.chunk - 1) / a.chunk;
+  if (chunks >= want) {
+    eng_pool_run(NULL, chunks, inplace_chunk, &a);
+  } else { /* few pixels: products as large as the row array allows, each split */
+    a.chunk = a.total < ROWS_CHUNK ? a.total : ROWS_CHUNK;
+    for (int64_t i = 0; i * a.chunk < a.total; i++) inplace_chunk(&a, i);
   }
   eng_tensor_release(&scratch);
   return TD_OK;

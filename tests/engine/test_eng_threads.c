@@ -1,0 +1,317 @@
+/* eng_threads: the kernels that split their work over the engine's pool
+ * give the same bits at one and two threads (and three, an odd count) on
+ * fixed inputs: the packed GEMM (plain, row pointers with segments, the
+ * fused epilogue, B packed per call), depthwise convolution on every code
+ * path, and the Conv2D, DepthwiseConv2dNative, MatMul, BatchMatMulV2,
+ * Einsum, Pow and elementwise arithmetic kernels at sizes that take each of
+ * their split paths. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eng_dwconv.h"
+#include "eng_gemm.h"
+#include "eng_graph.h"
+#include "eng_op.h"
+#include "eng_pool.h"
+#include "eng_threads.h"
+#include "td_opcase.h"
+
+static const int counts[] = {2, 3};
+
+static float val(int64_t i, int salt) {
+  return (float)((i * 7919 + salt * 104729) % 2001) / 1000.0f - 1.0f;
+}
+
+static float *filled(int64_t n, int salt) {
+  float *p = malloc(sizeof *p * (size_t)n);
+  for (int64_t i = 0; i < n; i++) p[i] = val(i, salt);
+  return p;
+}
+
+START_TEST(gemm_same_bits) {
+  /* m x n x k: many row blocks; few rows and many panels; one row. */
+  const int64_t shapes[][3] = {{500, 96, 64}, {20, 1024, 300}, {1, 2048, 700}, {49, 130, 200}};
+  for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+    int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+    float *a = filled(m * k, 1), *b = filled(k * n, 2), *bias = filled(n, 3);
+    eng_packed *p = eng_gemm_pack(b, k, n, false);
+    if (!p) { /* no vector unit: the packed kernels do not exist here */
+      free(a), free(b), free(bias);
+      return;
+    }
+    eng_gemm_epi epi = {2, {{ENG_GEMM_ADD, bias, 0}, {ENG_GEMM_RELU, NULL, 0}}};
+    /* A by row pointers, two segments of k/2 each, k/2 apart (overlapping
+     * rows, as a convolution's windows overlap). */
+    const float **rows = malloc(sizeof *rows * (size_t)m);
+    for (int64_t r = 0; r < m; r++) rows[r] = a + r * (k / 2);
+    eng_packed *p2 = eng_gemm_pack(b, k / 2 * 2, n, false);
+    float *want[3], *got[3];
+    for (int v = 0; v < 3; v++) {
+      want[v] = malloc(sizeof(float) * (size_t)(m * n));
+      got[v] = malloc(sizeof(float) * (size_t)(m * n));
+    }
+    for (int pass = 0; pass < 3; pass++) {
+      eng_threads_set(pass == 0 ? 1 : counts[pass - 1]);
+      float **out = pass == 0 ? want : got;
+      eng_gemm_run(a, k, m, p, out[0], n, &epi);
+      eng_gemm_run_rows(rows, m, 2, k / 2, k / 2, p2, out[1], n, NULL);
+      ck_assert(eng_gemm_dynamic(a, k, m, b, n, false, k, n, out[2], n));
+      if (pass == 0) continue;
+      for (int v = 0; v < 3; v++)
+        ck_assert_msg(!memcmp(want[v], got[v], sizeof(float) * (size_t)(m * n)),
+                      "variant %d of %lldx%lldx%lld differs at %d threads", v, (long long)m,
+                      (long long)n, (long long)k, counts[pass - 1]);
+    }
+    for (int v = 0; v < 3; v++) free(want[v]), free(got[v]);
+    eng_gemm_free(p);
+    eng_gemm_free(p2);
+    free(rows), free(a), free(b), free(bias);
+  }
+  eng_threads_set(1);
+}
+END_TEST
+
+START_TEST(dwconv_same_bits) {
+  /* 3x3 stride 1 SAME (the two-row kernel), 5x5 stride 2, an odd height. */
+  const eng_conv_geom geoms[] = {{.n = 2,
+                                  .h = 30,
+                                  .w = 30,
+                                  .c = 40,
+                                  .kh = 3,
+                                  .kw = 3,
+                                  .sh = 1,
+                                  .sw = 1,
+                                  .dh = 1,
+                                  .dw = 1,
+                                  .oh = 30,
+                                  .ow = 30,
+                                  .pt = 1,
+                                  .pl = 1},
+                                 {.n = 1,
+                                  .h = 57,
+                                  .w = 41,
+                                  .c = 24,
+                                  .kh = 5,
+                                  .kw = 5,
+                                  .sh = 2,
+                                  .sw = 2,
+                                  .dh = 1,
+                                  .dw = 1,
+                                  .oh = 29,
+                                  .ow = 21,
+                                  .pt = 2,
+                                  .pl = 2},
+                                 {.n = 3,
+                                  .h = 25,
+                                  .w = 25,
+                                  .c = 32,
+                                  .kh = 3,
+                                  .kw = 3,
+                                  .sh = 1,
+                                  .sw = 1,
+                                  .dh = 1,
+                                  .dw = 1,
+                                  .oh = 23,
+                                  .ow = 23,
+                                  .pt = 0,
+                                  .pl = 0}};
+  const char *isas[] = {"avx512", "avx2", "scalar"};
+  for (size_t gi = 0; gi < sizeof geoms / sizeof *geoms; gi++) {
+    const eng_conv_geom *g = &geoms[gi];
+    int64_t nx = g->n * g->h * g->w * g->c, ny = g->n * g->oh * g->ow * g->c;
+    float *x = filled(nx, 4), *f = filled(g->kh * g->kw * g->c, 5), *bias = filled(g->c, 6);
+    float *want = malloc(sizeof *want * (size_t)ny), *got = malloc(sizeof *got * (size_t)ny);
+    eng_gemm_epi epi = {2, {{ENG_GEMM_ADD, bias, 0}, {ENG_GEMM_RELU6, NULL, 0}}};
+    for (int ii = 0; ii < 3; ii++) {
+      eng_threads_set(1);
+      if (!eng_dwconv_run_isa(isas[ii], g, x, f, want, &epi)) continue;
+      for (int t = 0; t < 2; t++) {
+        eng_threads_set(counts[t]);
+        memset(got, 0xff, sizeof *got * (size_t)ny);
+        ck_assert(eng_dwconv_run_isa(isas[ii], g, x, f, got, &epi));
+        ck_assert_msg(!memcmp(want, got, sizeof *got * (size_t)ny),
+                      "depthwise %zu on %s differs at %d threads", gi, isas[ii], counts[t]);
+      }
+    }
+    free(x), free(f), free(bias), free(want), free(got);
+  }
+  eng_threads_set(1);
+}
+END_TEST
+
+/* One op on the CPU kernel, input 1 packed for eng_gemm as the compiler
+ * packs a constant weight when `pack_k` > 0 (a [pack_k, n] matrix). */
+static void run_op(const char *op, const char *attrs, int n_in, const eng_tensor *in,
+                   int64_t pack_k, eng_tensor *out) {
+  eng_graph *g = eng_graph_create();
+  int id = eng_graph_add_node(g, "n", op, NULL);
+  td_opcase_attrs(g, id, attrs);
+  eng_packed *p = NULL;
+  if (pack_k > 0) {
+    int64_t n = eng_tensor_numel(&in[1]) / pack_k;
+    p = eng_gemm_pack(eng_tensor_data(&in[1]), pack_k, n, false);
+  }
+  td_err err;
+  td_err_clear(&err);
+  eng_kctx ctx = {.node = eng_graph_node(g, id),
+                  .node_id = id,
+                  .n_in = n_in,
+                  .in = in,
+                  .n_out = 1,
+                  .out = out,
+                  .err = &err,
+                  .packed = p};
+  td_code rc = eng_op_find(op)->cpu(&ctx);
+  ck_assert_msg(rc == TD_OK, "%s %s: %s", op, attrs, err.msg);
+  eng_gemm_free(p);
+  eng_graph_destroy(g);
+}
+
+static void tensor(eng_tensor *t, int rank, const int64_t *dims, int salt) {
+  eng_shape s = eng_shape_make(rank, dims);
+  ck_assert_int_eq(eng_tensor_alloc(t, ENG_DT_FLOAT, &s, NULL), TD_OK);
+  float *d = eng_tensor_data(t);
+  for (int64_t i = 0; i < eng_tensor_numel(t); i++) d[i] = val(i, salt);
+}
+
+/* The op at one thread, then at two and three: same shape, same bits. */
+static void same_bits(const char *op, const char *attrs, int n_in, const eng_tensor *in,
+                      int64_t pack_k) {
+  eng_tensor want = {0};
+  eng_threads_set(1);
+  run_op(op, attrs, n_in, in, pack_k, &want);
+  for (int t = 0; t < 2; t++) {
+    eng_tensor got = {0};
+    eng_threads_set(counts[t]);
+    run_op(op, attrs, n_in, in, pack_k, &got);
+    ck_assert(eng_shape_equal(&want.shape, &got.shape));
+    ck_assert_msg(!memcmp(eng_tensor_data(&want), eng_tensor_data(&got),
+                          sizeof(float) * (size_t)eng_tensor_numel(&want)),
+                  "%s %s differs at %d threads", op, attrs, counts[t]);
+    eng_tensor_release(&got);
+  }
+  eng_tensor_release(&want);
+  eng_threads_set(1);
+}
+
+START_TEST(conv2d_same_bits) {
+  /* {n, h, w, cin, kh, kw, cout, stride, SAME}: padded 3x3 with many
+   * pixels (chunks of pixels), a 7x7 image (the products split), a 1x1, a
+   * strided 1x1 (read in place), a 7x7 window with stride 2. */
+  const int64_t cases[][9] = {{2, 20, 20, 16, 3, 3, 32, 1, 1},
+                              {1, 7, 7, 64, 3, 3, 128, 1, 1},
+                              {2, 14, 14, 64, 1, 1, 96, 1, 0},
+                              {1, 28, 28, 32, 1, 1, 64, 2, 0},
+                              {1, 40, 40, 3, 7, 7, 32, 2, 1}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    const int64_t *k = cases[i];
+    eng_tensor in[2] = {0};
+    int64_t xd[4] = {k[0], k[1], k[2], k[3]}, fd[4] = {k[4], k[5], k[3], k[6]};
+    tensor(&in[0], 4, xd, 7);
+    tensor(&in[1], 4, fd, 8);
+    char attrs[128];
+    snprintf(attrs, sizeof attrs, "strides=li:1,%lld,%lld,1;padding=s:%s", (long long)k[7],
+             (long long)k[7], k[8] ? "SAME" : "VALID");
+    same_bits("Conv2D", attrs, 2, in, k[4] * k[5] * k[3]);
+    eng_tensor_release(&in[0]);
+    eng_tensor_release(&in[1]);
+  }
+}
+END_TEST
+
+START_TEST(depthwise_op_same_bits) {
+  eng_tensor in[2] = {0};
+  int64_t xd[4] = {2, 28, 28, 48}, fd[4] = {3, 3, 48, 1};
+  tensor(&in[0], 4, xd, 9);
+  tensor(&in[1], 4, fd, 10);
+  same_bits("DepthwiseConv2dNative", "strides=li:1,1,1,1;padding=s:SAME", 2, in, 0);
+  eng_tensor_release(&in[0]);
+  eng_tensor_release(&in[1]);
+}
+END_TEST
+
+START_TEST(matmul_same_bits) {
+  eng_tensor in[2] = {0};
+  /* A dense layer, weight packed: 128 rows (BERT's sequence) by 768. */
+  int64_t ad[2] = {128, 256}, wd[2] = {256, 768};
+  tensor(&in[0], 2, ad, 11);
+  tensor(&in[1], 2, wd, 12);
+  same_bits("MatMul", "", 2, in, 256);
+  eng_tensor_release(&in[0]);
+  eng_tensor_release(&in[1]);
+  /* Attention's batched products: 12 heads (chunks of the batch), and one
+   * large product (split inside). */
+  int64_t qd[3] = {12, 64, 32}, kd[3] = {12, 64, 32};
+  tensor(&in[0], 3, qd, 13);
+  tensor(&in[1], 3, kd, 14);
+  same_bits("BatchMatMulV2", "adj_y=b:1", 2, in, 0);
+  eng_tensor_release(&in[0]);
+  eng_tensor_release(&in[1]);
+  int64_t bd1[3] = {1, 200, 64}, bd2[3] = {1, 64, 300};
+  tensor(&in[0], 3, bd1, 15);
+  tensor(&in[1], 3, bd2, 16);
+  same_bits("BatchMatMulV2", "", 2, in, 0);
+  eng_tensor_release(&in[0]);
+  eng_tensor_release(&in[1]);
+  /* Einsum in place: attention scores, BTNH,BSNH->BNTS. */
+  int64_t ed[4] = {2, 64, 6, 32};
+  tensor(&in[0], 4, ed, 17);
+  tensor(&in[1], 4, ed, 18);
+  same_bits("Einsum", "equation=s:BTNH,BSNH->BNTS", 2, in, 0);
+  eng_tensor_release(&in[0]);
+  eng_tensor_release(&in[1]);
+}
+END_TEST
+
+START_TEST(pow_same_bits) {
+  eng_tensor in[2] = {0};
+  /* GELU's x^3 (a scalar exponent: one long row), then a row broadcast. */
+  int64_t xd[2] = {128, 307}, sd[1] = {1}, rd[1] = {307};
+  tensor(&in[0], 2, xd, 19);
+  tensor(&in[1], 1, sd, 20);
+  ((float *)eng_tensor_data(&in[1]))[0] = 3.0f;
+  same_bits("Pow", "", 2, in, 0);
+  eng_tensor_release(&in[1]);
+  tensor(&in[1], 1, rd, 21);
+  float *e = eng_tensor_data(&in[1]);
+  for (int i = 0; i < 307; i++) e[i] = (float)(i % 5);
+  same_bits("Pow", "", 2, in, 0);
+  eng_tensor_release(&in[0]);
+  eng_tensor_release(&in[1]);
+}
+END_TEST
+
+START_TEST(binary_same_bits) {
+  eng_tensor in[2] = {0};
+  /* Equal shapes, a scalar, a bias over the last axis, a per-row scale. */
+  int64_t xd[3] = {4, 128, 200}, shapes[][3] = {{4, 128, 200}, {1, 1, 1}, {1, 1, 200}, {4, 128, 1}};
+  const char *ops[] = {"AddV2", "Mul", "RealDiv", "Maximum"};
+  tensor(&in[0], 3, xd, 22);
+  for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+    tensor(&in[1], 3, shapes[i], 23 + (int)i);
+    same_bits(ops[i], "", 2, in, 0);
+    eng_tensor_release(&in[1]);
+  }
+  eng_tensor_release(&in[0]);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("eng_threads");
+  TCase *tc = tcase_create("same_bits");
+  tcase_add_test(tc, gemm_same_bits);
+  tcase_add_test(tc, dwconv_same_bits);
+  tcase_add_test(tc, conv2d_same_bits);
+  tcase_add_test(tc, depthwise_op_same_bits);
+  tcase_add_test(tc, matmul_same_bits);
+  tcase_add_test(tc, pow_same_bits);
+  tcase_add_test(tc, binary_same_bits);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
