@@ -139,6 +139,8 @@ td_code eng_k_expand_dims(eng_kctx *c);
 td_code eng_k_fill(eng_kctx *c);
 td_code eng_k_range(eng_kctx *c);
 td_code eng_k_broadcast_to(eng_kctx *c);
+td_code eng_k_broadcast_args(eng_kctx *c);
+td_code eng_k_lin_space(eng_kctx *c);
 td_code eng_s_shape(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
 td_code eng_s_squeeze(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
 td_code eng_s_unknown(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
@@ -173,10 +175,11 @@ td_code eng_s_pack(const eng_node *n, const eng_shape *in, eng_shape *out, td_er
 td_code eng_s_unpack(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err);
 
 /* eng_kernels_reduce.c: Sum, Mean, Max, Min, Prod, All, Any; the scans
- * Cumsum and Cumprod. */
+ * Cumsum and Cumprod; L2Loss (a scalar, accumulated in double). */
 td_code eng_k_reduce(eng_kctx *c);
 td_code eng_k_cumsum(eng_kctx *c);
 td_code eng_k_cumprod(eng_kctx *c);
+td_code eng_k_l2_loss(eng_kctx *c);
 
 /* eng_kernels_matmul.c: MatMul, BatchMatMul, Einsum (OpenBLAS). */
 td_code eng_k_matmul(eng_kctx *c);
@@ -227,6 +230,10 @@ td_code eng_c_numeric(const eng_node *n, td_err *err);    /* T a fixed-size numb
  * these kernels do not: T anything but complex64/128. */
 td_code eng_c_not_complex(const eng_node *n, td_err *err);
 td_code eng_c_image(const eng_node *n, td_err *err);      /* T float32, int32 or uint8 */
+td_code eng_c_shape_ints(const eng_node *n, td_err *err); /* T int32/64 (BroadcastArgs) */
+td_code eng_c_lin_space(const eng_node *n, td_err *err);  /* T float32/64, Tidx int32/64 */
+/* XlaDynamicUpdateSlice: T fixed-size, Tindices int32/64. */
+td_code eng_c_dynamic_update_slice(const eng_node *n, td_err *err);
 
 /* eng_kernels_strmove.c: string inputs through an element-moving kernel
  * (numeric), by element numbers; other calls go straight to numeric. The
@@ -334,8 +341,9 @@ td_code eng_c_pixels(const eng_node *n, td_err *err);
 
 /* eng_kernels_scatter.c: ScatterNd, TensorScatterUpdate/Add/Sub/Max/Min,
  * Segment{Sum,Mean,Max,Min,Prod}, UnsortedSegment{Sum,Max,Min,Prod},
- * SparseSegment{Sum,Mean,SqrtN}[WithNumSegments]. */
+ * SparseSegment{Sum,Mean,SqrtN}[WithNumSegments]; XlaDynamicUpdateSlice. */
 td_code eng_k_scatter_nd(eng_kctx *c);
+td_code eng_k_xla_dynamic_update_slice(eng_kctx *c);
 td_code eng_k_tensor_scatter_update(eng_kctx *c);
 td_code eng_k_tensor_scatter_add(eng_kctx *c);
 td_code eng_k_tensor_scatter_sub(eng_kctx *c);

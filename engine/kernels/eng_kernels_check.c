@@ -161,3 +161,18 @@ td_code eng_c_image(const eng_node *n, td_err *err) {
   if (dt == ENG_DT_FLOAT || dt == ENG_DT_INT32 || dt == ENG_DT_UINT8) return TD_OK;
   FAIL(n, err, TD_UNIMPLEMENTED, "T %s is not supported by its kernel", eng_dtype_name(a->type));
 }
+
+td_code eng_c_shape_ints(const eng_node *n, td_err *err) { return want_type(n, "T", C_INT, err); }
+
+td_code eng_c_lin_space(const eng_node *n, td_err *err) {
+  td_code rc = want_type(n, "T", C_FLOAT | C_DOUBLE, err);
+  return rc ? rc : want_type(n, "Tidx", C_INT, err);
+}
+
+/* A fixed-size T (strings are not moved) and integer start indices. */
+td_code eng_c_dynamic_update_slice(const eng_node *n, td_err *err) {
+  const eng_attr *a = eng_node_attr(n, "T");
+  if (a && a->kind == ENG_ATTR_TYPE && !eng_dtype_size(eng_dtype_widened(a->type)))
+    FAIL(n, err, TD_UNIMPLEMENTED, "T %s is not supported by its kernel", eng_dtype_name(a->type));
+  return want_type(n, "Tindices", C_INT, err);
+}

@@ -226,3 +226,29 @@ static td_code scan(eng_kctx *c, bool product) {
 
 td_code eng_k_cumsum(eng_kctx *c) { return scan(c, false); }
 td_code eng_k_cumprod(eng_kctx *c) { return scan(c, true); }
+
+/* L2Loss: sum(x^2) / 2 over every element, accumulated in double whatever
+ * the type, so a large float32 tensor loses no low-order terms. */
+td_code eng_k_l2_loss(eng_kctx *c) {
+  const eng_tensor *x = &c->in[0];
+  if (x->dtype != ENG_DT_FLOAT && x->dtype != ENG_DT_DOUBLE)
+    return eng_kfail(c, TD_UNIMPLEMENTED, "%s input (float32 or float64 only)",
+                     eng_dtype_name(x->dtype));
+  int64_t n = eng_tensor_numel(x);
+  double acc = 0;
+  if (x->dtype == ENG_DT_FLOAT) {
+    const float *v = eng_tensor_data(x);
+    for (int64_t i = 0; i < n; i++) acc += (double)v[i] * (double)v[i];
+  } else {
+    const double *v = eng_tensor_data(x);
+    for (int64_t i = 0; i < n; i++) acc += v[i] * v[i];
+  }
+  eng_shape s = {.rank = 0};
+  td_code rc = eng_kout_raw(c, 0, x->dtype, &s);
+  if (rc) return rc;
+  if (x->dtype == ENG_DT_FLOAT)
+    *(float *)eng_tensor_data(&c->out[0]) = (float)(acc * 0.5);
+  else
+    *(double *)eng_tensor_data(&c->out[0]) = acc * 0.5;
+  return TD_OK;
+}

@@ -8,6 +8,8 @@
  *    shape, negative ids dropped, empty segments the reduction's identity:
  *    lowest for Max, highest for Min), SparseSegmentSum / Mean / SqrtN
  *    (rows picked by indices first; *WithNumSegments give the count).
+ * XlaDynamicUpdateSlice (a block written into a copy at start indices
+ * clamped into [0, dim - update_dim], as XLA clamps them) moves bytes.
  * Every combining loop is typed (float32/64, int32/64, and uint8 / int8 /
  * int16 for the scatters' moves), so integers stay exact. Bad indices and
  * ids are INVALID_ARGUMENT naming the offending value, as TensorFlow's CPU
@@ -410,4 +412,54 @@ td_code eng_k_resource_gather(eng_kctx *c) {
   rc = eng_k_gather_v2_any(&g);
   eng_tensor_release(&in[0]);
   return rc;
+}
+
+/* XlaDynamicUpdateSlice: input with update written at indices, update of
+ * input's rank and no larger in any dim; start d clamped into
+ * [0, input_dim - update_dim], so the block always fits (XLA's rule: an
+ * out-of-range start never fails). Copies input, then update row by row. */
+td_code eng_k_xla_dynamic_update_slice(eng_kctx *c) {
+  const eng_tensor *x = &c->in[0], *u = &c->in[1], *ix = &c->in[2];
+  size_t es = eng_dtype_size(x->dtype);
+  if (!es || u->dtype != x->dtype)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "input and update must be one fixed-size type");
+  if (ix->dtype != ENG_DT_INT32 && ix->dtype != ENG_DT_INT64)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "indices must be int32 or int64");
+  int r = x->shape.rank;
+  char a[128], b[128];
+  if (u->shape.rank != r)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "update %s must have the rank of input %s",
+                     eng_shape_str(&u->shape, a, sizeof a), eng_shape_str(&x->shape, b, sizeof b));
+  if (ix->shape.rank > 1 || eng_tensor_numel(ix) != r)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "indices must be a vector of %d values, got shape %s",
+                     r, eng_shape_str(&ix->shape, a, sizeof a));
+  int64_t start[ENG_MAX_RANK];
+  for (int d = 0; d < r; d++) {
+    int64_t room = x->shape.dim[d] - u->shape.dim[d];
+    if (room < 0)
+      return eng_kfail(c, TD_INVALID_ARGUMENT, "update %s is larger than input %s in dim %d",
+                       eng_shape_str(&u->shape, a, sizeof a), eng_shape_str(&x->shape, b, sizeof b),
+                       d);
+    int64_t v = ix_at(ix, d);
+    start[d] = v < 0 ? 0 : v > room ? room : v;
+  }
+  td_code rc = eng_kout_raw(c, 0, x->dtype, &x->shape);
+  if (rc) return rc;
+  char *dst = eng_tensor_data(&c->out[0]);
+  const char *src = eng_tensor_data(u);
+  memcpy(dst, eng_tensor_data(x), (size_t)eng_tensor_numel(x) * es);
+  int64_t un = eng_tensor_numel(u);
+  if (!un) return TD_OK;
+  /* Rows along the last dim; a scalar is one row of one element. */
+  int64_t row = r ? u->shape.dim[r - 1] : 1, rows = un / row;
+  for (int64_t k = 0; k < rows; k++) {
+    int64_t rem = k, off = r ? start[r - 1] : 0, stride = r ? x->shape.dim[r - 1] : 1;
+    for (int d = r - 2; d >= 0; d--) {
+      off += (start[d] + rem % u->shape.dim[d]) * stride;
+      rem /= u->shape.dim[d];
+      stride *= x->shape.dim[d];
+    }
+    memcpy(dst + (size_t)off * es, src + (size_t)(k * row) * es, (size_t)row * es);
+  }
+  return TD_OK;
 }

@@ -1,7 +1,12 @@
 /* Ops that restate a shape or build small index tensors: Reshape, Shape,
  * Squeeze, ExpandDims (which share their input's buffer: tensors are
- * immutable), Fill, Range and BroadcastTo. Dynamic-shape Keras graphs run
- * these on tiny int32 tensors for every request unless folded at load. */
+ * immutable), Fill, Range, LinSpace, BroadcastTo and BroadcastArgs.
+ * Dynamic-shape Keras graphs run these on tiny int32 tensors for every
+ * request unless folded at load.
+ *
+ * LinSpace computes in its own type, as TensorFlow's CPU kernel does: one
+ * step (stop - start) / (num - 1), element i = start + step * i, and the
+ * last element stop itself, so the end point is exact. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -260,5 +265,100 @@ td_code eng_k_broadcast_to(eng_kctx *c) {
   int64_t total = eng_tensor_numel(&c->out[0]);
   for (int64_t i = 0; i < total; i++, eng_bcast_next(&it))
     memcpy(dst + (size_t)i * es, src + (size_t)it.off[0] * es, es);
+  return TD_OK;
+}
+
+static int64_t int_at(const eng_tensor *t, int64_t i) {
+  return t->dtype == ENG_DT_INT32 ? ((const int32_t *)eng_tensor_data(t))[i]
+                                  : ((const int64_t *)eng_tensor_data(t))[i];
+}
+
+/* "[2,3]", cut short with "..." when the buffer fills. */
+static const char *ints_str(const eng_tensor *t, char *buf, size_t cap) {
+  size_t k = 0;
+  int64_t n = eng_tensor_numel(t);
+  buf[k++] = '[';
+  for (int64_t i = 0; i < n && k + 24 < cap; i++)
+    k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? "," : "", (long long)int_at(t, i));
+  if (k + 24 >= cap) k += (size_t)snprintf(buf + k, cap - k, "...");
+  snprintf(buf + k, cap - k, "]");
+  return buf;
+}
+
+/* The broadcast of the shape vectors s0 and s1, aligned on the right: equal
+ * sizes stay, a 1 takes the other side's size (0 included), a missing
+ * leading dim counts as 1. Checked in full before the output exists. */
+td_code eng_k_broadcast_args(eng_kctx *c) {
+  const eng_tensor *s0 = &c->in[0], *s1 = &c->in[1];
+  eng_dtype dt = s0->dtype;
+  if ((dt != ENG_DT_INT32 && dt != ENG_DT_INT64) || s1->dtype != dt)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "s0 and s1 must both be int32 or both int64");
+  for (int k = 0; k < 2; k++)
+    if (c->in[k].shape.rank != 1) {
+      char sb[128];
+      return eng_kfail(c, TD_INVALID_ARGUMENT, "In[%d] must be a vector, got shape %s", k,
+                       eng_shape_str(&c->in[k].shape, sb, sizeof sb));
+    }
+  int64_t n0 = eng_tensor_numel(s0), n1 = eng_tensor_numel(s1), n = n0 > n1 ? n0 : n1;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t a = i < n0 ? int_at(s0, n0 - 1 - i) : 1, b = i < n1 ? int_at(s1, n1 - 1 - i) : 1;
+    if (a != b && a != 1 && b != 1) {
+      char x[160], y[160];
+      return eng_kfail(c, TD_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s",
+                       ints_str(s0, x, sizeof x), ints_str(s1, y, sizeof y));
+    }
+  }
+  eng_shape s = eng_shape_make(1, &n);
+  td_code rc = eng_kout_raw(c, 0, dt, &s);
+  if (rc) return rc;
+  void *d = eng_tensor_data(&c->out[0]);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t a = i < n0 ? int_at(s0, n0 - 1 - i) : 1, b = i < n1 ? int_at(s1, n1 - 1 - i) : 1;
+    int64_t v = a == 1 ? b : a;
+    if (dt == ENG_DT_INT32)
+      ((int32_t *)d)[n - 1 - i] = (int32_t)v;
+    else
+      ((int64_t *)d)[n - 1 - i] = v;
+  }
+  return TD_OK;
+}
+
+td_code eng_k_lin_space(eng_kctx *c) {
+  const eng_tensor *a = &c->in[0], *b = &c->in[1];
+  eng_dtype dt = a->dtype;
+  if ((dt != ENG_DT_FLOAT && dt != ENG_DT_DOUBLE) || b->dtype != dt)
+    return eng_kfail(c, TD_UNIMPLEMENTED, "start and stop must both be float32 or both float64");
+  static const char *what[3] = {"start", "stop", "num"};
+  for (int k = 0; k < 3; k++)
+    if (c->in[k].shape.rank != 0) {
+      char sb[128];
+      return eng_kfail(c, TD_INVALID_ARGUMENT, "%s must be a scalar, not shape %s", what[k],
+                       eng_shape_str(&c->in[k].shape, sb, sizeof sb));
+    }
+  int64_t num;
+  td_code rc = eng_karg_int(c, 2, &num);
+  if (rc) return rc;
+  if (num <= 0) return eng_kfail(c, TD_INVALID_ARGUMENT, "Requires num > 0: %lld", (long long)num);
+  eng_shape s = eng_shape_make(1, &num);
+  rc = eng_kout_raw(c, 0, dt, &s);
+  if (rc) return rc;
+  void *d = eng_tensor_data(&c->out[0]);
+  if (dt == ENG_DT_FLOAT) {
+    float st = *(const float *)eng_tensor_data(a), sp = *(const float *)eng_tensor_data(b);
+    float *y = d;
+    if (num > 1) {
+      float step = (sp - st) / (float)(num - 1);
+      for (int64_t i = 0; i < num - 1; i++) y[i] = st + step * (float)i;
+    }
+    y[num - 1] = num > 1 ? sp : st;
+  } else {
+    double st = *(const double *)eng_tensor_data(a), sp = *(const double *)eng_tensor_data(b);
+    double *y = d;
+    if (num > 1) {
+      double step = (sp - st) / (double)(num - 1);
+      for (int64_t i = 0; i < num - 1; i++) y[i] = st + step * (double)i;
+    }
+    y[num - 1] = num > 1 ? sp : st;
+  }
   return TD_OK;
 }

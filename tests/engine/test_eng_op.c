@@ -129,6 +129,8 @@ static const char *bookkeeping[] = {
     "UnicodeDecode", "UnicodeDecodeWithOffsets", "UnicodeEncode", "UnicodeTranscode",
     /* StringFormat, dense ReduceJoin: tests/e2e/test_coverage_ops.py (string_tail) */
     "StringFormat", "ReduceJoin",
+    /* runs only under XLA in TensorFlow: kernels/test_eng_kernels_scatter.c */
+    "XlaDynamicUpdateSlice",
     /* plan-internal ops of Pad folding: test_eng_compile.c */
     "_DepthwiseConv2dNativePadded", "_PadView"};
 
@@ -220,6 +222,20 @@ START_TEST(bad_shapes_fail_cleanly) {
       {"Einsum", "equation=s:ab,bc->", 2, {{ENG_DT_FLOAT, 2, {1, 1}, 1, (const double[]){1}},
                                              {ENG_DT_FLOAT, 2, {1, 1}, 1, (const double[]){1}}},
        "equation 'ab,bc->'"},
+      {"BroadcastArgs", "", 2, {{ENG_DT_INT32, 1, {2}, 2, (const double[]){2, 3}},
+                                {ENG_DT_INT32, 1, {1}, 1, (const double[]){4}}},
+       "Incompatible shapes: [2,3] vs. [4]"},
+      {"BroadcastArgs", "", 2, {{ENG_DT_INT32, 2, {1, 1}, 1, (const double[]){2}},
+                                {ENG_DT_INT32, 1, {1}, 1, (const double[]){3}}},
+       "In[0] must be a vector"},
+      {"LinSpace", "", 3, {{ENG_DT_FLOAT, 0, {0}, 1, (const double[]){1}},
+                           {ENG_DT_FLOAT, 0, {0}, 1, (const double[]){5}},
+                           {ENG_DT_INT32, 0, {0}, 1, (const double[]){0}}},
+       "Requires num > 0: 0"},
+      {"LinSpace", "", 3, {{ENG_DT_FLOAT, 1, {1}, 1, (const double[]){1}},
+                           {ENG_DT_FLOAT, 0, {0}, 1, (const double[]){5}},
+                           {ENG_DT_INT32, 0, {0}, 1, (const double[]){3}}},
+       "start must be a scalar"},
   };
   for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
     eng_graph *g = eng_graph_create();

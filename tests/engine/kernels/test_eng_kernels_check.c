@@ -57,6 +57,12 @@ START_TEST(refused_nodes_name_node_and_op) {
       {"Sum", "T=t:8", "T complex64"},
       {"Mean", "T=t:18", "T complex128"},
       {"SquaredDifference", "T=t:8", "T complex64"},
+      {"BroadcastArgs", "T=t:1", "T float"},
+      {"L2Loss", "T=t:3", "T int32"},
+      {"LinSpace", "T=t:3;Tidx=t:3", "T int32"},
+      {"LinSpace", "T=t:1;Tidx=t:1", "Tidx float"},
+      {"XlaDynamicUpdateSlice", "T=t:7;Tindices=t:3", "T string"},
+      {"XlaDynamicUpdateSlice", "T=t:1;Tindices=t:1", "Tindices float"},
   };
   for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
     td_err err;
