@@ -236,6 +236,10 @@ START_TEST(bad_shapes_fail_cleanly) {
                            {ENG_DT_FLOAT, 0, {0}, 1, (const double[]){5}},
                            {ENG_DT_INT32, 0, {0}, 1, (const double[]){3}}},
        "start must be a scalar"},
+      {"LinSpace", "", 3, {{ENG_DT_FLOAT, 0, {0}, 1, (const double[]){1}},
+                           {ENG_DT_FLOAT, 0, {0}, 1, (const double[]){5}},
+                           {ENG_DT_INT64, 0, {0}, 1, (const double[]){1e15}}},
+       "larger than"},
   };
   for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
     eng_graph *g = eng_graph_create();
