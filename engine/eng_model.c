@@ -453,6 +453,21 @@ td_code eng_plan_build(eng_model *m, int n_inputs, const char *const *inputs, in
                       "node '%s': op '%s' is not supported by the tensord engine", nd->name, nd->op);
       goto fail;
     }
+    int amin, amax;
+    if (eng_op_arity(nd->op, &amin, &amax) && (nd->n_in < amin || (amax >= 0 && nd->n_in > amax))) {
+      free(succ_count);
+      char want[48];
+      if (amax == amin)
+        snprintf(want, sizeof want, "%d", amin);
+      else if (amax < 0)
+        snprintf(want, sizeof want, "at least %d", amin);
+      else
+        snprintf(want, sizeof want, "%d to %d", amin, amax);
+      rc = td_err_set(err, TD_INVALID_ARGUMENT,
+                      "node '%s': op '%s' takes %s data inputs, the node has %d", nd->name, nd->op,
+                      want, nd->n_in);
+      goto fail;
+    }
     if (op->check && (rc = op->check(nd, err))) { /* one its kernel would refuse every run */
       free(succ_count);
       goto fail;

@@ -277,6 +277,34 @@ const eng_op_def *eng_op_find(const char *name) {
   return NULL;
 }
 
+typedef struct arity_row {
+  const char *name;
+  int min, max;
+} arity_row;
+
+static const arity_row arities[] = {
+#include "eng_op_arity.inc"
+};
+
+bool eng_op_arity(const char *name, int *min, int *max) {
+  int lo = 0, hi = (int)(sizeof arities / sizeof arities[0]) - 1;
+  while (lo <= hi) {
+    int mid = (lo + hi) / 2;
+    int c = strcmp(name, arities[mid].name);
+    if (!c) {
+      /* Inlining turns a call with no results into an IdentityN of none. */
+      *min = strcmp(name, "IdentityN") ? arities[mid].min : 0;
+      *max = arities[mid].max;
+      return true;
+    }
+    if (c < 0)
+      hi = mid - 1;
+    else
+      lo = mid + 1;
+  }
+  return false;
+}
+
 int eng_op_count(void) { return N_OPS; }
 
 const eng_op_def *eng_op_at(int i) { return i >= 0 && i < N_OPS ? &ops[i] : NULL; }

@@ -108,6 +108,13 @@ typedef struct eng_op_def {
 } eng_op_def;
 
 const eng_op_def *eng_op_find(const char *name);
+/* How many data inputs op `name` takes, from TensorFlow's OpDef for it
+ * (engine/eng_op_arity.inc, written by scripts/gen_op_arity.py): at least
+ * *min, at most *max (-1: a list input leaves it open). False for an op the
+ * OpDefs do not know (the plan-internal ones): nothing to check. IdentityN
+ * may have none (inlining makes one of a call without results). Plans
+ * refuse a node outside its op's range before any kernel reads inputs. */
+bool eng_op_arity(const char *name, int *min, int *max);
 /* The table, for tests that walk every op. */
 int eng_op_count(void);
 const eng_op_def *eng_op_at(int i);

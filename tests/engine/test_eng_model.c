@@ -877,6 +877,33 @@ START_TEST(restore_v2) {
 }
 END_TEST
 
+/* A node with fewer (or more) data inputs than its op's OpDef allows fails
+ * the plan, naming it, before any kernel reads an input that is not there
+ * (an Identity without inputs in a While body once read a stray pointer). */
+START_TEST(plan_refuses_wrong_arity) {
+  eng_graph *g = eng_graph_create();
+  cnst(g, "x", ENG_DT_FLOAT, 0, NULL, (double[]){1});
+  node(g, "empty", "Identity", 1, NULL);
+  node(g, "three", "AddV2", 1, "x", "x", "x", NULL);
+  node(g, "ok", "AddV2", 1, "x", "x", NULL);
+  eng_model *m = model(g, NULL);
+  eng_plan *p = NULL;
+  td_err err;
+  td_err_clear(&err);
+  const char *o1[] = {"empty"}, *o2[] = {"three"}, *o3[] = {"ok"};
+  ck_err(eng_plan_create(m, 0, NULL, 1, o1, 0, NULL, &p, &err), err, TD_INVALID_ARGUMENT,
+         "node 'empty': op 'Identity' takes 1 data inputs, the node has 0");
+  ck_assert_ptr_null(p);
+  td_err_clear(&err);
+  ck_err(eng_plan_create(m, 0, NULL, 1, o2, 0, NULL, &p, &err), err, TD_INVALID_ARGUMENT,
+         "op 'AddV2' takes 2 data inputs, the node has 3");
+  td_err_clear(&err);
+  ck_ok(eng_plan_create(m, 0, NULL, 1, o3, 0, NULL, &p, &err), err);
+  eng_plan_destroy(p);
+  eng_model_destroy(m);
+}
+END_TEST
+
 /* --- function inlining ---------------------------------------------------------- */
 
 static eng_function *function(eng_library *lib, const char *name, int n_args) {
@@ -1291,6 +1318,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, inline_partitioned_call);
   tcase_add_test(tc, inline_nested);
   tcase_add_test(tc, inline_control_returns);
+  tcase_add_test(tc, plan_refuses_wrong_arity);
   tcase_add_test(tc, inline_call_control_inputs_gate_body);
   tcase_add_test(tc, inline_errors);
   tcase_add_test(tc, inline_recursive_fails);

@@ -53,6 +53,25 @@ START_TEST(find_every_entry) {
 }
 END_TEST
 
+START_TEST(every_graph_op_has_arity) {
+  /* The generated arity table covers every op a graph can name (only the
+   * plan-internal ones are left out), and its ranges are sane. */
+  for (int i = 0; i < eng_op_count(); i++) {
+    const eng_op_def *d = eng_op_at(i);
+    int lo = -1, hi = -2;
+    bool known = eng_op_arity(d->name, &lo, &hi);
+    ck_assert_msg(known || (d->flags & ENG_OP_PLAN_ONLY),
+                  "op %s has no arity: rerun scripts/gen_op_arity.py", d->name);
+    if (known) ck_assert_msg(lo >= 0 && (hi == -1 || hi >= lo), "op %s: %d..%d", d->name, lo, hi);
+  }
+  int lo, hi;
+  ck_assert(eng_op_arity("Identity", &lo, &hi) && lo == 1 && hi == 1);
+  ck_assert(eng_op_arity("ConcatV2", &lo, &hi) && lo == 3 && hi == -1);
+  ck_assert(eng_op_arity("IdentityN", &lo, &hi) && lo == 0 && hi == -1);
+  ck_assert(!eng_op_arity("NoSuchOp", &lo, &hi));
+}
+END_TEST
+
 START_TEST(find_unknown) {
   const char *unknown[] = {"",      "A",    "Zzz",        "add",
                            "AddV3", "Add ", "matmul",     "StatefulPartitionedCall",
@@ -278,6 +297,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, names_strictly_sorted);
   tcase_add_test(tc, find_every_entry);
   tcase_add_test(tc, find_unknown);
+  tcase_add_test(tc, every_graph_op_has_arity);
   tcase_add_test(tc, ops_the_loader_needs);
   suite_add_tcase(s, tc);
   TCase *num = tcase_create("numeric");
