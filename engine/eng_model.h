@@ -20,7 +20,8 @@
  * eng_io callbacks the loader supplies: the engine never opens files itself.
  *
  * Threads: building a model and running plans that write variables (restore,
- * init ops) happen once, on the loading thread. After that, plans that only
+ * init ops) happen once, on the loading thread (a RestoreV2's reads are
+ * spread over the intra-op pool; see eng_io). After that, plans that only
  * read variables (serving signatures) may run concurrently from any number
  * of threads. A plan keeps its model alive only as long as the caller keeps
  * the model; destroy plans before their model. */
@@ -32,6 +33,9 @@
 typedef struct eng_model eng_model;
 typedef struct eng_plan eng_plan;
 
+/* Loader callbacks. A RestoreV2 reads its entries on the intra-op pool
+ * (eng_pool), so restore and verify may be called from several threads at
+ * once, each call for a different key: they must be safe for that. */
 typedef struct eng_io {
   /* Reads checkpoint tensor `key` from the bundle at `prefix`. */
   td_code (*restore)(void *ctx, const char *prefix, const char *key, eng_dtype dtype,

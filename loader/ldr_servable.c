@@ -224,7 +224,8 @@ static td_code bundle_restore(void *ctx, const char *prefix, const char *key, en
   if (!rx->b)
     return td_err_set(err, TD_NOT_FOUND, "no checkpoint to restore '%s' from (%s)", key, prefix);
   td_code rc = ldr_bundle_read(rx->b, key, dtype, out, err);
-  if (!rc) rx->sv->variable_bytes += eng_tensor_nbytes(out);
+  /* Called from the pool's threads at once (eng_io). */
+  if (!rc) __atomic_fetch_add(&rx->sv->variable_bytes, eng_tensor_nbytes(out), __ATOMIC_RELAXED);
   return rc;
 }
 

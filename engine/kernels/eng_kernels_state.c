@@ -1,9 +1,11 @@
 /* Kernels that move values rather than compute them: constants,
  * placeholders, identities, variables, and checkpoint restore. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "eng_kernels.h"
 #include "eng_model.h"
+#include "eng_pool.h"
 
 td_code eng_s_const(const eng_node *n, const eng_shape *in, eng_shape *out, td_err *err) {
   const eng_attr *v = eng_node_attr(n, "value");
@@ -129,7 +131,48 @@ td_code eng_k_var_is_initialized(eng_kctx *c) {
   return TD_OK;
 }
 
-/* RestoreV2(prefix, tensor_names, shape_and_slices) -> tensors (dtypes). */
+/* RestoreV2(prefix, tensor_names, shape_and_slices) -> tensors (dtypes).
+ * The entries are read on the intra-op pool: reading a checkpoint is
+ * copying from the page cache, first touches of new buffers and CRC32C,
+ * all of which scale with cores. The entries are cut into runs of
+ * consecutive ones; a run stops at its first failure and keeps its own
+ * error, and the first failing run in order is the one reported, so the
+ * error is the first failing entry's, as in a serial loop. */
+#define RESTORE_RUNS 64
+
+typedef struct restore_job {
+  eng_kctx *c;
+  const char *pfx;
+  const eng_str *nm;
+  const eng_attr *dt;
+  const bool *skip; /* per entry: only an unneeded variable takes it */
+  int64_t n, runs;
+  td_code rc[RESTORE_RUNS];
+  td_err err[RESTORE_RUNS];
+} restore_job;
+
+static td_code restore_entry(restore_job *j, int64_t i, td_err *err) {
+  eng_kctx *c = j->c;
+  eng_dtype want = j->dt->ltype[i];
+  if (!j->skip[i]) return eng_model_restore(c->model, j->pfx, j->nm[i].data, want, &c->out[i], err);
+  /* Checked, not kept. */
+  eng_dtype got;
+  eng_shape shape;
+  td_code rc = eng_model_verify(c->model, j->pfx, j->nm[i].data, want, &got, &shape, err);
+  if (!rc && got != ENG_DT_STRING && eng_dtype_size(got))
+    return eng_tensor_alloc_hollow(&c->out[i], got, &shape, err);
+  if (!rc) rc = eng_model_restore(c->model, j->pfx, j->nm[i].data, want, &c->out[i], err);
+  return rc;
+}
+
+static void restore_run(void *arg, int64_t r) {
+  restore_job *j = arg;
+  int64_t lo = j->n * r / j->runs, hi = j->n * (r + 1) / j->runs;
+  td_code rc = TD_OK;
+  for (int64_t i = lo; i < hi && !rc; i++) rc = restore_entry(j, i, &j->err[r]);
+  j->rc[r] = rc;
+}
+
 td_code eng_k_restore_v2(eng_kctx *c) {
   const eng_tensor *prefix = &c->in[0], *names = &c->in[1], *slices = &c->in[2];
   if (prefix->dtype != ENG_DT_STRING || eng_tensor_numel(prefix) != 1 ||
@@ -144,26 +187,38 @@ td_code eng_k_restore_v2(eng_kctx *c) {
                       "RestoreV2 '%s': %lld names, but dtypes and outputs disagree", c->node->name,
                       (long long)n);
   const eng_str *nm = eng_tensor_strs(names), *sl = eng_tensor_strs(slices);
-  const char *pfx = eng_tensor_strs(prefix)[0].data;
-  for (int64_t i = 0; i < n; i++) {
+  for (int64_t i = 0; i < n; i++)
     if (sl[i].len)
       return td_err_set(c->err, TD_UNIMPLEMENTED,
                         "RestoreV2 '%s': restoring a slice of '%s' is not supported",
                         c->node->name, nm[i].data);
-    td_code rc;
-    if (dt->ltype[i] != ENG_DT_STRING && eng_model_restore_skips(c->model, c->node_id, (int)i)) {
-      /* Only an unneeded variable takes it: checked, not kept. */
-      eng_dtype got;
-      eng_shape shape;
-      rc = eng_model_verify(c->model, pfx, nm[i].data, dt->ltype[i], &got, &shape, c->err);
-      if (!rc && got != ENG_DT_STRING && eng_dtype_size(got))
-        rc = eng_tensor_alloc_hollow(&c->out[i], got, &shape, c->err);
-      else if (!rc)
-        rc = eng_model_restore(c->model, pfx, nm[i].data, dt->ltype[i], &c->out[i], c->err);
-    } else {
-      rc = eng_model_restore(c->model, pfx, nm[i].data, dt->ltype[i], &c->out[i], c->err);
-    }
-    if (rc) return rc;
+  if (n <= 0) return TD_OK;
+  bool *skip = calloc((size_t)n, sizeof *skip);
+  restore_job *j = calloc(1, sizeof *j);
+  td_code rc = TD_OK;
+  if (!skip || !j) {
+    rc = td_err_set(c->err, TD_RESOURCE_EXHAUSTED, "RestoreV2 '%s': out of memory for %lld entries",
+                    c->node->name, (long long)n);
+    goto done;
   }
-  return TD_OK;
+  /* The model builds its skip table lazily: ask on this thread. */
+  for (int64_t i = 0; i < n; i++)
+    skip[i] = dt->ltype[i] != ENG_DT_STRING && eng_model_restore_skips(c->model, c->node_id, (int)i);
+  j->c = c;
+  j->pfx = eng_tensor_strs(prefix)[0].data;
+  j->nm = nm;
+  j->dt = dt;
+  j->skip = skip;
+  j->n = n;
+  j->runs = n < RESTORE_RUNS ? n : RESTORE_RUNS;
+  eng_pool_run(NULL, j->runs, restore_run, j);
+  for (int64_t r = 0; r < j->runs && !rc; r++)
+    if (j->rc[r]) {
+      rc = j->rc[r];
+      if (c->err) *c->err = j->err[r];
+    }
+done:
+  free(skip);
+  free(j);
+  return rc;
 }

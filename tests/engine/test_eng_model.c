@@ -15,6 +15,7 @@
 
 #include "eng_graph.h"
 #include "eng_model.h"
+#include "eng_pool.h"
 #include "td_testcheck.h"
 
 /* --- graph building ------------------------------------------------------ */
@@ -809,11 +810,12 @@ static int string_const(eng_graph *g, const char *name, int n, const char *const
   set_type(g, id, "dtype", ENG_DT_STRING);
   eng_attr *a = eng_graph_add_attr(g, id, "value");
   a->kind = ENG_ATTR_TENSOR;
-  size_t lens[8];
+  size_t *lens = malloc((size_t)n * sizeof *lens);
   for (int i = 0; i < n; i++) lens[i] = strlen(v[i]);
   eng_shape s = vec ? (eng_shape){.rank = 1, .dim = {n}} : eng_shape_scalar();
   ck_assert_int_eq(eng_tensor_alloc_strings(&a->tensor, &s, lens, NULL), TD_OK);
   for (int i = 0; i < n; i++) memcpy(eng_tensor_str_bytes(&a->tensor, i), v[i], lens[i]);
+  free(lens);
   return id;
 }
 
@@ -901,6 +903,82 @@ START_TEST(plan_refuses_wrong_arity) {
   ck_ok(eng_plan_create(m, 0, NULL, 1, o3, 0, NULL, &p, &err), err);
   eng_plan_destroy(p);
   eng_model_destroy(m);
+}
+END_TEST
+
+/* A RestoreV2 of many entries reads them on the pool: every entry once,
+ * each into its own output, and the error is the first failing entry's in
+ * order, at any thread count. */
+static td_code numbered_restore(void *ctx, const char *prefix, const char *key, eng_dtype dtype,
+                                eng_tensor *out, td_err *err) {
+  __atomic_fetch_add((int *)ctx, 1, __ATOMIC_RELAXED);
+  int k = atoi(key + 1);
+  if (strstr(prefix, "fail") && (k == 57 || k == 150))
+    return td_err_set(err, TD_DATA_LOSS, "checksum mismatch for tensor '%s'", key);
+  eng_shape s = {.rank = 1, .dim = {1000}};
+  td_code rc = eng_tensor_alloc(out, dtype, &s, err);
+  if (!rc)
+    for (int i = 0; i < 1000; i++) ((float *)eng_tensor_data(out))[i] = (float)(k * 1000 + i);
+  return rc;
+}
+
+START_TEST(restore_v2_pool) {
+  enum { N = 200 };
+  for (int threads = 1; threads <= 3; threads++) {
+    eng_pool_set_threads(threads);
+    eng_graph *g = eng_graph_create();
+    char keys[N][8];
+    const char *kp[N];
+    for (int i = 0; i < N; i++) {
+      snprintf(keys[i], sizeof keys[i], "k%d", i);
+      kp[i] = keys[i];
+    }
+    const char *sl[N];
+    for (int i = 0; i < N; i++) sl[i] = "";
+    string_const(g, "prefix", 1, (const char *[]){"ok"}, false);
+    string_const(g, "names", N, kp, true);
+    string_const(g, "slices", N, sl, true);
+    int rv = node(g, "RestoreV2", "RestoreV2", N, "prefix", "names", "slices", NULL);
+    eng_attr *a = eng_graph_add_attr(g, rv, "dtypes");
+    a->kind = ENG_ATTR_LIST;
+    a->list_kind = ENG_ATTR_TYPE;
+    a->n = N;
+    a->ltype = malloc(N * sizeof *a->ltype);
+    for (int i = 0; i < N; i++) a->ltype[i] = ENG_DT_FLOAT;
+    int calls = 0;
+    eng_io io = {.restore = numbered_restore, .ctx = &calls};
+    eng_model *m = NULL;
+    td_err err;
+    ck_ok(eng_model_create(g, NULL, &io, &m, &err), err);
+    char names[N][24];
+    const char *fetch[N];
+    for (int i = 0; i < N; i++) {
+      snprintf(names[i], sizeof names[i], "RestoreV2:%d", i);
+      fetch[i] = names[i];
+    }
+    eng_tensor *o = calloc(N, sizeof *o);
+    ck_ok(eng_model_run(m, 0, NULL, N, fetch, o, 0, NULL, &err), err);
+    ck_assert_int_eq(calls, N);
+    for (int i = 0; i < N; i++) {
+      const float *v = eng_tensor_data(&o[i]);
+      ck_assert_float_eq(v[0], (float)(i * 1000));
+      ck_assert_float_eq(v[999], (float)(i * 1000 + 999));
+      eng_tensor_release(&o[i]);
+    }
+
+    size_t plen = strlen("fail");
+    eng_feed feed = {.name = "prefix:0"};
+    eng_shape sc = eng_shape_scalar();
+    ck_assert_int_eq(eng_tensor_alloc_strings(&feed.tensor, &sc, &plen, NULL), TD_OK);
+    memcpy(eng_tensor_str_bytes(&feed.tensor, 0), "fail", plen);
+    td_err_clear(&err);
+    ck_err(eng_model_run(m, 1, &feed, N, fetch, o, 0, NULL, &err), err, TD_DATA_LOSS, "'k57'");
+    ck_assert_ptr_null(strstr(err.msg, "k150"));
+    eng_tensor_release(&feed.tensor);
+    free(o);
+    eng_model_destroy(m);
+  }
+  eng_pool_set_threads(1);
 }
 END_TEST
 
@@ -1310,6 +1388,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, tf1_ref_variable);
   tcase_add_test(tc, resource_variable);
   tcase_add_test(tc, restore_v2);
+  tcase_add_test(tc, restore_v2_pool);
   tcase_add_test(tc, release_unserved_variables);
   suite_add_tcase(s, tc);
 
