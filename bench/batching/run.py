@@ -17,6 +17,7 @@ With --rounds N every cell is run N times back to back and the median run
 (by requests/s) is kept.
 
   python3 bench/batching/run.py [--bin build/tensord] [--duration 4]
+      [--models-file DIR/large.json --models wide_mlp] [--engine-iters 2000,200]
 Needs wrk and h2load (Debian: wrk, nghttp2-client). Client and server share
 the machine's cores, as every loopback benchmark here does.
 """
@@ -168,10 +169,9 @@ class Server:
         self.log.close()
 
 
-def engine_gain(bench, model, threads):
-    zoo = os.path.join(ROOT, "tests", "fixtures", "zoo.json")
+def engine_gain(bench, model, threads, zoo, iters_b1=2000, iters_b32=200):
     res = {}
-    for batch, iters in ((1, 2000), (32, 200)):
+    for batch, iters in ((1, iters_b1), (32, iters_b32)):
         out = subprocess.run([bench, zoo, model, str(batch), str(iters), str(threads)],
                              capture_output=True, text=True, timeout=600, cwd=ROOT).stdout
         res[batch] = json.loads(out.strip().splitlines()[-1])
@@ -192,8 +192,15 @@ def main():
     ap.add_argument("--rounds", type=int, default=1,
                     help="runs per cell, back to back on the same server; the median (by req/s) is kept")
     ap.add_argument("--plot", help="also write requests/s and p99 across clients as a PNG plot")
+    ap.add_argument("--models-file", default=os.path.join(ROOT, "tests", "fixtures", "zoo.json"),
+                    help="models in zoo.json's layout, e.g. the real-size ones of "
+                         "scripts/make_fixtures.py --large DIR (DIR/large.json)")
+    ap.add_argument("--engine-iters", default="2000,200",
+                    help="eng_bench iterations at batch 1 and 32, for the engine's own gain")
     a = ap.parse_args()
-    zoo = json.load(open(os.path.join(ROOT, "tests", "fixtures", "zoo.json")))["models"]
+    zoo_file = os.path.abspath(a.models_file)
+    zoo = json.load(open(zoo_file))["models"]
+    it1, it32 = (int(x) for x in a.engine_iters.split(","))
     cores = os.cpu_count()
     clients = [int(c) for c in a.clients.split(",")]
     timeouts = [int(t) for t in a.timeouts.split(",")]
@@ -206,7 +213,7 @@ def main():
             body = json.dumps({"instances": [nested]}, separators=(",", ":"))
             frame = predict_frame(model, alias, spec, flat)
             base = os.path.dirname(os.path.join(ROOT, spec_all["dir"]))
-            gain, eng = engine_gain(a.bench, model, cores)
+            gain, eng = engine_gain(a.bench, model, cores, zoo_file, it1, it32)
             configs = [("off", None)] + [
                 (f"on, timeout {t} us",
                  f"max_batch_size {{ value: 32 }}\nbatch_timeout_micros {{ value: {t} }}\n"
