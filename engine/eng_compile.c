@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_einsum.h"
 #include "eng_gemm.h"
 #include "eng_plan.h"
 #include "eng_run.h"
@@ -501,7 +502,7 @@ static void recount_uses(eng_plan *p) {
 }
 
 /* Packs the constant weight of every MatMul (A not transposed), dense
- * BatchMatMul and Conv2D. */
+ * BatchMatMul, Conv2D and dense-layer Einsum. */
 static void pack_weights(eng_plan *p) {
   const eng_graph *g = eng_model_graph(p->m);
   p->packed = calloc((size_t)p->n_steps + 1, sizeof *p->packed);
@@ -509,10 +510,20 @@ static void pack_weights(eng_plan *p) {
   for (int s = 0; s < p->n_steps; s++) {
     const eng_node *nd = eng_graph_node(g, p->steps[s]);
     bool mm = !strcmp(nd->op, "MatMul"), conv = !strcmp(nd->op, "Conv2D");
-    bool bmm = dense_batch_matmul(nd);
-    if ((!mm && !conv && !bmm) || nd->n_in != 2) continue;
+    bool bmm = dense_batch_matmul(nd), ein = !strcmp(nd->op, "Einsum");
+    if ((!mm && !conv && !bmm && !ein) || nd->n_in != 2) continue;
     if (mm && eng_node_attr_bool(nd, "transpose_a", false)) continue;
     const eng_tensor *w = const_of(p, p->base[nd->in[1].node] + nd->in[1].index);
+    if (ein) {
+      /* Einsum's dense layers (EinsumDense): packed when every input runs
+       * the in-place product against it (eng_einsum_const_b). */
+      int64_t k, n;
+      bool tb;
+      if (w && w->dtype == ENG_DT_FLOAT &&
+          eng_einsum_const_b(eng_attr_str(nd, "equation", ""), &w->shape, &k, &n, &tb))
+        p->packed[s] = eng_model_pack(p->m, w, k, n, tb, NULL, 0);
+      continue;
+    }
     if (!w || w->dtype != ENG_DT_FLOAT || w->shape.rank != (mm || bmm ? 2 : 4)) continue;
     /* A per-channel (or scalar) multiply first in the fused epilogue (a
      * batch-norm scale) goes into the packed weights; eng_kgemm_epi then
