@@ -93,6 +93,43 @@ static float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 VMATH(eng_vmath_sigmoid, sigmoidf, sigmoid512, sigmoid256)
 
+/* The compiler vectorises these loops (-O3) for each target: the
+ * conversions and products are exact IEEE operations, so every variant
+ * gives the same bits. */
+#define POWI_LOOPS                    \
+  if (e == 3)                         \
+    for (int64_t i = 0; i < n; i++) { \
+      double u = x[i];                \
+      y[i] = (float)(u * u * u);      \
+    }                                 \
+  else                                \
+    for (int64_t i = 0; i < n; i++) { \
+      double u = x[i];                \
+      y[i] = (float)(u * u);          \
+    }
+
+__attribute__((target("avx512f"))) static void powi512(const float *x, float *y, int64_t n, int e) {
+  POWI_LOOPS
+}
+__attribute__((target("avx2,fma"))) static void powi256(const float *x, float *y, int64_t n,
+                                                        int e) {
+  POWI_LOOPS
+}
+static void powi_plain(const float *x, float *y, int64_t n, int e) { POWI_LOOPS }
+
+void eng_vmath_powi(const float *x, float *y, int64_t n, int e) {
+  switch (isa()) {
+    case ISA_AVX512:
+      powi512(x, y, n, e);
+      return;
+    case ISA_AVX2:
+      powi256(x, y, n, e);
+      return;
+    default:
+      powi_plain(x, y, n, e);
+  }
+}
+
 __attribute__((target("avx512f"))) static void softmax512(const float *x, float *y, int64_t rows,
                                                           int64_t d, bool log) {
   const __m512 lo = _mm512_set1_ps(-87.0f);
