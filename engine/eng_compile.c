@@ -426,6 +426,9 @@ static int swish_at(const eng_plan *p, const int *readers, int v, int *steps, in
     sig = s;
   }
   if (sig < 0 || mul < 0 || nr != 2 + (idn >= 0) || nr != readers[v]) return -1;
+  int one[3] = {bmul, sig, mul}; /* a value index per step's output 0 */
+  for (int i = 0; i < 3; i++)
+    if (one[i] >= 0 && eng_graph_node(g, p->steps[one[i]])->n_out != 1) return -1;
   const eng_node *sn = eng_graph_node(g, p->steps[sig]), *mn = eng_graph_node(g, p->steps[mul]);
   int sv = p->base[p->steps[sig]], o = p->base[p->steps[mul]];
   if (p->base[sn->in[0].node] + sn->in[0].index != t || readers[sv] != 1 || is_fetched(p, sv))
@@ -439,7 +442,9 @@ static int swish_at(const eng_plan *p, const int *readers, int v, int *steps, in
   steps[(*n_steps)++] = mul;
   if (idn < 0) return o;
   const eng_node *in = eng_graph_node(g, p->steps[idn]);
-  if (in->n_in < 1 || p->base[in->in[0].node] + in->in[0].index != o || readers[o] != 1) return -1;
+  if (in->n_in < 1 || in->n_out < 1 || p->base[in->in[0].node] + in->in[0].index != o ||
+      readers[o] != 1)
+    return -1;
   for (int k = 1; k < in->n_in; k++) {
     int iv = p->base[in->in[k].node] + in->in[k].index;
     if (iv != v && !const_of(p, iv)) return -1;
