@@ -13,7 +13,9 @@
  * Fusion: a Conv2D, DepthwiseConv2dNative or MatMul whose output feeds a
  * chain of single-consumer elementwise ops with constant per-channel (or
  * scalar) operands (BiasAdd, Add/AddV2, Sub, Mul: biases and decomposed
- * batch norm) and ReLU/ReLU6 runs the chain in place on its own output.
+ * batch norm) and ReLU/ReLU6, ending perhaps in a swish (x * sigmoid(x),
+ * Keras's silu with its IdentityN), runs the chain in place on its own
+ * output.
  * The arithmetic is the same, element for element, as the separate
  * kernels', so results are bit-identical; what goes away is one output
  * allocation and one pass over memory per fused op. */
@@ -21,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_einsum.h"
 #include "eng_gemm.h"
 #include "eng_plan.h"
 #include "eng_run.h"
@@ -371,6 +374,89 @@ static bool dense_batch_matmul(const eng_node *nd) {
   return !eng_node_attr_bool(nd, "adj_x", false);
 }
 
+/* Swish on value v: Keras's silu, t = Mul(beta, v) (or v itself), s =
+ * Sigmoid(t), o = Mul(v, s), and often IdentityN(o, v, beta) (its custom
+ * gradient) whose outputs past the first nobody reads. Every reader of v
+ * must be one of those steps. Returns the value standing for the result
+ * (o, or the IdentityN's first output), or -1; fills the steps it spans
+ * and beta (NULL: 1). */
+static int swish_at(const eng_plan *p, const int *readers, int v, int *steps, int *n_steps,
+                    const eng_tensor **beta) {
+  const eng_graph *g = eng_model_graph(p->m);
+  int rs[3], nr = 0, sig = -1, mul = -1, idn = -1, bmul = -1;
+  if (readers[v] < 2 || readers[v] > 3 || is_fetched(p, v) || is_fed(p, v)) return -1;
+  for (int s = 0; s < p->n_steps && nr < 3; s++) {
+    const eng_node *nd = eng_graph_node(g, p->steps[s]);
+    for (int k = 0; k < nd->n_in; k++)
+      if (p->base[nd->in[k].node] + nd->in[k].index == v) {
+        rs[nr++] = s;
+        break;
+      }
+  }
+  *beta = NULL;
+  for (int i = 0; i < nr; i++) {
+    const eng_node *nd = eng_graph_node(g, p->steps[rs[i]]);
+    const char *op = p->ops[rs[i]]->name;
+    if (!strcmp(op, "Sigmoid") && nd->n_in == 1) {
+      sig = rs[i];
+    } else if (!strcmp(op, "Mul") && nd->n_in == 2) {
+      int v0 = p->base[nd->in[0].node] + nd->in[0].index;
+      int v1 = p->base[nd->in[1].node] + nd->in[1].index;
+      const eng_tensor *k = const_of(p, v0 == v ? v1 : v0);
+      if (k && channel_const(k, -1, 0) && v0 != v1 && bmul < 0) { /* a float scalar: beta */
+        bmul = rs[i];
+        *beta = k;
+      } else {
+        mul = rs[i];
+      }
+    } else if (!strcmp(op, "IdentityN")) {
+      idn = rs[i];
+    }
+  }
+  int t = bmul >= 0 ? p->base[p->steps[bmul]] : v;
+  if (bmul >= 0) { /* its only reader is the Sigmoid */
+    int s = -1;
+    for (int i = 0; i < p->n_steps && s < 0; i++) {
+      const eng_node *nd = eng_graph_node(g, p->steps[i]);
+      if (!strcmp(p->ops[i]->name, "Sigmoid") && nd->n_in == 1 &&
+          p->base[nd->in[0].node] + nd->in[0].index == t)
+        s = i;
+    }
+    if (sig >= 0 || readers[t] != 1 || is_fetched(p, t)) return -1;
+    sig = s;
+  }
+  if (sig < 0 || mul < 0 || nr != 2 + (idn >= 0) || nr != readers[v]) return -1;
+  int one[3] = {bmul, sig, mul}; /* a value index per step's output 0 */
+  for (int i = 0; i < 3; i++)
+    if (one[i] >= 0 && eng_graph_node(g, p->steps[one[i]])->n_out != 1) return -1;
+  const eng_node *sn = eng_graph_node(g, p->steps[sig]), *mn = eng_graph_node(g, p->steps[mul]);
+  int sv = p->base[p->steps[sig]], o = p->base[p->steps[mul]];
+  if (p->base[sn->in[0].node] + sn->in[0].index != t || readers[sv] != 1 || is_fetched(p, sv))
+    return -1;
+  int m0 = p->base[mn->in[0].node] + mn->in[0].index,
+      m1 = p->base[mn->in[1].node] + mn->in[1].index;
+  if (!((m0 == v && m1 == sv) || (m0 == sv && m1 == v))) return -1;
+  *n_steps = 0;
+  if (bmul >= 0) steps[(*n_steps)++] = bmul;
+  steps[(*n_steps)++] = sig;
+  steps[(*n_steps)++] = mul;
+  if (idn < 0) return o;
+  const eng_node *in = eng_graph_node(g, p->steps[idn]);
+  if (in->n_in < 1 || in->n_out < 1 || p->base[in->in[0].node] + in->in[0].index != o ||
+      readers[o] != 1)
+    return -1;
+  for (int k = 1; k < in->n_in; k++) {
+    int iv = p->base[in->in[k].node] + in->in[k].index;
+    if (iv != v && !const_of(p, iv)) return -1;
+  }
+  for (int k = 1; k < in->n_out; k++) {
+    int ov = p->base[p->steps[idn]] + k;
+    if (readers[ov] || is_fetched(p, ov)) return -1;
+  }
+  steps[(*n_steps)++] = idn;
+  return p->base[p->steps[idn]];
+}
+
 static void fuse(eng_plan *p) {
   const eng_graph *g = eng_model_graph(p->m);
   int *readers = calloc((size_t)p->n_values + 1, sizeof *readers);
@@ -416,7 +502,20 @@ static void fuse(eng_plan *p) {
      * epilogue and the Reshape's result stands for the last of them. */
     int reshape_step = -1;
     eng_shape after = {.rank = -1};
-    while (e.n < ENG_EPI_MAX && readers[v] == 1 && !is_fetched(p, v) && !is_fed(p, v)) {
+    int swish[4], n_swish = 0;
+    while (e.n < ENG_EPI_MAX) {
+      const eng_tensor *beta;
+      int sw = swish_at(p, readers, v, swish, &n_swish, &beta);
+      for (int i = 0; i < n_swish && sw >= 0; i++)
+        if (gone[swish[i]]) sw = -1;
+      if (sw >= 0) { /* the chain's last op */
+        e.op[e.n].kind = EPI_SWISH;
+        e.op[e.n++].k = beta ? eng_tensor_share(beta) : (eng_tensor){0};
+        v = sw;
+        break;
+      }
+      n_swish = 0;
+      if (readers[v] != 1 || is_fetched(p, v) || is_fed(p, v)) break;
       int cs = reader[v];
       const eng_node *cn = eng_graph_node(g, p->steps[cs]);
       if (gone[cs] || cn->n_out != 1) break;
@@ -481,7 +580,8 @@ static void fuse(eng_plan *p) {
       continue;
     }
     *p->epi[s] = e;
-    for (int i = 0; i < e.n; i++) gone[absorbed[i]] = true;
+    for (int i = 0; i < e.n - (n_swish > 0); i++) gone[absorbed[i]] = true;
+    for (int i = 0; i < n_swish; i++) gone[swish[i]] = true;
   }
   drop_steps(p, gone);
 out:
@@ -501,7 +601,7 @@ static void recount_uses(eng_plan *p) {
 }
 
 /* Packs the constant weight of every MatMul (A not transposed), dense
- * BatchMatMul and Conv2D. */
+ * BatchMatMul, Conv2D and dense-layer Einsum. */
 static void pack_weights(eng_plan *p) {
   const eng_graph *g = eng_model_graph(p->m);
   p->packed = calloc((size_t)p->n_steps + 1, sizeof *p->packed);
@@ -509,10 +609,20 @@ static void pack_weights(eng_plan *p) {
   for (int s = 0; s < p->n_steps; s++) {
     const eng_node *nd = eng_graph_node(g, p->steps[s]);
     bool mm = !strcmp(nd->op, "MatMul"), conv = !strcmp(nd->op, "Conv2D");
-    bool bmm = dense_batch_matmul(nd);
-    if ((!mm && !conv && !bmm) || nd->n_in != 2) continue;
+    bool bmm = dense_batch_matmul(nd), ein = !strcmp(nd->op, "Einsum");
+    if ((!mm && !conv && !bmm && !ein) || nd->n_in != 2) continue;
     if (mm && eng_node_attr_bool(nd, "transpose_a", false)) continue;
     const eng_tensor *w = const_of(p, p->base[nd->in[1].node] + nd->in[1].index);
+    if (ein) {
+      /* Einsum's dense layers (EinsumDense): packed when every input runs
+       * the in-place product against it (eng_einsum_const_b). */
+      int64_t k, n;
+      bool tb;
+      if (w && w->dtype == ENG_DT_FLOAT &&
+          eng_einsum_const_b(eng_attr_str(nd, "equation", ""), &w->shape, &k, &n, &tb))
+        p->packed[s] = eng_model_pack(p->m, w, k, n, tb, NULL, 0);
+      continue;
+    }
     if (!w || w->dtype != ENG_DT_FLOAT || w->shape.rank != (mm || bmm ? 2 : 4)) continue;
     /* A per-channel (or scalar) multiply first in the fused epilogue (a
      * batch-norm scale) goes into the packed weights; eng_kgemm_epi then
@@ -698,43 +808,4 @@ void eng_plan_free_specs(eng_plan *p) {
   }
   free(p->specs);
   mtx_destroy(&p->spec_lock);
-}
-
-eng_plan_info eng_plan_get_info(const eng_plan *p) {
-  eng_plan_info info = {.steps = p->n_steps, .consts = p->n_consts};
-  for (int s = 0; p->epi && s < p->n_steps; s++)
-    if (p->epi[s]) info.fused_ops += p->epi[s]->n;
-  if (p->can_specialise) {
-    mtx_lock((mtx_t *)&p->spec_lock);
-    for (int i = 0; i < p->n_specs; i++) {
-      if (!p->specs[i].plan) continue;
-      if (!info.shape_plans++) info.shape_plan_steps = p->specs[i].plan->n_steps;
-    }
-    mtx_unlock((mtx_t *)&p->spec_lock);
-  }
-  return info;
-}
-
-void eng_plan_op_list(const eng_plan *p, char *buf, size_t n) {
-  if (!n) return;
-  buf[0] = 0;
-  size_t used = 0;
-  for (int s = 0; s < p->n_steps; s++) {
-    const char *name = p->ops[s]->name;
-    bool seen = false;
-    for (int t = 0; t < s && !seen; t++) seen = p->ops[t] == p->ops[s];
-    if (seen) continue;
-    int count = 0;
-    for (int t = s; t < p->n_steps; t++) count += p->ops[t] == p->ops[s];
-    char item[160];
-    int len = count > 1 ? snprintf(item, sizeof item, "%s%s x%d", used ? ", " : "", name, count)
-                        : snprintf(item, sizeof item, "%s%s", used ? ", " : "", name);
-    if (len < 0) return;
-    if (used + (size_t)len + 4 >= n) {
-      snprintf(buf + used, n - used, "%s", used + 4 < n ? ", ..." : "");
-      return;
-    }
-    memcpy(buf + used, item, (size_t)len + 1);
-    used += (size_t)len;
-  }
 }

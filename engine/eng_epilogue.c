@@ -2,6 +2,7 @@
 #include "eng_epilogue.h"
 
 #include "eng_gemm.h"
+#include "eng_vmath.h"
 
 static void epilogue_rows(const eng_epilogue *e, float *restrict y, int64_t n, int64_t c) {
   const float *kp[ENG_EPI_MAX];
@@ -22,6 +23,16 @@ static void epilogue_rows(const eng_epilogue *e, float *restrict y, int64_t n, i
       }
       if (kind == EPI_RELU6) {
         for (int64_t j = 0; j < c; j++) row[j] = row[j] > 0 ? (row[j] < 6 ? row[j] : 6) : 0;
+        continue;
+      }
+      if (kind == EPI_SWISH) {
+        float beta = kp[i] ? kp[i][0] : 1.0f, t[256];
+        for (int64_t j0 = 0; j0 < c; j0 += 256) {
+          int64_t w = c - j0 < 256 ? c - j0 : 256;
+          for (int64_t j = 0; j < w; j++) t[j] = row[j0 + j] * beta;
+          eng_vmath_sigmoid(t, t, w);
+          for (int64_t j = 0; j < w; j++) row[j0 + j] = row[j0 + j] * t[j];
+        }
         continue;
       }
       const float *restrict k = kp[i];
@@ -48,9 +59,9 @@ void eng_epilogue_apply(const eng_epilogue *e, eng_tensor *t) {
 const eng_gemm_epi *eng_kgemm_epi(eng_kctx *c, eng_gemm_epi *buf) {
   const eng_epilogue *e = c->epi;
   if (!e) return NULL;
-  static const int kinds[] = {[EPI_ADD] = ENG_GEMM_ADD, [EPI_SUB] = ENG_GEMM_SUB,
-                              [EPI_MUL] = ENG_GEMM_MUL, [EPI_RELU] = ENG_GEMM_RELU,
-                              [EPI_RELU6] = ENG_GEMM_RELU6};
+  static const int kinds[] = {
+      [EPI_ADD] = ENG_GEMM_ADD,   [EPI_SUB] = ENG_GEMM_SUB,     [EPI_MUL] = ENG_GEMM_MUL,
+      [EPI_RELU] = ENG_GEMM_RELU, [EPI_RELU6] = ENG_GEMM_RELU6, [EPI_SWISH] = ENG_GEMM_SWISH};
   /* The leading multiply is already in weights packed prescaled. */
   int skip = c->packed && eng_gemm_prescaled(c->packed) ? 1 : 0;
   buf->n = e->n - skip;
@@ -58,7 +69,7 @@ const eng_gemm_epi *eng_kgemm_epi(eng_kctx *c, eng_gemm_epi *buf) {
     const eng_tensor *k = &e->op[i + skip].k;
     buf->op[i].kind = kinds[e->op[i + skip].kind];
     buf->op[i].k = NULL;
-    buf->op[i].s = 0;
+    buf->op[i].s = e->op[i + skip].kind == EPI_SWISH ? 1.0f : 0.0f; /* swish's beta */
     if (k->buf && eng_tensor_numel(k) == 1)
       buf->op[i].s = *(const float *)eng_tensor_data(k);
     else if (k->buf)

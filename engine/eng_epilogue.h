@@ -1,6 +1,7 @@
 /* eng_epilogue (internal to engine/): elementwise per-channel ops fused
  * after a Conv2D, DepthwiseConv2dNative or MatMul step (bias, batch-norm
- * scale and shift, ReLU / ReLU6), applied in place to the step's output.
+ * scale and shift, ReLU / ReLU6, swish), applied in place to the step's
+ * output.
  *
  * The compiler (eng_compile.c) builds an epilogue at load and hangs it on
  * the step (eng_plan.h); at run time a kernel that can apply it while its
@@ -14,7 +15,10 @@
 
 #include "eng_op.h"
 
-enum { EPI_ADD, EPI_SUB, EPI_MUL, EPI_RELU, EPI_RELU6 };
+/* EPI_SWISH: y = y * sigmoid(y * k), k a scalar (Keras's beta; empty: 1),
+ * the sigmoid eng_vmath_sigmoid's, so that it matches the Sigmoid and Mul
+ * kernels it replaces bit for bit; always an epilogue's last op. */
+enum { EPI_ADD, EPI_SUB, EPI_MUL, EPI_RELU, EPI_RELU6, EPI_SWISH };
 
 #define ENG_EPI_MAX 8
 

@@ -591,3 +591,44 @@ td_code eng_model_run(eng_model *m, int n_feeds, const eng_feed *feeds, int n_fe
   free(vals);
   return rc;
 }
+
+/* --- what a plan runs (eng_model.h) ------------------------------------- */
+
+eng_plan_info eng_plan_get_info(const eng_plan *p) {
+  eng_plan_info info = {.steps = p->n_steps, .consts = p->n_consts};
+  for (int s = 0; p->epi && s < p->n_steps; s++)
+    if (p->epi[s]) info.fused_ops += p->epi[s]->n;
+  if (p->can_specialise) {
+    mtx_lock((mtx_t *)&p->spec_lock);
+    for (int i = 0; i < p->n_specs; i++) {
+      if (!p->specs[i].plan) continue;
+      if (!info.shape_plans++) info.shape_plan_steps = p->specs[i].plan->n_steps;
+    }
+    mtx_unlock((mtx_t *)&p->spec_lock);
+  }
+  return info;
+}
+
+void eng_plan_op_list(const eng_plan *p, char *buf, size_t n) {
+  if (!n) return;
+  buf[0] = 0;
+  size_t used = 0;
+  for (int s = 0; s < p->n_steps; s++) {
+    const char *name = p->ops[s]->name;
+    bool seen = false;
+    for (int t = 0; t < s && !seen; t++) seen = p->ops[t] == p->ops[s];
+    if (seen) continue;
+    int count = 0;
+    for (int t = s; t < p->n_steps; t++) count += p->ops[t] == p->ops[s];
+    char item[160];
+    int len = count > 1 ? snprintf(item, sizeof item, "%s%s x%d", used ? ", " : "", name, count)
+                        : snprintf(item, sizeof item, "%s%s", used ? ", " : "", name);
+    if (len < 0) return;
+    if (used + (size_t)len + 4 >= n) {
+      snprintf(buf + used, n - used, "%s", used + 4 < n ? ", ..." : "");
+      return;
+    }
+    memcpy(buf + used, item, (size_t)len + 1);
+    used += (size_t)len;
+  }
+}

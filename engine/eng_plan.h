@@ -21,8 +21,8 @@
  * epilogue: elementwise per-channel ops (bias, batch-norm scale and shift,
  * ReLU; eng_epilogue.h) applied in place to the step's output 0, which is
  * then stored as the value of the last fused node instead of the step's
- * own. MatMul and Conv2D steps with a constant weight also get it packed
- * for eng_gemm, and a Pad feeding a VALID depthwise convolution becomes
+ * own. MatMul, Conv2D and dense-layer Einsum steps with a constant weight
+ * also get it packed for eng_gemm, and a Pad feeding a VALID depthwise convolution becomes
  * the op table's plan-internal _PadView / _DepthwiseConv2dNativePadded. */
 #ifndef ENG_PLAN_H
 #define ENG_PLAN_H

@@ -4,10 +4,12 @@
  *
  * Releasing rests on three facts: the buffers a model's plans, variables
  * and packed table share are counted (eng_tensor_refs), so a holder nobody
- * knows of keeps an original alive; a Conv2D, MatMul or dense BatchMatMul
- * step with a packed weight runs the packed form whenever its input's
- * geometry allows (for Conv2D: input channels equal to the filter's depth,
- * which the graph must show, else the original stays); and a hollow
+ * knows of keeps an original alive; a Conv2D, MatMul, dense BatchMatMul
+ * or Einsum step with a packed weight runs the packed form whenever its
+ * input's geometry allows (for Conv2D: input channels equal to the
+ * filter's depth, which the graph must show, else the original stays; an
+ * Einsum is packed only when every input runs it, eng_einsum_const_b);
+ * and a hollow
  * original left in every place that named the weight keeps it findable in
  * the packed table (shape-specialised plans reuse the general plan's
  * constants, eng_compile.c). A step that would still read a hollow weight
@@ -229,9 +231,10 @@ static bool packed_only(const eng_model *m, const eng_plan *p, const eng_buffer 
         if (p->base[nd->in[k].node] + nd->in[k].index != v) continue;
         /* Kernels that run a packed weight on every input they accept. */
         const char *op = p->ops[s]->name;
-        bool packed = p->packed && p->packed[s] && k == 1 &&
-                      (!strcmp(op, "MatMul") || !strncmp(op, "BatchMatMul", 11) ||
-                       (!strcmp(op, "Conv2D") && conv_runs_packed(m, p, s)));
+        bool packed =
+            p->packed && p->packed[s] && k == 1 &&
+            (!strcmp(op, "MatMul") || !strncmp(op, "BatchMatMul", 11) || !strcmp(op, "Einsum") ||
+             (!strcmp(op, "Conv2D") && conv_runs_packed(m, p, s)));
         if (!packed) return false;
       }
     }

@@ -1121,8 +1121,13 @@ static int apply_epi(gx *g, const eng_epilogue *e, eng_dev_val *y) {
                               [EPI_MUL] = ENG_DE_MUL,
                               [EPI_RELU] = ENG_DE_RELU,
                               [EPI_RELU6] = ENG_DE_RELU6};
-  eng_dev_epi de = {.n = e->n};
-  for (int i = 0; i < e->n; i++) {
+  /* A swish (always last) runs as the device's own Sigmoid and Mul would,
+   * after the ops before it. */
+  bool swish = e->n > 0 && e->op[e->n - 1].kind == EPI_SWISH;
+  const eng_tensor *bk = swish ? &e->op[e->n - 1].k : NULL;
+  if (swish && bk->buf && *(const float *)eng_tensor_data(bk) != 1.0f) return G_DECLINE;
+  eng_dev_epi de = {.n = e->n - swish};
+  for (int i = 0; i < de.n; i++) {
     const eng_tensor *k = &e->op[i].k;
     de.op[i].kind = kinds[e->op[i].kind];
     if (!k->buf) continue;
@@ -1135,7 +1140,18 @@ static int apply_epi(gx *g, const eng_epilogue *e, eng_dev_val *y) {
       de.op[i].k = d;
     }
   }
-  DEV(g->api->epilogue(g->t->stream, n / c, c, &de, y->d), "fused epilogue");
+  if (de.n) DEV(g->api->epilogue(g->t->stream, n / c, c, &de, y->d), "fused epilogue");
+  if (swish) {
+    eng_dev_val sg;
+    int r = new_out(g, &sg, ENG_DT_FLOAT, &y->shape);
+    if (r != G_OK) return r;
+    int64_t st[ENG_MAX_RANK];
+    bcast_strides(&y->shape, &y->shape, st);
+    DEV(g->api->unary(g->t->stream, ENG_DU_SIGMOID, n, y->d, sg.d, 0), "fused swish");
+    DEV(g->api->binary(g->t->stream, ENG_DB_MUL, y->shape.rank, y->shape.dim, y->d, st, sg.d, st,
+                       y->d),
+        "fused swish");
+  }
   return G_OK;
 }
 

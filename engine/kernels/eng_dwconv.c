@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "eng_pool.h"
+#include "eng_vmath.h"
 
 /* --- AVX-512 ----------------------------------------------------------------- */
 
@@ -34,6 +35,8 @@ __attribute__((target("avx512f"))) static inline __m512 epi512(int kind, __m512 
     case ENG_GEMM_SUB: return _mm512_sub_ps(v, k);
     case ENG_GEMM_MUL: return _mm512_mul_ps(v, k);
     case ENG_GEMM_RELU: return _mm512_max_ps(v, _mm512_setzero_ps());
+    case ENG_GEMM_SWISH:
+      return _mm512_mul_ps(v, eng_vmath_sigmoid16(_mm512_mul_ps(v, k)));
     default: return _mm512_min_ps(_mm512_max_ps(v, _mm512_setzero_ps()), _mm512_set1_ps(6.0f));
   }
 }
@@ -83,6 +86,8 @@ __attribute__((target("avx2,fma"))) static inline __m256 epi256(int kind, __m256
     case ENG_GEMM_SUB: return _mm256_sub_ps(v, k);
     case ENG_GEMM_MUL: return _mm256_mul_ps(v, k);
     case ENG_GEMM_RELU: return _mm256_max_ps(v, _mm256_setzero_ps());
+    case ENG_GEMM_SWISH:
+      return _mm256_mul_ps(v, eng_vmath_sigmoid8(_mm256_mul_ps(v, k)));
     default: return _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), _mm256_set1_ps(6.0f));
   }
 }
@@ -97,6 +102,11 @@ static float epi1(int kind, float v, float k) {
     case ENG_GEMM_SUB: return v - k;
     case ENG_GEMM_MUL: return v * k;
     case ENG_GEMM_RELU: return v > 0 ? v : 0;
+    case ENG_GEMM_SWISH: {
+      float t = v * k, sg;
+      eng_vmath_sigmoid(&t, &sg, 1); /* the Sigmoid kernel's bits */
+      return v * sg;
+    }
     default: return v > 0 ? (v < 6 ? v : 6) : 0;
   }
 }

@@ -206,3 +206,101 @@ td_code eng_einsum_plan(const char *eq_in, const eng_shape *a, const eng_shape *
   }
   return TD_OK;
 }
+
+/* --- the in-place form ---------------------------------------------------- */
+
+/* An operand or the output as its labels see it (row-major, contiguous). */
+typedef struct view {
+  const char *lab;
+  int n;
+  const int64_t *dim;
+} view;
+
+/* Element stride of label l in v (-1 when absent). */
+static int64_t label_stride(const view *v, char l) {
+  int64_t st = 1;
+  for (int i = v->n - 1; i >= 0; i--) {
+    if (v->lab[i] == l) return st;
+    st *= v->dim[i];
+  }
+  return -1;
+}
+
+/* Whether the labels g[0..n) of v, in that order, form one dimension of
+ * memory (each stride the next one's times its size); *size and *stride
+ * get the merged dimension. */
+static bool merge_group(const view *v, const char *g, int n, int64_t *size, int64_t *stride) {
+  if (n == 0) return false;
+  *size = 1;
+  for (int i = 0; i < n; i++) {
+    int64_t st = label_stride(v, g[i]);
+    if (st < 0) return false;
+    if (i + 1 < n) {
+      int64_t next = label_stride(v, g[i + 1]), d = 0;
+      for (int j = 0; j < v->n; j++)
+        if (v->lab[j] == g[i + 1]) d = v->dim[j];
+      if (next < 0 || st != next * d) return false;
+    }
+    for (int j = 0; j < v->n; j++)
+      if (v->lab[j] == g[i]) *size *= v->dim[j];
+  }
+  *stride = label_stride(v, g[n - 1]);
+  return true;
+}
+
+bool eng_einsum_in_place(const eng_einsum *e, const eng_shape *a, const eng_shape *b,
+                         eng_einsum_gemm *g) {
+  view va = {e->la, e->na, a->dim}, vb = {e->lb, e->nb, b->dim}, vo = {e->lo, e->no, e->out.dim};
+  int64_t m, n, k, sam, sak, sbk, sbn, som, son, x;
+  if (!merge_group(&va, e->lfa, e->nfa, &m, &sam) || !merge_group(&va, e->lct, e->nct, &k, &sak) ||
+      !merge_group(&vb, e->lct, e->nct, &x, &sbk) || !merge_group(&vb, e->lfb, e->nfb, &n, &sbn) ||
+      !merge_group(&vo, e->lfa, e->nfa, &x, &som) || !merge_group(&vo, e->lfb, e->nfb, &x, &son))
+    return false;
+  if ((sak != 1 && sam != 1) || (sbn != 1 && sbk != 1) || son != 1) return false;
+  if (!m || !n || !k) return false;
+  memset(g, 0, sizeof *g);
+  g->ta = sak != 1;
+  g->tb = sbn != 1;
+  g->m = m;
+  g->n = n;
+  g->k = k;
+  g->lda = g->ta ? sak : sam;
+  g->ldb = g->tb ? sbn : sbk;
+  g->ldc = som;
+  if (g->lda < (g->ta ? m : k) || g->ldb < (g->tb ? k : n) || g->ldc < n) return false;
+  g->nb = e->nbt;
+  g->total = 1;
+  for (int i = 0; i < e->nbt; i++) {
+    g->st[0][i] = label_stride(&va, e->lbatch[i]);
+    g->st[1][i] = label_stride(&vb, e->lbatch[i]);
+    g->st[2][i] = label_stride(&vo, e->lbatch[i]);
+    g->bdim[i] = e->out.dim[label_at(e->lo, e->no, e->lbatch[i])];
+    g->total *= g->bdim[i];
+  }
+  return true;
+}
+
+bool eng_einsum_const_b(const char *eq, const eng_shape *b, int64_t *k, int64_t *n, bool *trans_b) {
+  char lab[3][ENG_MAX_RANK];
+  int cnt[3];
+  if (strstr(eq, "...") || !split(eq, lab, cnt) || cnt[1] != b->rank) return false;
+  /* A of every size this B allows is checked as one: a label A shares with
+   * B takes B's size, the others 2 (not 1, which would let dims merge that
+   * do not in general). */
+  eng_shape a = {.rank = cnt[0]};
+  for (int i = 0; i < cnt[0]; i++) {
+    int j = label_at(lab[1], cnt[1], lab[0][i]);
+    a.dim[i] = j >= 0 ? b->dim[j] : 2;
+  }
+  for (int i = 0; i < b->rank; i++)
+    if (b->dim[i] < 1) return false;
+  eng_einsum e;
+  eng_einsum_gemm g;
+  if (eng_einsum_plan(eq, &a, b, &e, NULL) || !eng_einsum_in_place(&e, &a, b, &g) || g.nb || g.ta ||
+      g.ldb != (g.tb ? g.k : g.n))
+    return false;
+  *k = g.k;
+  *n = g.n;
+  *trans_b = g.tb;
+  return true;
+}

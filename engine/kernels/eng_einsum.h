@@ -37,6 +37,35 @@ typedef struct eng_einsum {
 
 td_code eng_einsum_plan(const char *eq, const eng_shape *a, const eng_shape *b, eng_einsum *e,
                         td_err *err);
+
+/* A planned Einsum as one matrix product per batch index on A, B and the
+ * output in place (no permuted copies): each operand's free and contracted
+ * labels, and the output's free labels, merge into one memory dimension
+ * each (in the same order everywhere), one of each operand's two unit-
+ * stride. ta / tb: A / B stored transposed; lda, ldb, ldc: their row
+ * strides; per batch label i, its size bdim[i] and its element stride in
+ * A, B and the output st[0..2][i]; total is the number of products. */
+typedef struct eng_einsum_gemm {
+  bool ta, tb;
+  int64_t m, n, k, lda, ldb, ldc;
+  int nb;
+  int64_t total;
+  int64_t bdim[ENG_MAX_RANK], st[3][ENG_MAX_RANK];
+} eng_einsum_gemm;
+
+/* Whether e, planned for A of shape a and B of shape b, runs in place as
+ * above (false when it does not, or when m, n or k is 0); fills g. */
+bool eng_einsum_in_place(const eng_einsum *e, const eng_shape *a, const eng_shape *b,
+                         eng_einsum_gemm *g);
+
+/* Whether eq multiplies EVERY A it accepts by a constant B of shape b as
+ * one in-place matrix product with no batch labels and A not transposed
+ * (A [m, k] times B [k, n]: Keras's EinsumDense kernels), so that B can be
+ * packed once at load and the original is never read; *k, *n and *trans_b
+ * (B stored [n, k]) describe B as that matrix. The form depends only on the
+ * order of the labels, not on their sizes, which is what makes "every A"
+ * hold; equations with an ellipsis are not considered. */
+bool eng_einsum_const_b(const char *eq, const eng_shape *b, int64_t *k, int64_t *n, bool *trans_b);
 /* Whether eng_einsum_plan can plan eq for some shapes (the load-time
  * check): UNIMPLEMENTED naming the equation when it cannot. */
 td_code eng_einsum_check(const char *eq, td_err *err);

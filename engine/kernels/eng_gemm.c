@@ -24,6 +24,7 @@
 #include <threads.h>
 
 #include "eng_pool.h"
+#include "eng_vmath.h"
 
 enum { ISA_NONE, ISA_AVX2, ISA_AVX512 };
 
@@ -203,50 +204,61 @@ int64_t eng_gemm_n(const eng_packed *p) { return p->n; }
 
 /* The micro-kernel, for one vector type (VT, W floats) and NV vectors per
  * row, over R rows. `cols` (1..NR) columns of the block are real. */
-#define KERNEL(NAME, TGT, VT, MT, W, NV, R, ZERO, LOAD, BCAST, FMA, MASK, MLOAD, STOREU, MSTORE,   \
-               SET1, EPI)                                                                         \
-  __attribute__((target(TGT))) static void NAME(                                                  \
-      const float *const *arow, int64_t nseg, int64_t sst, int64_t slen, const float *bp,         \
-      float *c, int64_t ldc, int64_t cols, const eng_gemm_epi *epi, int64_t col0) {               \
-    VT acc[R][NV];                                                                                \
-    UNROLL for (int r = 0; r < R; r++)                                                                   \
-      UNROLL for (int v = 0; v < NV; v++) acc[r][v] = ZERO();                                            \
-    for (int64_t s = 0; s < nseg; s++) {                                                          \
-      const float *ap[R];                                                                         \
-      UNROLL for (int r = 0; r < R; r++) ap[r] = arow[r] + s * sst;                                      \
-      for (int64_t kk = 0; kk < slen; kk++, bp += W * NV) {                                       \
-        VT b[NV];                                                                                 \
-        UNROLL for (int v = 0; v < NV; v++) b[v] = LOAD(bp + v * W);                                     \
-        UNROLL for (int r = 0; r < R; r++) {                                                             \
-          VT av = BCAST(ap[r] + kk);                                                              \
-          UNROLL for (int v = 0; v < NV; v++) acc[r][v] = FMA(av, b[v], acc[r][v]);                      \
-        }                                                                                         \
-      }                                                                                           \
-    }                                                                                             \
-    MT m[NV];                                                                                     \
-    UNROLL for (int v = 0; v < NV; v++) m[v] = MASK(cols - v * W);                                \
-    for (int i = 0; epi && i < epi->n; i++) {                                                     \
-      int kind = epi->op[i].kind;                                                                 \
-      VT kv[NV];                                                                                  \
-      UNROLL for (int v = 0; v < NV; v++)                                                         \
-        kv[v] = kind <= ENG_GEMM_MUL && epi->op[i].k ? MLOAD(epi->op[i].k + col0 + v * W, m[v])   \
-                                                     : SET1(epi->op[i].s);                        \
-      switch (kind) {                                                                             \
-        case ENG_GEMM_ADD: EPI_ALL(EPI, ENG_GEMM_ADD, R, NV); break;                              \
-        case ENG_GEMM_SUB: EPI_ALL(EPI, ENG_GEMM_SUB, R, NV); break;                              \
-        case ENG_GEMM_MUL: EPI_ALL(EPI, ENG_GEMM_MUL, R, NV); break;                              \
-        case ENG_GEMM_RELU: EPI_ALL(EPI, ENG_GEMM_RELU, R, NV); break;                            \
-        default: EPI_ALL(EPI, ENG_GEMM_RELU6, R, NV); break;                                      \
-      }                                                                                           \
-    }                                                                                             \
-    bool full = cols == W * NV;                                                                   \
-    UNROLL for (int r = 0; r < R; r++)                                                            \
-      UNROLL for (int v = 0; v < NV; v++) {                                                       \
-        if (full)                                                                                 \
-          STOREU(c + r * ldc + v * W, acc[r][v]);                                                 \
-        else                                                                                      \
-          MSTORE(c + r * ldc + v * W, m[v], acc[r][v]);                                           \
-      }                                                                                           \
+#define KERNEL(NAME, TGT, VT, MT, W, NV, R, ZERO, LOAD, BCAST, FMA, MASK, MLOAD, STOREU, MSTORE, \
+               SET1, EPI)                                                                        \
+  __attribute__((target(TGT))) static void NAME(                                                 \
+      const float *const *arow, int64_t nseg, int64_t sst, int64_t slen, const float *bp,        \
+      float *c, int64_t ldc, int64_t cols, const eng_gemm_epi *epi, int64_t col0) {              \
+    VT acc[R][NV];                                                                               \
+    UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < NV; v++) acc[r][v] = ZERO();   \
+    for (int64_t s = 0; s < nseg; s++) {                                                         \
+      const float *ap[R];                                                                        \
+      UNROLL for (int r = 0; r < R; r++) ap[r] = arow[r] + s * sst;                              \
+      for (int64_t kk = 0; kk < slen; kk++, bp += W * NV) {                                      \
+        VT b[NV];                                                                                \
+        UNROLL for (int v = 0; v < NV; v++) b[v] = LOAD(bp + v * W);                             \
+        UNROLL for (int r = 0; r < R; r++) {                                                     \
+          VT av = BCAST(ap[r] + kk);                                                             \
+          UNROLL for (int v = 0; v < NV; v++) acc[r][v] = FMA(av, b[v], acc[r][v]);              \
+        }                                                                                        \
+      }                                                                                          \
+    }                                                                                            \
+    MT m[NV];                                                                                    \
+    UNROLL for (int v = 0; v < NV; v++) m[v] = MASK(cols - v * W);                               \
+    for (int i = 0; epi && i < epi->n; i++) {                                                    \
+      int kind = epi->op[i].kind;                                                                \
+      VT kv[NV];                                                                                 \
+      UNROLL for (int v = 0; v < NV; v++) kv[v] = kind <= ENG_GEMM_MUL && epi->op[i].k           \
+                                                      ? MLOAD(epi->op[i].k + col0 + v * W, m[v]) \
+                                                      : SET1(epi->op[i].s);                      \
+      switch (kind) {                                                                            \
+        case ENG_GEMM_ADD:                                                                       \
+          EPI_ALL(EPI, ENG_GEMM_ADD, R, NV);                                                     \
+          break;                                                                                 \
+        case ENG_GEMM_SUB:                                                                       \
+          EPI_ALL(EPI, ENG_GEMM_SUB, R, NV);                                                     \
+          break;                                                                                 \
+        case ENG_GEMM_MUL:                                                                       \
+          EPI_ALL(EPI, ENG_GEMM_MUL, R, NV);                                                     \
+          break;                                                                                 \
+        case ENG_GEMM_RELU:                                                                      \
+          EPI_ALL(EPI, ENG_GEMM_RELU, R, NV);                                                    \
+          break;                                                                                 \
+        case ENG_GEMM_SWISH:                                                                     \
+          EPI_ALL(EPI, ENG_GEMM_SWISH, R, NV);                                                   \
+          break;                                                                                 \
+        default:                                                                                 \
+          EPI_ALL(EPI, ENG_GEMM_RELU6, R, NV);                                                   \
+          break;                                                                                 \
+      }                                                                                          \
+    }                                                                                            \
+    bool full = cols == W * NV;                                                                  \
+    UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < NV; v++) {                     \
+      if (full)                                                                                  \
+        STOREU(c + r * ldc + v * W, acc[r][v]);                                                  \
+      else                                                                                       \
+        MSTORE(c + r * ldc + v * W, m[v], acc[r][v]);                                            \
+    }                                                                                            \
   }
 
 /* One epilogue op (a constant kind, so the switch folds away) on every
@@ -266,6 +278,8 @@ __attribute__((target("avx512f"))) static inline __m512 epi512(int kind, __m512 
     case ENG_GEMM_SUB: return _mm512_sub_ps(v, k);
     case ENG_GEMM_MUL: return _mm512_mul_ps(v, k);
     case ENG_GEMM_RELU: return _mm512_max_ps(v, _mm512_setzero_ps());
+    case ENG_GEMM_SWISH:
+      return _mm512_mul_ps(v, eng_vmath_sigmoid16(_mm512_mul_ps(v, k)));
     default: return _mm512_min_ps(_mm512_max_ps(v, _mm512_setzero_ps()), _mm512_set1_ps(6.0f));
   }
 }
@@ -314,6 +328,8 @@ __attribute__((target("avx2,fma"))) static inline __m256 epi256(int kind, __m256
     case ENG_GEMM_SUB: return _mm256_sub_ps(v, k);
     case ENG_GEMM_MUL: return _mm256_mul_ps(v, k);
     case ENG_GEMM_RELU: return _mm256_max_ps(v, _mm256_setzero_ps());
+    case ENG_GEMM_SWISH:
+      return _mm256_mul_ps(v, eng_vmath_sigmoid8(_mm256_mul_ps(v, k)));
     default: return _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), _mm256_set1_ps(6.0f));
   }
 }

@@ -52,8 +52,10 @@ int64_t eng_gemm_n(const eng_packed *p);
 
 /* Elementwise ops applied to the product in registers before it is stored
  * (a fused bias / batch-norm / activation chain), in order. k is a vector
- * over the n columns, or NULL for the scalar s; activations ignore both. */
-enum { ENG_GEMM_ADD, ENG_GEMM_SUB, ENG_GEMM_MUL, ENG_GEMM_RELU, ENG_GEMM_RELU6 };
+ * over the n columns, or NULL for the scalar s; activations ignore both,
+ * except swish, v * sigmoid(v * s) (s: Keras's beta, 1 for silu), whose
+ * sigmoid is eng_vmath_sigmoid's to the bit (eng_vmath_sigmoid16/8). */
+enum { ENG_GEMM_ADD, ENG_GEMM_SUB, ENG_GEMM_MUL, ENG_GEMM_RELU, ENG_GEMM_RELU6, ENG_GEMM_SWISH };
 #define ENG_GEMM_EPI_MAX 8
 typedef struct eng_gemm_epi {
   int n;

@@ -1,12 +1,15 @@
 /* Broadcasting ops beyond plain arithmetic: comparisons and logic (bool
  * results), Select/SelectV2, Pow, SquaredDifference, plus AddN and BiasAdd.
  * They walk the output with eng_bcast a row at a time (per-input strides, 0
- * where an input is broadcast); the loops are macros instantiated per dtype. */
+ * where an input is broadcast); the loops are macros instantiated per dtype.
+ * Float Pow by a scalar 2 or 3 (GELU's tanh form) takes eng_vmath_powi's
+ * vector loop instead of powf per element. */
 #include <math.h>
 #include <string.h>
 
 #include "eng_kernels.h"
 #include "eng_pool.h"
+#include "eng_vmath.h"
 
 typedef enum { C_LT, C_LE, C_GT, C_GE, C_EQ, C_NE } cmpop;
 
@@ -290,6 +293,35 @@ BIN_LOOP(double, sqd_f64, (u - v) * (u - v))
 BIN_LOOP(int32_t, sqd_i32, (int32_t)((uint32_t)(u - v) * (uint32_t)(u - v)))
 BIN_LOOP(int64_t, sqd_i64, (int64_t)((uint64_t)(u - v) * (uint64_t)(u - v)))
 
+/* Pow by a constant 2 or 3 (eng_vmath_powi), over the pool's threads in
+ * chunks of elements. */
+typedef struct powi_args {
+  const float *x;
+  float *z;
+  int64_t n, per;
+  int e;
+} powi_args;
+
+static void powi_chunk(void *arg, int64_t chunk) {
+  const powi_args *a = arg;
+  int64_t i = chunk * a->per, e1 = i + a->per < a->n ? i + a->per : a->n;
+  eng_vmath_powi(a->x + i, a->z + i, e1 - i, a->e);
+}
+
+static void powi_run(const eng_tensor *x, eng_tensor *o, int e) {
+  powi_args g = {eng_tensor_data(x), eng_tensor_data(o), eng_tensor_numel(o), 0, e};
+  int64_t threads = eng_pool_threads(NULL);
+  g.per = g.n;
+  if (g.n <= 0) return;
+  if (threads < 2 || g.n < PAR_MIN_ELEMS) {
+    powi_chunk(&g, 0);
+    return;
+  }
+  int64_t want = 4 * threads;
+  g.per = (g.n + want - 1) / want;
+  eng_pool_run(NULL, (g.n + g.per - 1) / g.per, powi_chunk, &g);
+}
+
 static td_code binary(eng_kctx *c, bool is_pow) {
   const eng_tensor *a = &c->in[0], *b = &c->in[1];
   if (a->dtype != b->dtype)
@@ -305,6 +337,14 @@ static td_code binary(eng_kctx *c, bool is_pow) {
   rc = eng_kout_raw(c, 0, a->dtype, &s);
   if (rc) return rc;
   eng_tensor *o = &c->out[0];
+  if (is_pow && a->dtype == ENG_DT_FLOAT && eng_tensor_numel(b) == 1 &&
+      eng_tensor_numel(a) == eng_tensor_numel(o)) {
+    float e = *(const float *)eng_tensor_data(b);
+    if (e == 2.0f || e == 3.0f) {
+      powi_run(a, o, (int)e);
+      return TD_OK;
+    }
+  }
   switch (a->dtype) {
     case ENG_DT_FLOAT: is_pow ? pow_f32(a, b, o) : sqd_f32(a, b, o); break;
     case ENG_DT_DOUBLE: is_pow ? pow_f64(a, b, o) : sqd_f64(a, b, o); break;

@@ -11,9 +11,11 @@
  * both operands and the output), a contracted label (in both, not in the
  * output) or a free label of one operand; the operands are permuted to
  * [batch, free, contracted] / [batch, contracted, free], multiplied, and the
- * result permuted to the output's order. Equations outside that form
- * (ellipses, repeated labels, one operand, labels summed away) fail with
- * UNIMPLEMENTED naming the equation. */
+ * result permuted to the output's order, or, when each operand already is
+ * a strided matrix per batch index, multiplied in place; a constant B of
+ * a dense layer (EinsumDense) is packed once at load like MatMul's.
+ * Equations outside that form (repeated labels, one operand, labels summed
+ * away) fail with UNIMPLEMENTED naming the equation. */
 #include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,129 +300,76 @@ static td_code permute(eng_kctx *c, const eng_tensor *x, const int *perm, eng_te
   return TD_OK;
 }
 
-/* An operand or the output of an Einsum as its labels see it. */
-typedef struct einsum_view {
-  const char *lab;
-  int n;
-  const int64_t *dim;
-} einsum_view;
-
-/* Row-major element stride of label l in v (-1 when absent). */
-static int64_t label_stride(const einsum_view *v, char l) {
-  int64_t st = 1;
-  for (int i = v->n - 1; i >= 0; i--) {
-    if (v->lab[i] == l) return st;
-    st *= v->dim[i];
-  }
-  return -1;
-}
-
-/* Whether the labels g[0..n) of v, in that order, form one dimension of
- * memory (each stride the next one's times its size); *size and *stride
- * get the merged dimension. */
-static bool merge_group(const einsum_view *v, const char *g, int n, int64_t *size,
-                        int64_t *stride) {
-  if (n == 0) return false;
-  *size = 1;
-  for (int i = 0; i < n; i++) {
-    int64_t st = label_stride(v, g[i]);
-    if (st < 0) return false;
-    if (i + 1 < n) {
-      int64_t next = label_stride(v, g[i + 1]), d = 0;
-      for (int j = 0; j < v->n; j++)
-        if (v->lab[j] == g[i + 1]) d = v->dim[j];
-      if (next < 0 || st != next * d) return false;
-    }
-    for (int j = 0; j < v->n; j++)
-      if (v->lab[j] == g[i]) *size *= v->dim[j];
-  }
-  *stride = label_stride(v, g[n - 1]);
-  return true;
-}
-
 /* einsum_in_place's products, as the pool's chunks see them: chunk i is
  * batch indices [i * per, (i + 1) * per) of the odometer over the batch
  * labels (sizes bdim, each tensor's strides st[t]). */
 typedef struct ein_args {
-  bool ta, tb;
-  int64_t m, n, k, lda, ldb, ldc;
+  const eng_einsum_gemm *g;
   const float *ad, *bd;
   float *od;
-  int nb;
-  int64_t total, per;
-  int64_t bdim[ENG_MAX_RANK], st[3][ENG_MAX_RANK];
+  int64_t per;
 } ein_args;
 
 static void ein_chunk(void *arg, int64_t chunk) {
   const ein_args *e = arg;
-  int64_t i0 = chunk * e->per, i1 = i0 + e->per < e->total ? i0 + e->per : e->total;
+  const eng_einsum_gemm *g = e->g;
+  int64_t i0 = chunk * e->per, i1 = i0 + e->per < g->total ? i0 + e->per : g->total;
   int64_t idx[ENG_MAX_RANK] = {0}, off[3] = {0};
-  for (int64_t rem = i0, d = e->nb - 1; d >= 0; d--) { /* the odometer at i0 */
-    idx[d] = rem % e->bdim[d];
-    rem /= e->bdim[d];
-    for (int t = 0; t < 3; t++) off[t] += idx[d] * e->st[t][d];
+  for (int64_t rem = i0, d = g->nb - 1; d >= 0; d--) { /* the odometer at i0 */
+    idx[d] = rem % g->bdim[d];
+    rem /= g->bdim[d];
+    for (int t = 0; t < 3; t++) off[t] += idx[d] * g->st[t][d];
   }
   for (int64_t it = i0; it < i1; it++) {
-    if (e->ta || e->m < 2 ||
-        !eng_gemm_dynamic(e->ad + off[0], e->lda, e->m, e->bd + off[1], e->ldb, e->tb, e->k, e->n,
-                          e->od + off[2], e->ldc))
-      cblas_sgemm(CblasRowMajor, e->ta ? CblasTrans : CblasNoTrans,
-                  e->tb ? CblasTrans : CblasNoTrans, (int)e->m, (int)e->n, (int)e->k, 1.0f,
-                  e->ad + off[0], (int)e->lda, e->bd + off[1], (int)e->ldb, 0.0f, e->od + off[2],
-                  (int)e->ldc);
-    for (int d = e->nb - 1; d >= 0; d--) {
-      for (int t = 0; t < 3; t++) off[t] += e->st[t][d];
-      if (++idx[d] < e->bdim[d]) break;
-      for (int t = 0; t < 3; t++) off[t] -= e->st[t][d] * e->bdim[d];
+    if (g->ta || g->m < 2 ||
+        !eng_gemm_dynamic(e->ad + off[0], g->lda, g->m, e->bd + off[1], g->ldb, g->tb, g->k, g->n,
+                          e->od + off[2], g->ldc))
+      cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans,
+                  g->tb ? CblasTrans : CblasNoTrans, (int)g->m, (int)g->n, (int)g->k, 1.0f,
+                  e->ad + off[0], (int)g->lda, e->bd + off[1], (int)g->ldb, 0.0f, e->od + off[2],
+                  (int)g->ldc);
+    for (int d = g->nb - 1; d >= 0; d--) {
+      for (int t = 0; t < 3; t++) off[t] += g->st[t][d];
+      if (++idx[d] < g->bdim[d]) break;
+      for (int t = 0; t < 3; t++) off[t] -= g->st[t][d] * g->bdim[d];
       idx[d] = 0;
     }
   }
 }
 
 /* A float Einsum whose operands and output are each a strided matrix per
- * batch index (the free and contracted labels of each appear in the same
- * order everywhere and merge into one memory dimension, one of which is
- * unit-stride): one sgemm per batch index on the tensors in place, without
- * the permuted copies of the general path (attention's "BTNH,BSNH->BNTS"
- * and "BNTS,BSNH->BTNH"). False when the equation is not of that form;
- * otherwise *rc is the result. */
-static bool einsum_in_place(eng_kctx *c, const einsum_view *va, const einsum_view *vb,
-                            const einsum_view *vo, const char *batch, int nb, const char *fa,
-                            int nfa, const char *fb, int nfb, const char *ct, int nct,
-                            td_code *rc) {
-  int64_t m, n, k, sam, sak, sbk, sbn, som, son, x;
-  if (!merge_group(va, fa, nfa, &m, &sam) || !merge_group(va, ct, nct, &k, &sak) ||
-      !merge_group(vb, ct, nct, &x, &sbk) || !merge_group(vb, fb, nfb, &n, &sbn) ||
-      !merge_group(vo, fa, nfa, &x, &som) || !merge_group(vo, fb, nfb, &x, &son))
-    return false;
-  if ((sak != 1 && sam != 1) || (sbn != 1 && sbk != 1) || son != 1) return false;
-  if (!m || !n || !k || check_dims(c, m, n, k)) return false;
-  bool ta = sak != 1, tb = sbn != 1; /* stored transposed */
-  int64_t lda = ta ? sak : sam, ldb = tb ? sbn : sbk, ldc = som;
-  if (lda < (ta ? m : k) || ldb < (tb ? k : n) || ldc < n) return false;
-  int64_t od[ENG_MAX_RANK];
-  for (int i = 0; i < vo->n; i++) od[i] = vo->dim[i];
-  eng_shape os = eng_shape_make(vo->n, od);
-  if ((*rc = eng_kout_raw(c, 0, ENG_DT_FLOAT, &os))) return true;
-  const float *ad = eng_tensor_data(&c->in[0]), *bd = eng_tensor_data(&c->in[1]);
-  float *od_ = eng_tensor_data(&c->out[0]);
-  /* An odometer over the batch labels gives each tensor's offset. */
-  ein_args e = {.ta = ta, .tb = tb, .m = m, .n = n, .k = k, .lda = lda, .ldb = ldb, .ldc = ldc,
-                .ad = ad, .bd = bd, .od = od_, .nb = nb, .total = 1, .per = 1};
-  for (int i = 0; i < nb; i++) {
-    e.st[0][i] = label_stride(va, batch[i]);
-    e.st[1][i] = label_stride(vb, batch[i]);
-    e.st[2][i] = label_stride(vo, batch[i]);
-    for (int j = 0; j < vo->n; j++)
-      if (vo->lab[j] == batch[i]) e.bdim[i] = vo->dim[j];
-    e.total *= e.bdim[i];
-  }
-  int64_t chunks = batch_chunks(e.total, m * n * k, &e.per);
-  if (chunks > 1)
-    eng_pool_run(NULL, chunks, ein_chunk, &e);
-  else
-    ein_chunk(&e, 0);
+ * batch index (eng_einsum_in_place): one product per batch index on the
+ * tensors in place, without the permuted copies of the general path
+ * (attention's "BTNH,BSNH->BNTS" and "BNTS,BSNH->BTNH"). A constant B
+ * packed at load (eng_einsum_const_b: no batch labels, A not transposed)
+ * runs the packed kernel, the same kernel and summation order as packing
+ * it per call. False when the equation is not of that form; otherwise *rc
+ * is the result. */
+static bool einsum_in_place(eng_kctx *c, const eng_einsum *e, td_code *rc) {
+  const eng_tensor *a = &c->in[0], *b = &c->in[1];
+  eng_einsum_gemm g;
+  if (!eng_einsum_in_place(e, &a->shape, &b->shape, &g)) return false;
+  bool packed =
+      c->packed && !g.nb && !g.ta && eng_gemm_k(c->packed) == g.k && eng_gemm_n(c->packed) == g.n;
+  if (!packed && check_dims(c, g.m, g.n, g.k)) return false;
+  if ((*rc = eng_kout_raw(c, 0, ENG_DT_FLOAT, &e->out))) return true;
+  const float *ad = eng_tensor_data(a), *bd = eng_tensor_data(b);
+  float *od = eng_tensor_data(&c->out[0]);
   *rc = TD_OK;
+  if (packed) {
+    eng_gemm_run(ad, g.lda, g.m, c->packed, od, g.ldc, NULL);
+    return true;
+  }
+  if (eng_tensor_hollow(b)) {
+    *rc = eng_kfail(c, TD_INTERNAL, "the weight is held only in packed form");
+    return true;
+  }
+  ein_args ea = {.g = &g, .ad = ad, .bd = bd, .od = od, .per = 1};
+  int64_t chunks = batch_chunks(g.total, g.m * g.n * g.k, &ea.per);
+  if (chunks > 1)
+    eng_pool_run(NULL, chunks, ein_chunk, &ea);
+  else
+    ein_chunk(&ea, 0);
   return true;
 }
 
@@ -433,12 +382,13 @@ td_code eng_k_einsum(eng_kctx *c) {
   if (prc && c->err) return td_err_prefix(c->err, "node '%s' (%s)", c->node->name, c->node->op);
   if (prc) return prc;
   if (a->dtype == ENG_DT_FLOAT && b->dtype == ENG_DT_FLOAT) {
-    einsum_view va = {e.la, e.na, a->shape.dim}, vb = {e.lb, e.nb, b->shape.dim};
-    einsum_view vo = {e.lo, e.no, e.out.dim};
     td_code frc;
-    if (einsum_in_place(c, &va, &vb, &vo, e.lbatch, e.nbt, e.lfa, e.nfa, e.lfb, e.nfb, e.lct,
-                        e.nct, &frc))
-      return frc;
+    if (einsum_in_place(c, &e, &frc)) return frc;
+  }
+  if (eng_tensor_hollow(b)) {
+    /* Kept only packed (eng_model.h): an empty product reads nothing. */
+    if (eng_shape_numel(&e.out) == 0) return eng_kout_raw(c, 0, a->dtype, &e.out);
+    return eng_kfail(c, TD_INTERNAL, "the weight is held only in packed form");
   }
   eng_tensor ta = {0}, tb = {0}, prod = {0};
   td_code rc = permute(c, a, e.perm_a, &ta);

@@ -91,7 +91,56 @@ __attribute__((target("avx2,fma"))) static __m256 sigmoid256(__m256 x) {
 
 static float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 
+__attribute__((target("avx512f"))) __m512 eng_vmath_sigmoid16(__m512 x) { return sigmoid512(x); }
+
+/* The upper lanes zero, so they stay off the vector exp's slow path. */
+__attribute__((target("avx512f"))) static __m256 sigmoid8_512(__m256 x) {
+  __m512 w = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_setzero_pd(), _mm256_castps_pd(x), 0));
+  return _mm512_castps512_ps256(sigmoid512(w));
+}
+
+__attribute__((target("avx2,fma"))) __m256 eng_vmath_sigmoid8(__m256 x) {
+  return isa() == ISA_AVX512 ? sigmoid8_512(x) : sigmoid256(x);
+}
+
 VMATH(eng_vmath_sigmoid, sigmoidf, sigmoid512, sigmoid256)
+
+/* The compiler vectorises these loops (-O3) for each target: the
+ * conversions and products are exact IEEE operations, so every variant
+ * gives the same bits. */
+#define POWI_LOOPS                    \
+  if (e == 3)                         \
+    for (int64_t i = 0; i < n; i++) { \
+      double u = x[i];                \
+      y[i] = (float)(u * u * u);      \
+    }                                 \
+  else                                \
+    for (int64_t i = 0; i < n; i++) { \
+      double u = x[i];                \
+      y[i] = (float)(u * u);          \
+    }
+
+__attribute__((target("avx512f"))) static void powi512(const float *x, float *y, int64_t n, int e) {
+  POWI_LOOPS
+}
+__attribute__((target("avx2,fma"))) static void powi256(const float *x, float *y, int64_t n,
+                                                        int e) {
+  POWI_LOOPS
+}
+static void powi_plain(const float *x, float *y, int64_t n, int e) { POWI_LOOPS }
+
+void eng_vmath_powi(const float *x, float *y, int64_t n, int e) {
+  switch (isa()) {
+    case ISA_AVX512:
+      powi512(x, y, n, e);
+      return;
+    case ISA_AVX2:
+      powi256(x, y, n, e);
+      return;
+    default:
+      powi_plain(x, y, n, e);
+  }
+}
 
 __attribute__((target("avx512f"))) static void softmax512(const float *x, float *y, int64_t rows,
                                                           int64_t d, bool log) {

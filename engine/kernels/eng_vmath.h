@@ -14,6 +14,7 @@
 #ifndef ENG_VMATH_H
 #define ENG_VMATH_H
 
+#include <immintrin.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -23,6 +24,25 @@ void eng_vmath_exp(const float *x, float *y, int64_t n);
 void eng_vmath_tanh(const float *x, float *y, int64_t n);
 /* y = 1 / (1 + exp(-x)) (swish's gate: EfficientNet's activations). */
 void eng_vmath_sigmoid(const float *x, float *y, int64_t n);
+
+/* One vector's sigmoid, each lane exactly as eng_vmath_sigmoid computes it
+ * on this CPU, for kernels that apply swish (x * sigmoid(x)) in registers
+ * and must match the Sigmoid kernel bit for bit. The 8-lane form serves
+ * AVX2 code on any CPU with AVX2: on an AVX-512 CPU it computes with the
+ * 16-lane function eng_vmath_sigmoid uses there. The 16-lane form only on
+ * CPUs with AVX-512. */
+__attribute__((target("avx512f"))) __m512 eng_vmath_sigmoid16(__m512 x);
+__attribute__((target("avx2,fma"))) __m256 eng_vmath_sigmoid8(__m256 x);
+
+/* y = x^e for e 2 or 3 (Pow with a constant exponent: GELU's tanh form
+ * cubes its input): x * x (* x) in double, rounded once to float. A
+ * float's square is exact in double, so x^2 is the correctly rounded
+ * x * x, which is what powf returns; x^3 rounds twice (to double, then to
+ * float), which can matter only within 2^-53 of a float midpoint, against
+ * powf's documented 0.82 ulp. 0, -0, inf, -inf, NaN, subnormal inputs,
+ * underflow to (signed) zero and overflow to inf come out as powf's. The
+ * same bits on every instruction set. */
+void eng_vmath_powi(const float *x, float *y, int64_t n, int e);
 
 /* Softmax (or log-softmax when log) over each of `rows` rows of d floats:
  * y = exp(x - max) / sum, the exponent clamped below at -87 (exp(-87) is

@@ -1,10 +1,13 @@
 /* eng_vmath: each function against libm's scalar version over a sweep of
  * arguments (both tails, zeros, infinities, NaN), at every length from 0 to
  * 40 so that full vectors and every partial last vector are covered, in
- * place and out of place; softmax and log-softmax against double precision. */
+ * place and out of place; softmax and log-softmax against double precision;
+ * Pow by 2 and 3 against powf. */
 #include <check.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "eng_vmath.h"
 
@@ -59,6 +62,73 @@ START_TEST(matches_libm) {
 }
 END_TEST
 
+static uint32_t bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+static float of_bits(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* Pow by 2 and 3: the specials (signed zeros, infinities, NaN, subnormals,
+ * underflow and overflow at the edges) bit for bit as powf, and a sweep
+ * of every 65521st float: x^2 bit for bit as powf (both are the correctly
+ * rounded x * x), x^3 as the long double cube rounded to float and within
+ * one ulp of powf; every length 0..40 (partial vectors) and in place. */
+START_TEST(powi_matches_powf) {
+  static const float special[] = {0.0f,      -0.0f,    INFINITY, -INFINITY, 1.0f,     -1.0f,
+                                  1e-45f,    -1e-45f,  1e-39f,   -1e-39f,   1.2e-38f, 3e-13f,
+                                  -3e-13f,   4.9e-27f, 1.1e-15f, -1.1e-15f, 2e12f,    -2e12f,
+                                  1.8e19f,   -1.8e19f, 7e12f,    -7e12f,    3e38f,    -3e38f,
+                                  0.044715f, -2.5f,    6.5e-8f,  -6.5e-8f,  1e-30f,   -1e-30f};
+  enum { NS = sizeof special / sizeof *special };
+  float y[NS];
+  for (int e = 2; e <= 3; e++) {
+    eng_vmath_powi(special, y, NS, e);
+    for (int i = 0; i < NS; i++)
+      ck_assert_msg(bits(y[i]) == bits(powf(special[i], (float)e)), "%.9g^%d = %.9g, powf %.9g",
+                    special[i], e, y[i], powf(special[i], (float)e));
+    float nan = NAN, yn;
+    eng_vmath_powi(&nan, &yn, 1, e);
+    ck_assert(isnan(yn));
+  }
+  enum { N = 1 << 12 };
+  static float x[N], y2[N], y3[N];
+  for (uint32_t u = 0, i = 0;; u += 65521) {
+    if (!isnan(of_bits(u))) x[i++] = of_bits(u);
+    if (i == N || u > 0xFFFFFFFFu - 65521) {
+      eng_vmath_powi(x, y2, i, 2);
+      eng_vmath_powi(x, y3, i, 3);
+      for (uint32_t j = 0; j < i; j++) {
+        ck_assert_msg(bits(y2[j]) == bits(powf(x[j], 2.0f)), "%.9g^2", x[j]);
+        long double c = (long double)x[j] * x[j] * x[j];
+        ck_assert_msg(bits(y3[j]) == bits((float)c), "%.9g^3 = %.9g, want %.9g", x[j], y3[j],
+                      (float)c);
+        int64_t d = (int64_t)bits(y3[j]) - (int64_t)bits(powf(x[j], 3.0f));
+        ck_assert_msg(d >= -1 && d <= 1, "%.9g^3 = %.9g, powf %.9g", x[j], y3[j], powf(x[j], 3.0f));
+      }
+      if (i < N) break;
+      i = 0;
+    }
+  }
+  for (int n = 0; n <= 40; n++) {
+    float in[40], out[40];
+    for (int i = 0; i < n; i++) in[i] = out[i] = (float)(i - 20) * 0.37f;
+    eng_vmath_powi(in, out, n, 3);
+    eng_vmath_powi(in, in, n, 3); /* in place */
+    for (int i = 0; i < n; i++) {
+      float v = (float)(i - 20) * 0.37f;
+      ck_assert(bits(out[i]) == bits((float)((double)v * v * v)));
+      ck_assert(bits(in[i]) == bits(out[i]));
+    }
+  }
+}
+END_TEST
+
 START_TEST(softmax_matches_double) {
   /* Rows shorter than, equal to and longer than a vector, with masked
    * logits (-1e9) and a -inf, softmax and log-softmax. */
@@ -84,8 +154,8 @@ START_TEST(softmax_matches_double) {
             continue;
           }
           ck_assert_msg(fabs(got - want) <= 1e-6 * fabs(want) + 1e-7,
-                        "%s d%lld [%lld,%lld] = %.9g, want %.9g", lg ? "log" : "soft",
-                        (long long)d, (long long)r, (long long)k, got, want);
+                        "%s d%lld [%lld,%lld] = %.9g, want %.9g", lg ? "log" : "soft", (long long)d,
+                        (long long)r, (long long)k, got, want);
         }
       }
     }
@@ -97,6 +167,7 @@ int main(void) {
   TCase *tc = tcase_create("vmath");
   tcase_add_test(tc, matches_libm);
   tcase_add_test(tc, softmax_matches_double);
+  tcase_add_test(tc, powi_matches_powf);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,233 @@
+/* eng_epilogue's swish: a Conv2D (1x1 on the packed GEMM, 3x3 in place),
+ * a depthwise convolution (multiplier 1 on eng_dwconv, 2 row by row) and
+ * a MatMul followed by a batch-norm pair and Keras's silu (Mul by beta,
+ * Sigmoid, Mul, IdentityN) fuse the swish into the producer's epilogue and
+ * give the same bits as the unfused Sigmoid and Mul kernels (the same
+ * graph with the pre-swish value fetched, which keeps the swish out of the
+ * epilogue). The GEMM and depthwise kernels of every instruction set this
+ * CPU has (AVX2 on an AVX-512 CPU included) match eng_vmath_sigmoid too. */
+#include <check.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eng_dwconv.h"
+#include "eng_gemm.h"
+#include "eng_graph.h"
+#include "eng_model.h"
+#include "eng_plan.h"
+#include "eng_vmath.h"
+
+static int node(eng_graph *g, const char *name, const char *op, int n_out, ...) {
+  td_err err;
+  int id = eng_graph_add_node(g, name, op, &err);
+  ck_assert_msg(id >= 0, "add %s: %s", name, err.msg);
+  eng_graph_node(g, id)->n_out = n_out;
+  va_list ap;
+  va_start(ap, n_out);
+  for (const char *in; (in = va_arg(ap, const char *));) {
+    eng_edge e;
+    ck_assert_int_eq(eng_graph_parse_edge(g, in, &e, &err), TD_OK);
+    ck_assert_int_eq(eng_graph_add_input(g, id, e, NULL), TD_OK);
+  }
+  va_end(ap);
+  return id;
+}
+
+/* Values in [-6, 6], so that sigmoid's both tails and its middle occur. */
+static float val(int64_t i, int salt) { return (float)((i * 37 + salt * 13) % 97) / 8.0f - 6.0f; }
+
+static eng_tensor filled(int rank, const int64_t *dims, int salt, float scale) {
+  eng_shape s = eng_shape_make(rank, dims);
+  eng_tensor t;
+  ck_assert_int_eq(eng_tensor_alloc(&t, ENG_DT_FLOAT, &s, NULL), TD_OK);
+  float *v = eng_tensor_data(&t);
+  for (int64_t i = 0; i < eng_tensor_numel(&t); i++) v[i] = val(i, salt) * scale;
+  return t;
+}
+
+static void konst(eng_graph *g, const char *name, int rank, const int64_t *dims, int salt,
+                  float scale) {
+  int id = node(g, name, "Const", 1, NULL);
+  eng_attr *a = eng_graph_add_attr(g, id, "value");
+  a->kind = ENG_ATTR_TENSOR;
+  a->tensor = filled(rank, dims, salt, scale);
+}
+
+static void str_attr(eng_graph *g, int id, const char *name, const char *v) {
+  eng_attr *a = eng_graph_add_attr(g, id, name);
+  a->kind = ENG_ATTR_S;
+  a->s.data = strdup(v);
+  a->s.len = strlen(v);
+}
+
+static void ones_attr(eng_graph *g, int id, const char *name) {
+  eng_attr *a = eng_graph_add_attr(g, id, name);
+  a->kind = ENG_ATTR_LIST;
+  a->list_kind = ENG_ATTR_I;
+  a->n = 4;
+  a->li = calloc(4, sizeof *a->li);
+  for (int i = 0; i < 4; i++) a->li[i] = 1;
+}
+
+enum { CONV, DEPTHWISE, MATMUL };
+
+/* x -> op(W) -> * s + b = v -> silu(v); with_beta: Keras's form (Mul by
+ * beta, IdentityN), else Sigmoid(v) * v. */
+static eng_graph *silu_graph(int kind, const int64_t *wd, int wrank, float beta, bool with_beta) {
+  eng_graph *g = eng_graph_create();
+  int x = node(g, "x", "Placeholder", 1, NULL);
+  eng_attr *a = eng_graph_add_attr(g, x, "dtype");
+  a->kind = ENG_ATTR_TYPE;
+  a->type = ENG_DT_FLOAT;
+  konst(g, "W", wrank, wd, 1, 0.05f);
+  int64_t ch = kind == CONV ? wd[3] : kind == DEPTHWISE ? wd[2] * wd[3] : wd[1];
+  konst(g, "s", 1, &ch, 2, 0.1f);
+  konst(g, "b", 1, &ch, 3, 0.5f);
+  int c = node(g, "op",
+               kind == CONV        ? "Conv2D"
+               : kind == DEPTHWISE ? "DepthwiseConv2dNative"
+                                   : "MatMul",
+               1, "x", "W", NULL);
+  if (kind != MATMUL) {
+    ones_attr(g, c, "strides");
+    str_attr(g, c, "padding", "SAME");
+  }
+  node(g, "bn_mul", "Mul", 1, "op", "s", NULL);
+  node(g, "v", "AddV2", 1, "bn_mul", "b", NULL);
+  if (with_beta) {
+    int id = node(g, "beta", "Const", 1, NULL);
+    a = eng_graph_add_attr(g, id, "value");
+    a->kind = ENG_ATTR_TENSOR;
+    ck_assert_int_eq(eng_tensor_alloc(&a->tensor, ENG_DT_FLOAT, &(eng_shape){.rank = 0}, NULL),
+                     TD_OK);
+    *(float *)eng_tensor_data(&a->tensor) = beta;
+    node(g, "t", "Mul", 1, "beta", "v", NULL);
+    node(g, "sig", "Sigmoid", 1, "t", NULL);
+    node(g, "y", "Mul", 1, "v", "sig", NULL);
+    node(g, "out", "IdentityN", 3, "y", "v", "beta", NULL);
+  } else {
+    node(g, "sig", "Sigmoid", 1, "v", NULL);
+    node(g, "y", "Mul", 1, "sig", "v", NULL);
+    node(g, "out", "Identity", 1, "y", NULL);
+  }
+  return g;
+}
+
+static eng_tensor run_silu(int kind, const int64_t *wd, int wrank, float beta, bool with_beta,
+                           const eng_tensor *x, bool unfused, eng_plan_info *info) {
+  eng_model *m;
+  td_err err;
+  ck_assert_int_eq(
+      eng_model_create(silu_graph(kind, wd, wrank, beta, with_beta), NULL, NULL, &m, &err), TD_OK);
+  const char *in[] = {"x:0"}, *out[] = {"out:0", "v:0"};
+  eng_plan *p;
+  ck_assert_msg(eng_plan_create(m, 1, in, unfused ? 2 : 1, out, 0, NULL, &p, &err) == TD_OK, "%s",
+                err.msg);
+  *info = eng_plan_get_info(p);
+  eng_tensor y[2] = {0};
+  ck_assert_msg(eng_plan_run(p, x, y, &err) == TD_OK, "%s", err.msg);
+  eng_tensor_release(&y[1]);
+  eng_plan_destroy(p);
+  eng_model_destroy(m);
+  return y[0];
+}
+
+static void silu_case(const char *what, int kind, int xrank, const int64_t *xd, int wrank,
+                      const int64_t *wd, float beta, bool with_beta) {
+  eng_tensor x = filled(xrank, xd, 5, 1.0f);
+  eng_plan_info fi, ui;
+  eng_tensor yf = run_silu(kind, wd, wrank, beta, with_beta, &x, false, &fi);
+  eng_tensor yu = run_silu(kind, wd, wrank, beta, with_beta, &x, true, &ui);
+  /* Fused: the producer and nothing else (the Identity aside). */
+  ck_assert_msg(fi.steps == (with_beta ? 1 : 2), "%s: %d steps", what, fi.steps);
+  ck_assert_msg(ui.steps > fi.steps, "%s: the fetched value did not cut the chain", what);
+  ck_assert_int_eq(eng_tensor_numel(&yf), eng_tensor_numel(&yu));
+  const float *a = eng_tensor_data(&yf), *b = eng_tensor_data(&yu);
+  for (int64_t i = 0; i < eng_tensor_numel(&yf); i++)
+    ck_assert_msg(!memcmp(&a[i], &b[i], sizeof *a), "%s: y[%lld] = %.9g fused, %.9g unfused", what,
+                  (long long)i, a[i], b[i]);
+  eng_tensor_release(&yf);
+  eng_tensor_release(&yu);
+  eng_tensor_release(&x);
+}
+
+START_TEST(swish_fuses_with_the_same_bits) {
+  /* 40 output channels: a full panel and an 8-wide one (AVX2's kernel on
+   * an AVX-512 CPU). */
+  silu_case("1x1 conv", CONV, 4, (int64_t[]){2, 5, 3, 24}, 4, (int64_t[]){1, 1, 24, 40}, 1, true);
+  silu_case("3x3 conv", CONV, 4, (int64_t[]){1, 6, 7, 5}, 4, (int64_t[]){3, 3, 5, 21}, 1, true);
+  silu_case("depthwise", DEPTHWISE, 4, (int64_t[]){1, 7, 9, 20}, 4, (int64_t[]){3, 3, 20, 1}, 1,
+            true);
+  silu_case("depthwise x2", DEPTHWISE, 4, (int64_t[]){1, 4, 5, 6}, 4, (int64_t[]){3, 3, 6, 2}, 1,
+            true);
+  silu_case("dense", MATMUL, 2, (int64_t[]){13, 30}, 2, (int64_t[]){30, 19}, 1, true);
+  silu_case("beta 1.5", CONV, 4, (int64_t[]){1, 4, 4, 8}, 4, (int64_t[]){1, 1, 8, 17}, 1.5f, true);
+  silu_case("x * sigmoid(x)", CONV, 4, (int64_t[]){1, 4, 4, 8}, 4, (int64_t[]){1, 1, 8, 17}, 1,
+            false);
+}
+END_TEST
+
+/* The kernels directly, on every instruction set this CPU runs: epilogue
+ * swish against the product stored, then eng_vmath_sigmoid and a multiply. */
+START_TEST(kernels_match_vmath_sigmoid) {
+  enum { M = 29, K = 11, N = 45 };
+  eng_tensor a = filled(2, (int64_t[]){M, K}, 1, 0.7f), b = filled(2, (int64_t[]){K, N}, 2, 0.7f);
+  float want[M * N], got[M * N], sg[M * N];
+  eng_gemm_epi swish = {.n = 1, .op = {{.kind = ENG_GEMM_SWISH, .s = 1.0f}}};
+  const char *isas[] = {"avx512", "avx2"};
+  for (int i = 0; i < 2; i++) {
+    eng_packed *pk = eng_gemm_pack_isa(isas[i], eng_tensor_data(&b), K, N, false, NULL, 0);
+    if (!pk) continue;
+    eng_gemm_run(eng_tensor_data(&a), K, M, pk, want, N, NULL);
+    eng_vmath_sigmoid(want, sg, M * N);
+    for (int j = 0; j < M * N; j++) want[j] = want[j] * sg[j];
+    eng_gemm_run(eng_tensor_data(&a), K, M, pk, got, N, &swish);
+    ck_assert_msg(!memcmp(want, got, sizeof want), "gemm %s", isas[i]);
+    eng_gemm_free(pk);
+  }
+  eng_conv_geom g = {.n = 1,
+                     .h = 5,
+                     .w = 9,
+                     .c = 19,
+                     .kh = 3,
+                     .kw = 3,
+                     .sh = 1,
+                     .sw = 1,
+                     .dh = 1,
+                     .dw = 1,
+                     .oh = 5,
+                     .ow = 9,
+                     .pt = 1,
+                     .pl = 1};
+  eng_tensor x = filled(4, (int64_t[]){1, 5, 9, 19}, 3, 1.0f);
+  eng_tensor f = filled(3, (int64_t[]){3, 3, 19}, 4, 0.3f);
+  const char *dw_isas[] = {"avx512", "avx2", "scalar"};
+  for (int i = 0; i < 3; i++) {
+    if (!eng_dwconv_run_isa(dw_isas[i], &g, eng_tensor_data(&x), eng_tensor_data(&f), want, NULL))
+      continue;
+    eng_vmath_sigmoid(want, sg, 5 * 9 * 19);
+    for (int j = 0; j < 5 * 9 * 19; j++) want[j] = want[j] * sg[j];
+    ck_assert(
+        eng_dwconv_run_isa(dw_isas[i], &g, eng_tensor_data(&x), eng_tensor_data(&f), got, &swish));
+    ck_assert_msg(!memcmp(want, got, sizeof(float) * 5 * 9 * 19), "depthwise %s", dw_isas[i]);
+  }
+  eng_tensor_release(&a);
+  eng_tensor_release(&b);
+  eng_tensor_release(&x);
+  eng_tensor_release(&f);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("eng_epilogue");
+  TCase *tc = tcase_create("swish");
+  tcase_add_test(tc, swish_fuses_with_the_same_bits);
+  tcase_add_test(tc, kernels_match_vmath_sigmoid);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
