@@ -6,7 +6,7 @@ models and DIR/large.json).
 
     python3 bench/engine/run.py [--threads N] [--build build] [--models mlp,cnn]
         [--models-file F] [--peers ort,ov,tf] [--iters 1:N,32:M] [--rounds R] [--plot F.png]
-        [--td-threads 1,2] [--warmup W] [--isa avx512|avx2|generic]
+        [--td-threads 1,2] [--warmup W] [--isa avx512|avx2|generic] [--td-isas avx512]
 
 Needs the built build/bench/eng_bench, and a Python with the pins of
 bench/engine/requirements.txt (a virtualenv with --system-site-packages over
@@ -24,7 +24,10 @@ convolutions honour but not its own JIT kernels nor the MLAS products of its
 FullyConnected layers: the table's "OpenVINO kernels" column counts its
 compute nodes by the kernel family its execution graph reports.
 onnxruntime's MLAS has no cap and runs the CPU's best (said in the table).
-Without --isa nothing is capped.
+Without --isa nothing is capped. --td-isas avx512 (a list) also runs tensord
+with its kernels capped at each of those, interleaved in the same rounds, and
+prints a table of each one's figures over the main run's: how the AVX2
+kernels compare with their AVX-512 selves on one machine.
 
 With --rounds R each (model, batch) is measured R times per engine, the
 engines interleaved, and each engine's median round (by p50) is reported.
@@ -277,6 +280,9 @@ def main():
                     "their speed-ups")
     ap.add_argument("--isa", choices=sorted(OPENBLAS_CORE),
                     help="cap the instruction set of tensord and, where they allow it, the peers")
+    ap.add_argument("--td-isas", default="",
+                    help="also run tensord capped at these instruction sets (e.g. avx512) and "
+                    "print their figures beside the main run's")
     ap.add_argument("--child", nargs=4)
     a = ap.parse_args()
     if a.models_file:
@@ -293,6 +299,10 @@ def main():
         return
     peers = [k for k in a.peers.split(",") if k]
     td_counts = sorted({int(t) for t in a.td_threads.split(",") if t})
+    td_isas = [i for i in a.td_isas.split(",") if i]
+    for i in td_isas:
+        if i not in OPENBLAS_CORE:
+            ap.error("--td-isas: %s is not one of %s" % (i, ", ".join(sorted(OPENBLAS_CORE))))
     models = a.models.split(",") if a.models else sorted(zoo())
     rows, raw, isa = [], [], "?"
     for m in models:
@@ -301,13 +311,16 @@ def main():
             # Rounds interleave the engines, so that a busy spell on a shared
             # machine lands on all of them; each engine's figures come from
             # its median round (by p50), p99 and RSS from that same run.
-            runs = {k: [] for k in ["td"] + peers + ["td@%d" % t for t in td_counts]}
+            runs = {k: [] for k in ["td"] + peers + ["td@%d" % t for t in td_counts]
+                    + ["td:" + i for i in td_isas]}
             for _ in range(a.rounds):
                 runs["td"].append(tensord(a.build, m, b, a.threads, a.isa))
                 for k in peers:
                     runs[k].append(peer(k, m, b, a.threads, a.isa))
                 for t in td_counts:
                     runs["td@%d" % t].append(run_td_at(a, m, b, t, runs["td"][-1]))
+                for i in td_isas:
+                    runs["td:" + i].append(tensord(a.build, m, b, a.threads, i))
             for k, v in runs.items():
                 raw += v
                 r[k, b] = sorted(v, key=lambda x: x["p50_us"])[len(v) // 2]
@@ -362,6 +375,20 @@ def main():
                 " | ".join("%.1f" % tp(r[x, 32]) for x in k), tp(r[k[-1], 32]) / tp(r[k[0], 32]),
                 " | ".join("%.2f" % r[x, 1].get("cpu_per_wall", 0) for x in k),
                 " | ".join("%.2f" % r[x, 32].get("cpu_per_wall", 0) for x in k)))
+    if td_isas:
+        print("\ntensord capped at %s beside the main run (%s; same rounds); ratio = main run's "
+              "time ÷ the capped run's (above 1: the main run is slower)\n"
+              % (", ".join(td_isas), isa))
+        print("| model | b1 p50 µs: %s | %s | b1 ratio | b32 inf/s: %s | %s | b32 ratio |"
+              % (isa, " | ".join(td_isas), isa, " | ".join(td_isas)))
+        print("|---|" + "---|" * (2 * len(td_isas) + 2 + 2 * len(td_isas)))
+        for m, r in rows:
+            k = ["td:" + i for i in td_isas]
+            print("| %s | %.0f | %s | %s | %.1f | %s | %s |" % (
+                m, r["td", 1]["p50_us"], " | ".join("%.0f" % r[x, 1]["p50_us"] for x in k),
+                " | ".join("%.2f×" % (r["td", 1]["p50_us"] / r[x, 1]["p50_us"]) for x in k),
+                tp(r["td", 32]), " | ".join("%.1f" % tp(r[x, 32]) for x in k),
+                " | ".join("%.2f×" % (tp(r[x, 32]) / tp(r["td", 32])) for x in k)))
     if "mlp" in models and not a.models_file:
         mlp64 = tensord(a.build, "mlp", 64, a.threads, a.isa)
         gemm = run_child([os.path.join(ROOT, a.build, "bench", "eng_bench"), ZOO_JSON, "mlp",
