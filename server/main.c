@@ -36,6 +36,7 @@
 #include "cfg_platform.h"
 #include "cfg_session.h"
 #include "eng_device.h"
+#include "eng_isa.h"
 #include "eng_threads.h"
 #include "ldr_inspect.h"
 #include "ldr_manager.h"
@@ -244,6 +245,10 @@ int main(int argc, char **argv) {
   int workers = opt.num_workers ? opt.num_workers : inter ? inter : cpu_count();
   td_log_info("Engine: %d worker threads (runs at once), %d threads per op", workers,
               intra ? intra : cpu_count());
+  {
+    char isa[160];
+    td_log_info("%s", eng_isa_describe(isa, sizeof isa));
+  }
 
   cfg_batching batching;
   cfg_batching_defaults(&batching, cpu_count());

@@ -7,7 +7,9 @@
  * RSS and the RSS held after the runs (the loaded version, its plans and
  * their reused buffers), and the CPU time the process used during the
  * timed runs over their wall time (cpu_per_wall: up to THREADS when every
- * thread the engine uses had a core of its own; less on a busy machine).
+ * thread the engine uses had a core of its own; less on a busy machine),
+ * and the kernels' instruction set (eng_isa: CPUID, lowered by the
+ * TENSORD_ENGINE_ISA cap when the environment sets one).
  *
  *   eng_bench ZOO_JSON MODEL BATCH ITERS THREADS [MODE]
  *
@@ -22,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "eng_gemm.h"
+#include "eng_isa.h"
 #include "eng_model.h"
 #include "eng_threads.h"
 #include "ldr_servable.h"
@@ -195,7 +197,7 @@ int main(int argc, char **argv) {
       "\"fused\": %d, \"shape_plan_steps\": %d, \"isa\": \"%s\", \"cpu_per_wall\": %.2f}\n",
       argv[2], batch, threads, lat[iters / 2], lat[(int)(iters * 0.99)], mean, batch * 1e6 / mean,
       load_ms, peak_rss_kb(), rss_kb(), info.steps, info.consts, info.fused_ops,
-      info.shape_plan_steps, eng_gemm_isa_name(), cpu_per_wall);
+      info.shape_plan_steps, eng_isa_name(eng_isa_active()), cpu_per_wall);
   for (int k = 0; k < 16; k++) eng_tensor_release(&in[k]);
   free(lat);
   ldr_servable_unref(sv);

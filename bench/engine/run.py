@@ -6,7 +6,7 @@ models and DIR/large.json).
 
     python3 bench/engine/run.py [--threads N] [--build build] [--models mlp,cnn]
         [--models-file F] [--peers ort,ov,tf] [--iters 1:N,32:M] [--rounds R] [--plot F.png]
-        [--td-threads 1,2] [--warmup W]
+        [--td-threads 1,2] [--warmup W] [--isa avx512|avx2|generic] [--td-isas avx512]
 
 Needs the built build/bench/eng_bench, and a Python with the pins of
 bench/engine/requirements.txt (a virtualenv with --system-site-packages over
@@ -15,6 +15,19 @@ own process, so peak RSS is per engine. Models are converted to ONNX with
 tf2onnx (opset 17) into bench/engine/.onnx/ on first use; OpenVINO reads the
 SavedModel itself (openvino.convert_model). The engine's ISA (chosen by CPUID
 at run time) is printed with the table.
+
+--isa avx2 (or generic, or avx512) caps the instruction set: tensord through
+TENSORD_ENGINE_ISA (and OpenBLAS, which a few of its ops call, through
+OPENBLAS_CORETYPE: Haswell, Prescott or SkylakeX); OpenVINO and TensorFlow
+through oneDNN's ONEDNN_MAX_CPU_ISA (AVX2, SSE41), which OpenVINO's
+convolutions honour but not its own JIT kernels nor the MLAS products of its
+FullyConnected layers: the table's "OpenVINO kernels" column counts its
+compute nodes by the kernel family its execution graph reports.
+onnxruntime's MLAS has no cap and runs the CPU's best (said in the table).
+Without --isa nothing is capped. --td-isas avx512 (a list) also runs tensord
+with its kernels capped at each of those, interleaved in the same rounds, and
+prints a table of each one's figures over the main run's: how the AVX2
+kernels compare with their AVX-512 selves on one machine.
 
 With --rounds R each (model, batch) is measured R times per engine, the
 engines interleaved, and each engine's median round (by p50) is reported.
@@ -46,6 +59,9 @@ ITERS = {1: 400, 32: 40, 64: 100}
 for _kv in filter(None, os.environ.get("TD_BENCH_ITERS", "").split(",")):
     ITERS[int(_kv.split(":")[0])] = int(_kv.split(":")[1])
 PEERS = {"ort": "onnxruntime", "ov": "OpenVINO", "tf": "TensorFlow"}
+# --isa: the caps each engine is given (see the module docstring).
+OPENBLAS_CORE = {"avx512": "SkylakeX", "avx2": "Haswell", "generic": "Prescott"}
+ONEDNN_ISA = {"avx2": "AVX2", "generic": "SSE41"}
 MLP_FLOP = 2 * (784 * 512 + 512 * 512 + 512 * 10)  # per inference
 
 
@@ -177,7 +193,37 @@ def peer_ov(model, batch, threads):
                                                    "INFERENCE_PRECISION_HINT": "f32"})
     req = compiled.create_infer_request()
     feeds = {n: zoo_input(entry["inputs"][a], batch) for n, a in alias_of.items()}
-    return summarize(time_calls(lambda: req.infer(feeds), batch), batch, "openvino", model, threads)
+    r = summarize(time_calls(lambda: req.infer(feeds), batch), batch, "openvino", model, threads)
+    r["isa"] = ov_kernels(compiled)
+    return r
+
+
+def ov_kernels(compiled):
+    """OpenVINO's compute nodes counted by kernel family, from the
+    primitive type its execution graph reports for each (e.g.
+    brgconv_avx2_1x1_f32, jit_avx512_f32, gemm_mlas_f32); nodes without one
+    (constants, reshapes, inputs) are left out."""
+    import collections
+    count = collections.Counter()
+    for op in compiled.get_runtime_model().get_ordered_ops():
+        rt = op.get_rt_info()
+        kind = rt["primitiveType"].astype(str) if "primitiveType" in rt else "unknown"
+        if kind.startswith("unknown"):
+            continue
+        fam = next((f for f in ("avx512", "avx2", "mlas", "sse41", "ref") if f in kind), "other")
+        count[fam] += 1
+    return " ".join("%s×%d" % kv for kv in count.most_common())
+
+
+def capped_env(isa, **extra):
+    """The environment of a child run under --isa (None: uncapped)."""
+    env = dict(os.environ, **extra)
+    if isa:
+        env["TENSORD_ENGINE_ISA"] = isa
+        env["OPENBLAS_CORETYPE"] = OPENBLAS_CORE[isa]
+        if isa in ONEDNN_ISA:
+            env["ONEDNN_MAX_CPU_ISA"] = ONEDNN_ISA[isa]
+    return env
 
 
 def run_child(args, env=None):
@@ -185,7 +231,7 @@ def run_child(args, env=None):
     return json.loads(out.strip().splitlines()[-1])
 
 
-def tensord(build, model, batch, threads):
+def tensord(build, model, batch, threads, isa=None):
     # OpenBLAS starts its worker threads when the library loads, before
     # eng_bench can lower the count, and each spins for a while before it
     # sleeps; in a server that has run for a second they sleep, in a run this
@@ -193,7 +239,7 @@ def tensord(build, model, batch, threads):
     # runs for this box's cores. The engine keeps OpenBLAS at one thread
     # (its own pool splits the work, eng_pool.h); the env says so before
     # they start.
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    env = capped_env(isa, OPENBLAS_NUM_THREADS="1")
     return run_child([os.path.join(ROOT, build, "bench", "eng_bench"),
                       os.environ.get("TD_BENCH_MODELS", ZOO_JSON), model,
                       str(batch), str(ITERS.get(batch, 100)), str(threads)], env)
@@ -202,12 +248,12 @@ def tensord(build, model, batch, threads):
 def run_td_at(a, model, batch, threads, same):
     """tensord at `threads`, or the round's main tensord run when that is
     the count it ran at."""
-    return same if threads == a.threads else tensord(a.build, model, batch, threads)
+    return same if threads == a.threads else tensord(a.build, model, batch, threads, a.isa)
 
 
-def peer(kind, model, batch, threads):
+def peer(kind, model, batch, threads, isa=None):
     return run_child([sys.executable, os.path.abspath(__file__), "--child", kind, model,
-                      str(batch), str(threads)])
+                      str(batch), str(threads)], capped_env(isa))
 
 
 CHILD = {"tf": peer_tf, "ort": peer_ort, "ov": peer_ov}
@@ -232,6 +278,11 @@ def main():
     ap.add_argument("--td-threads", default="",
                     help="also run tensord at these intra-op thread counts (e.g. 1,2) and print "
                     "their speed-ups")
+    ap.add_argument("--isa", choices=sorted(OPENBLAS_CORE),
+                    help="cap the instruction set of tensord and, where they allow it, the peers")
+    ap.add_argument("--td-isas", default="",
+                    help="also run tensord capped at these instruction sets (e.g. avx512) and "
+                    "print their figures beside the main run's")
     ap.add_argument("--child", nargs=4)
     a = ap.parse_args()
     if a.models_file:
@@ -248,6 +299,10 @@ def main():
         return
     peers = [k for k in a.peers.split(",") if k]
     td_counts = sorted({int(t) for t in a.td_threads.split(",") if t})
+    td_isas = [i for i in a.td_isas.split(",") if i]
+    for i in td_isas:
+        if i not in OPENBLAS_CORE:
+            ap.error("--td-isas: %s is not one of %s" % (i, ", ".join(sorted(OPENBLAS_CORE))))
     models = a.models.split(",") if a.models else sorted(zoo())
     rows, raw, isa = [], [], "?"
     for m in models:
@@ -256,13 +311,16 @@ def main():
             # Rounds interleave the engines, so that a busy spell on a shared
             # machine lands on all of them; each engine's figures come from
             # its median round (by p50), p99 and RSS from that same run.
-            runs = {k: [] for k in ["td"] + peers + ["td@%d" % t for t in td_counts]}
+            runs = {k: [] for k in ["td"] + peers + ["td@%d" % t for t in td_counts]
+                    + ["td:" + i for i in td_isas]}
             for _ in range(a.rounds):
-                runs["td"].append(tensord(a.build, m, b, a.threads))
+                runs["td"].append(tensord(a.build, m, b, a.threads, a.isa))
                 for k in peers:
-                    runs[k].append(peer(k, m, b, a.threads))
+                    runs[k].append(peer(k, m, b, a.threads, a.isa))
                 for t in td_counts:
                     runs["td@%d" % t].append(run_td_at(a, m, b, t, runs["td"][-1]))
+                for i in td_isas:
+                    runs["td:" + i].append(tensord(a.build, m, b, a.threads, i))
             for k, v in runs.items():
                 raw += v
                 r[k, b] = sorted(v, key=lambda x: x["p50_us"])[len(v) // 2]
@@ -273,12 +331,21 @@ def main():
     held = lambda x: x.get("rss_kb", 0) / 1024  # noqa: E731
     tp = lambda x: x["batch"] * 1e6 / x["p50_us"]  # noqa: E731
     print("threads: %d (intra-op, all engines); engine ISA: %s; latency in µs, throughput in "
-          "inferences/s\n" % (a.threads, isa))
+          "inferences/s" % (a.threads, isa))
+    print("ISA cap (--isa): %s; tensord ran %s%s%s%s\n" % (
+        a.isa or "none", isa,
+        "; onnxruntime: MLAS, no cap (the CPU's best)" if "ort" in peers else "",
+        "; OpenVINO: %s, kernels per model below" % (
+            "ONEDNN_MAX_CPU_ISA=" + ONEDNN_ISA[a.isa] if a.isa in ONEDNN_ISA else "no cap")
+        if "ov" in peers else "",
+        "; TensorFlow: %s" % ("oneDNN capped, Eigen not" if a.isa in ONEDNN_ISA else "no cap")
+        if "tf" in peers else ""))
     names = ["tensord"] + [PEERS[k] for k in peers]
     print("| model | b1 p50 / p99: " + " | ".join(names) + " | b1 vs best peer | b32 inf/s: "
           + " | ".join(names) + " | b32 vs best peer | peak RSS MiB: " + " / ".join(names)
-          + " | RSS held MiB: " + " / ".join(names) + " | load ms |")
-    print("|---|" + "---|" * (2 * len(names) + 5))
+          + " | RSS held MiB: " + " / ".join(names) + " | load ms |"
+          + (" OpenVINO kernels |" if "ov" in peers else ""))
+    print("|---|" + "---|" * (2 * len(names) + 5 + ("ov" in peers)))
     for m, r in rows:
         keys = ["td"] + peers
         b1 = " | ".join("%.0f / %.0f" % (r[k, 1]["p50_us"], r[k, 1]["p99_us"]) for k in keys)
@@ -287,9 +354,10 @@ def main():
         best32 = max(tp(r[k, 32]) for k in peers) if peers else float("nan")
         rss = " / ".join("%.0f" % max(mib(r[k, 1]), mib(r[k, 32])) for k in keys)
         kept = " / ".join("%.0f" % held(r[k, 1]) for k in keys)
-        print("| %s | %s | %.2f× | %s | %.2f× | %s | %s | %.0f |" % (
+        print("| %s | %s | %.2f× | %s | %.2f× | %s | %s | %.0f |%s" % (
             m, b1, r["td", 1]["p50_us"] / best1, b32, tp(r["td", 32]) / best32, rss, kept,
-            r["td", 1].get("load_ms", float("nan"))))
+            r["td", 1].get("load_ms", float("nan")),
+            " %s |" % r["ov", 1].get("isa", "?") if "ov" in peers else ""))
     if len(td_counts) > 1:
         lo, hi = td_counts[0], td_counts[-1]
         print("\ntensord at %s threads (same rounds); speed-up = %d threads ÷ %d thread(s); "
@@ -307,10 +375,24 @@ def main():
                 " | ".join("%.1f" % tp(r[x, 32]) for x in k), tp(r[k[-1], 32]) / tp(r[k[0], 32]),
                 " | ".join("%.2f" % r[x, 1].get("cpu_per_wall", 0) for x in k),
                 " | ".join("%.2f" % r[x, 32].get("cpu_per_wall", 0) for x in k)))
+    if td_isas:
+        print("\ntensord capped at %s beside the main run (%s; same rounds); ratio = main run's "
+              "time ÷ the capped run's (above 1: the main run is slower)\n"
+              % (", ".join(td_isas), isa))
+        print("| model | b1 p50 µs: %s | %s | b1 ratio | b32 inf/s: %s | %s | b32 ratio |"
+              % (isa, " | ".join(td_isas), isa, " | ".join(td_isas)))
+        print("|---|" + "---|" * (2 * len(td_isas) + 2 + 2 * len(td_isas)))
+        for m, r in rows:
+            k = ["td:" + i for i in td_isas]
+            print("| %s | %.0f | %s | %s | %.1f | %s | %s |" % (
+                m, r["td", 1]["p50_us"], " | ".join("%.0f" % r[x, 1]["p50_us"] for x in k),
+                " | ".join("%.2f×" % (r["td", 1]["p50_us"] / r[x, 1]["p50_us"]) for x in k),
+                tp(r["td", 32]), " | ".join("%.1f" % tp(r[x, 32]) for x in k),
+                " | ".join("%.2f×" % (tp(r[x, 32]) / tp(r["td", 32])) for x in k)))
     if "mlp" in models and not a.models_file:
-        mlp64 = tensord(a.build, "mlp", 64, a.threads)
+        mlp64 = tensord(a.build, "mlp", 64, a.threads, a.isa)
         gemm = run_child([os.path.join(ROOT, a.build, "bench", "eng_bench"), ZOO_JSON, "mlp",
-                          "1", "1", str(a.threads), "sgemm"])
+                          "1", "1", str(a.threads), "sgemm"], capped_env(a.isa))
         raw += [mlp64, gemm]
         gf = MLP_FLOP * 64 / mlp64["p50_us"] / 1e3
         print("\nMLP batch 64: %.1f GFLOP/s (%.0f µs); OpenBLAS sgemm 2048^3: %.1f GFLOP/s; "

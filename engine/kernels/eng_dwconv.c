@@ -1,13 +1,12 @@
 /* Depthwise convolution: one vector kernel written once (eng_dwconv_body.h)
  * and instantiated for AVX-512 and AVX2+FMA, plus a scalar loop in the same
- * summation order for other CPUs. The instruction set is looked up once. */
+ * summation order for the generic case. The instruction set is eng_isa's. */
 #include "eng_dwconv.h"
 
 #include <immintrin.h>
 #include <math.h>
-#include <stdatomic.h>
-#include <string.h>
 
+#include "eng_isa.h"
 #include "eng_pool.h"
 #include "eng_vmath.h"
 
@@ -140,11 +139,15 @@ static void dw_scalar(const eng_conv_geom *g, const float *x, const float *f, fl
 typedef void (*dw_fn)(const eng_conv_geom *, const float *, const float *, float *,
                       const eng_gemm_epi *, int64_t, int64_t);
 
-static dw_fn pick(void) {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return dw_512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return dw_256;
-  return dw_scalar;
+static dw_fn pick(eng_isa isa) {
+  switch (isa) {
+    case ENG_ISA_AVX512:
+      return dw_512;
+    case ENG_ISA_AVX2:
+      return dw_256;
+    default:
+      return dw_scalar;
+  }
 }
 
 /* One call, as the pool's chunks see it: chunk i is output rows
@@ -185,24 +188,12 @@ static void dispatch(dw_fn fn, const eng_conv_geom *g, const float *x, const flo
 
 void eng_dwconv_run(const eng_conv_geom *g, const float *x, const float *f, float *y,
                     const eng_gemm_epi *epi) {
-  static _Atomic(dw_fn) chosen; /* racing first calls store the same pointer */
-  dw_fn fn = atomic_load_explicit(&chosen, memory_order_relaxed);
-  if (!fn) {
-    fn = pick();
-    atomic_store_explicit(&chosen, fn, memory_order_relaxed);
-  }
-  dispatch(fn, g, x, f, y, epi);
+  dispatch(pick(eng_isa_active()), g, x, f, y, epi);
 }
 
-bool eng_dwconv_run_isa(const char *isa, const eng_conv_geom *g, const float *x, const float *f,
+bool eng_dwconv_run_isa(eng_isa isa, const eng_conv_geom *g, const float *x, const float *f,
                         float *y, const eng_gemm_epi *epi) {
-  __builtin_cpu_init();
-  dw_fn fn = NULL;
-  if (!strcmp(isa, "avx512") && __builtin_cpu_supports("avx512f")) fn = dw_512;
-  if (!strcmp(isa, "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    fn = dw_256;
-  if (!strcmp(isa, "scalar")) fn = dw_scalar;
-  if (!fn) return false;
-  dispatch(fn, g, x, f, y, epi);
+  if (!eng_isa_allows(isa)) return false;
+  dispatch(pick(isa), g, x, f, y, epi);
   return true;
 }

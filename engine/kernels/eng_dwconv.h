@@ -13,8 +13,8 @@
  * reaches into the padding take a per-pixel path that visits only the valid
  * taps. Every output sums its valid taps in tap
  * order (row-major over the window) starting from zero, whichever path
- * computes it. AVX-512 and AVX2+FMA are picked at run time, with a scalar
- * fallback; channel counts that are not a multiple of the vector width use
+ * computes it. AVX-512 and AVX2+FMA are picked at run time (eng_isa_active),
+ * with a scalar loop for generic; channel counts that are not a multiple of the vector width use
  * masked loads and stores.
  *
  * Large calls split their output rows over the engine's thread pool
@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "eng_gemm.h"
+#include "eng_isa.h"
 
 /* Geometry of a 2-D window over an NHWC input, resolved (TF's rules for
  * SAME / VALID / EXPLICIT already applied by the caller). */
@@ -46,9 +47,10 @@ typedef struct eng_conv_geom {
 void eng_dwconv_run(const eng_conv_geom *g, const float *x, const float *f, float *y,
                     const eng_gemm_epi *epi);
 
-/* The same on a named code path ("avx512", "avx2" or "scalar"), so tests
- * can reach each one; false (y untouched) when this CPU cannot run it. */
-bool eng_dwconv_run_isa(const char *isa, const eng_conv_geom *g, const float *x, const float *f,
+/* The same on a given instruction set's code path (ENG_ISA_GENERIC: the
+ * scalar loop), so tests can reach each one; false (y untouched) where
+ * eng_isa_allows(isa) is false. */
+bool eng_dwconv_run_isa(eng_isa isa, const eng_conv_geom *g, const float *x, const float *f,
                         float *y, const eng_gemm_epi *epi);
 
 #endif

@@ -23,10 +23,9 @@
 #include <string.h>
 #include <threads.h>
 
+#include "eng_isa.h"
 #include "eng_pool.h"
 #include "eng_vmath.h"
-
-enum { ISA_NONE, ISA_AVX2, ISA_AVX512 };
 
 #define MAX_PANEL_KINDS 4
 enum { P512_32, P512_16, P256_16, P256_8 };
@@ -43,30 +42,17 @@ struct eng_packed {
 
 static const int64_t kind_nr[MAX_PANEL_KINDS] = {32, 16, 16, 8};
 
-static int isa(void) {
-  static int cached = -1;
-  if (cached >= 0) return cached;
-  __builtin_cpu_init();
-  int v = ISA_NONE;
-  if (__builtin_cpu_supports("avx512f"))
-    v = ISA_AVX512;
-  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    v = ISA_AVX2;
-  cached = v;
-  return v;
-}
-
 /* Splits n columns into panels: full-width ones, then the remainder r in a
  * masked full-width panel when it nearly fills one, else in a half-width
  * panel and/or an 8-wide one. Returns the count; fills kind[] when given. */
 static int64_t split_panels(int v, int64_t n, int *kind) {
-  int full = v == ISA_AVX512 ? P512_32 : P256_16, half = v == ISA_AVX512 ? P512_16 : P256_8;
+  int full = v == ENG_ISA_AVX512 ? P512_32 : P256_16, half = v == ENG_ISA_AVX512 ? P512_16 : P256_8;
   int64_t w = kind_nr[full], cnt = 0, r = n % w;
   for (int64_t i = 0; i < n / w; i++) {
     if (kind) kind[cnt] = full;
     cnt++;
   }
-  if (v == ISA_AVX512) {
+  if (v == ENG_ISA_AVX512) {
     if (r > 24) {
       if (kind) kind[cnt] = full;
       cnt++;
@@ -99,15 +85,13 @@ static eng_packed *pack(int v, const float *b, int64_t k, int64_t n, bool trans_
 
 eng_packed *eng_gemm_pack_scaled(const float *b, int64_t k, int64_t n, bool trans_b,
                                  const float *scale, int64_t nscale) {
-  return pack(isa(), b, k, n, trans_b, scale, nscale);
+  return pack(eng_isa_active(), b, k, n, trans_b, scale, nscale);
 }
 
-eng_packed *eng_gemm_pack_isa(const char *name, const float *b, int64_t k, int64_t n,
-                              bool trans_b, const float *scale, int64_t nscale) {
-  int have = isa(), v = ISA_NONE;
-  if (!strcmp(name, "avx512") && have == ISA_AVX512) v = ISA_AVX512;
-  if (!strcmp(name, "avx2") && have != ISA_NONE) v = ISA_AVX2; /* AVX-512 CPUs have AVX2 */
-  return v == ISA_NONE ? NULL : pack(v, b, k, n, trans_b, scale, nscale);
+eng_packed *eng_gemm_pack_isa(eng_isa want, const float *b, int64_t k, int64_t n, bool trans_b,
+                              const float *scale, int64_t nscale) {
+  /* pack refuses ENG_ISA_GENERIC: there is no generic packed kernel. */
+  return eng_isa_allows(want) ? pack(want, b, k, n, trans_b, scale, nscale) : NULL;
 }
 
 /* Lays out the panels of a k x n matrix in p (p->panels sized by the
@@ -161,7 +145,7 @@ static void fill(eng_packed *p, const float *b, int64_t ldb, bool trans_b, const
 static eng_packed *pack(int v, const float *b, int64_t k, int64_t n, bool trans_b,
                         const float *scale, int64_t nscale) {
   if (scale && nscale != 1 && nscale != n) return NULL;
-  if (v == ISA_NONE || k <= 0 || n <= 0 || k > (1 << 24) || n > (1 << 24)) return NULL;
+  if (v == ENG_ISA_GENERIC || k <= 0 || n <= 0 || k > (1 << 24) || n > (1 << 24)) return NULL;
   eng_packed *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   p->prescaled = scale != NULL;
@@ -539,10 +523,11 @@ static void fill_chunk(void *arg, int64_t i) {
 
 bool eng_gemm_dynamic(const float *a, int64_t lda, int64_t m, const float *b, int64_t ldb,
                       bool trans_b, int64_t k, int64_t n, float *c, int64_t ldc) {
-  int v = isa();
-  if (v == ISA_NONE || m <= 0 || k <= 0 || n <= 0 || k > (1 << 24) || n > (1 << 24)) return false;
+  int v = eng_isa_active();
+  if (v == ENG_ISA_GENERIC || m <= 0 || k <= 0 || n <= 0 || k > (1 << 24) || n > (1 << 24))
+    return false;
   int64_t panels = split_panels(v, n, NULL), floats = 0;
-  for (int64_t cols = 0, w = kind_nr[v == ISA_AVX512 ? P512_32 : P256_16]; cols < n; cols += w)
+  for (int64_t cols = 0, w = kind_nr[v == ENG_ISA_AVX512 ? P512_32 : P256_16]; cols < n; cols += w)
     floats += k * w; /* an upper bound: every panel as wide as the widest */
   eng_packed *p = dyn_get(panels, floats);
   if (!p) return false;
@@ -557,9 +542,4 @@ bool eng_gemm_dynamic(const float *a, int64_t lda, int64_t m, const float *b, in
   }
   run(a, lda, NULL, m, 1, 0, k, p, c, ldc, NULL);
   return true;
-}
-
-const char *eng_gemm_isa_name(void) {
-  int v = isa();
-  return v == ISA_AVX512 ? "avx512" : v == ISA_AVX2 ? "avx2" : "generic";
 }

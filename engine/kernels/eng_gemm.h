@@ -8,8 +8,9 @@
  * L1. Panels are 32 columns wide (AVX-512) or 16 (AVX2), and the last
  * columns go to a 16- and/or 8-wide panel, so that layers with few output
  * channels (8, 24, 48) are not computed mostly on padding. AVX-512 and
- * AVX2+FMA kernels are chosen at run time; on CPUs with neither,
- * eng_gemm_pack returns NULL and callers keep using BLAS.
+ * AVX2+FMA kernels are chosen at run time (eng_isa_active: CPUID lowered by
+ * the TENSORD_ENGINE_ISA cap); where neither is allowed, eng_gemm_pack
+ * returns NULL and callers keep using BLAS.
  *
  * Each element of C is the sum over k in order, from zero, of one FMA per
  * term, whatever the panel width or entry point.
@@ -27,10 +28,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "eng_isa.h"
+
 typedef struct eng_packed eng_packed;
 
-/* Packs B ([k,n] row-major, or [n,k] when trans_b). NULL when the CPU has no
- * supported vector unit or memory is short. */
+/* Packs B ([k,n] row-major, or [n,k] when trans_b). NULL when the active
+ * instruction set is generic or memory is short. */
 eng_packed *eng_gemm_pack(const float *b, int64_t k, int64_t n, bool trans_b);
 /* The same with every column j of B multiplied by scale[j] (scale[0] for
  * all when nscale is 1) as it is packed: a per-channel multiply that would
@@ -41,11 +44,12 @@ eng_packed *eng_gemm_pack(const float *b, int64_t k, int64_t n, bool trans_b);
 eng_packed *eng_gemm_pack_scaled(const float *b, int64_t k, int64_t n, bool trans_b,
                                  const float *scale, int64_t nscale);
 bool eng_gemm_prescaled(const eng_packed *p);
-/* eng_gemm_pack_scaled for a named instruction set ("avx512" or "avx2"),
- * so that tests reach the kernels of both on one CPU; NULL when this CPU
- * lacks it. */
-eng_packed *eng_gemm_pack_isa(const char *isa, const float *b, int64_t k, int64_t n,
-                              bool trans_b, const float *scale, int64_t nscale);
+/* eng_gemm_pack_scaled for a given instruction set (ENG_ISA_AVX512 or
+ * ENG_ISA_AVX2), so that tests reach the kernels of both on one CPU; NULL
+ * for ENG_ISA_GENERIC and where eng_isa_allows(isa) is false (the CPU lacks
+ * it, or the cap forbids it). */
+eng_packed *eng_gemm_pack_isa(eng_isa isa, const float *b, int64_t k, int64_t n, bool trans_b,
+                              const float *scale, int64_t nscale);
 void eng_gemm_free(eng_packed *p);
 int64_t eng_gemm_k(const eng_packed *p);
 int64_t eng_gemm_n(const eng_packed *p);
@@ -85,13 +89,9 @@ void eng_gemm_run_rows(const float *const *rows, int64_t m, int64_t nseg, int64_
  * far, freed when the thread exits; a pool helper running the call as a
  * chunk keeps one too, for the life of the process), then
  * multiplied as eng_gemm_run does, with the same summation order. Returns
- * false, C untouched, when the CPU has no supported vector unit or memory
+ * false, C untouched, when the active instruction set is generic or memory
  * is short: the caller then uses BLAS. */
 bool eng_gemm_dynamic(const float *a, int64_t lda, int64_t m, const float *b, int64_t ldb,
                       bool trans_b, int64_t k, int64_t n, float *c, int64_t ldc);
-
-/* The instruction set the kernels chose on this CPU at run time: "avx512",
- * "avx2" (with FMA), or "generic". */
-const char *eng_gemm_isa_name(void);
 
 #endif

@@ -13,6 +13,7 @@
 
 #include "eng_dwconv.h"
 #include "eng_gemm.h"
+#include "eng_isa.h"
 #include "eng_kernels.h"
 #include "eng_model.h"
 #include "eng_pool.h"
@@ -538,7 +539,7 @@ static td_code pool(eng_kctx *c, bool is_max) {
   geom g;
   if ((rc = get_geom(c, x, k[1], k[2], &g))) return rc;
   if ((rc = out_nhwc(c, &g, g.c, false))) return rc;
-  bool avx2 = __builtin_cpu_supports("avx2");
+  bool avx2 = eng_isa_allows(ENG_ISA_AVX2);
   const float *xd = eng_tensor_data(x);
   float *y = eng_tensor_data(&c->out[0]);
   for (int64_t n = 0; n < g.n; n++)

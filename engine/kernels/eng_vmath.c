@@ -6,8 +6,9 @@
 
 #include <immintrin.h>
 #include <math.h>
-#include <stdatomic.h>
 #include <string.h>
+
+#include "eng_isa.h"
 
 /* The target attributes say which registers carry the vectors; clang
  * refuses a vector-ABI declaration without them. */
@@ -23,20 +24,6 @@ V256 _ZGVdN8v_expf(__m256);
 V256 _ZGVdN8v_tanhf(__m256);
 #undef V512
 #undef V256
-
-enum { ISA_UNKNOWN, ISA_NONE, ISA_AVX2, ISA_AVX512 };
-
-static int isa(void) {
-  static atomic_int cached; /* racing first calls store the same value */
-  int v = atomic_load_explicit(&cached, memory_order_relaxed);
-  if (v != ISA_UNKNOWN) return v;
-  __builtin_cpu_init();
-  v = __builtin_cpu_supports("avx512f")                                         ? ISA_AVX512
-      : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? ISA_AVX2
-                                                                        : ISA_NONE;
-  atomic_store_explicit(&cached, v, memory_order_relaxed);
-  return v;
-}
 
 typedef __m512 (*f512)(__m512);
 typedef __m256 (*f256)(__m256);
@@ -61,14 +48,18 @@ __attribute__((target("avx2,fma"))) static void map256(f256 f, const float *x, f
   }
 }
 
-#define VMATH(NAME, LIBM, V512, V256)                                      \
-  void NAME(const float *x, float *y, int64_t n) {                         \
-    switch (isa()) {                                                       \
-      case ISA_AVX512: map512(V512, x, y, n); return;                     \
-      case ISA_AVX2: map256(V256, x, y, n); return;                       \
-      default:                                                             \
-        for (int64_t i = 0; i < n; i++) y[i] = LIBM(x[i]);                 \
-    }                                                                      \
+#define VMATH(NAME, LIBM, V512, V256)                      \
+  void NAME(const float *x, float *y, int64_t n) {         \
+    switch (eng_isa_active()) {                            \
+      case ENG_ISA_AVX512:                                 \
+        map512(V512, x, y, n);                             \
+        return;                                            \
+      case ENG_ISA_AVX2:                                   \
+        map256(V256, x, y, n);                             \
+        return;                                            \
+      default:                                             \
+        for (int64_t i = 0; i < n; i++) y[i] = LIBM(x[i]); \
+    }                                                      \
   }
 
 VMATH(eng_vmath_erf, erff, _ZGVeN16v_erff, _ZGVdN8v_erff)
@@ -180,7 +171,7 @@ __attribute__((target("avx512f"))) static void softmax512(const float *x, float 
 
 void eng_vmath_softmax(const float *x, float *y, int64_t rows, int64_t d, bool log) {
   if (d <= 0) return;
-  if (isa() == ISA_AVX512) {
+  if (eng_isa_active() == ENG_ISA_AVX512) {
     softmax512(x, y, rows, d, log);
     return;
   }

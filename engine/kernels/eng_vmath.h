@@ -4,9 +4,9 @@
  *
  * The vector bodies are glibc's libmvec (x86-64 glibc 2.35 and later; -lm
  * already brings it in as needed), reached through its vector-function ABI
- * names: AVX-512 (16 floats) or AVX2 (8 floats) chosen once at run time, the
- * last partial vector through a zero-padded copy, and plain libm on CPUs
- * with neither. libmvec documents at most 4 ulp of error for these (libm's
+ * names: AVX-512 (16 floats) or AVX2 (8 floats) as eng_isa_active says, the
+ * last partial vector through a zero-padded copy, and plain libm where it
+ * says generic. libmvec documents at most 4 ulp of error for these (libm's
  * scalar versions: 1 to 2), well inside the 1e-5 relative bound the op tests
  * and the zoo's 1e-4 hold the engine to.
  *

@@ -117,7 +117,7 @@ START_TEST(dwconv_same_bits) {
                                   .ow = 23,
                                   .pt = 0,
                                   .pl = 0}};
-  const char *isas[] = {"avx512", "avx2", "scalar"};
+  const eng_isa isas[] = {ENG_ISA_AVX512, ENG_ISA_AVX2, ENG_ISA_GENERIC};
   for (size_t gi = 0; gi < sizeof geoms / sizeof *geoms; gi++) {
     const eng_conv_geom *g = &geoms[gi];
     int64_t nx = g->n * g->h * g->w * g->c, ny = g->n * g->oh * g->ow * g->c;
@@ -132,7 +132,8 @@ START_TEST(dwconv_same_bits) {
         memset(got, 0xff, sizeof *got * (size_t)ny);
         ck_assert(eng_dwconv_run_isa(isas[ii], g, x, f, got, &epi));
         ck_assert_msg(!memcmp(want, got, sizeof *got * (size_t)ny),
-                      "depthwise %zu on %s differs at %d threads", gi, isas[ii], counts[t]);
+                      "depthwise %zu on %s differs at %d threads", gi, eng_isa_name(isas[ii]),
+                      counts[t]);
       }
     }
     free(x), free(f), free(bias), free(want), free(got);

@@ -1,4 +1,4 @@
-/* eng_dwconv: every code path (AVX-512, AVX2, scalar; those this CPU has)
+/* eng_dwconv: every code path (AVX-512, AVX2, scalar; those eng_isa allows)
  * against a plain loop in double, over odd image sizes, batch 1 and 2,
  * channel counts around the vector widths, 1x1 / 3x3 / 5x5 / 2x3 windows,
  * strides 1 and 2, dilation 2, SAME / VALID / asymmetric padding, rows
@@ -22,7 +22,7 @@ static void same(int64_t in, int64_t k, int64_t s, int64_t d, int64_t *out, int6
   *before = total > 0 ? total / 2 : 0;
 }
 
-static void check_case(const char *isa, int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh,
+static void check_case(eng_isa isa, int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh,
                        int64_t kw, int64_t s, int64_t d, int pad, bool with_epi) {
   eng_conv_geom g = {.n = n, .h = h, .w = w, .c = c, .kh = kh, .kw = kw, .sh = s, .sw = s,
                      .dh = d, .dw = d};
@@ -67,7 +67,7 @@ static void check_case(const char *isa, int64_t n, int64_t h, int64_t w, int64_t
           ck_assert_msg(fabs(got - want) <= 1e-5 * (1 + fabs(want)),
                         "%s n%lld %lldx%lld c%lld k%lldx%lld s%lld d%lld pad%d epi%d: "
                         "y[%lld,%lld,%lld,%lld] = %g, want %g",
-                        isa, (long long)n, (long long)h, (long long)w, (long long)c,
+                        eng_isa_name(isa), (long long)n, (long long)h, (long long)w, (long long)c,
                         (long long)kh, (long long)kw, (long long)s, (long long)d, pad, with_epi,
                         (long long)b, (long long)oh, (long long)ow, (long long)ch, got, want);
         }
@@ -79,7 +79,7 @@ out:
 }
 
 START_TEST(matches_naive) {
-  static const char *isas[] = {"avx512", "avx2", "scalar"};
+  static const eng_isa isas[] = {ENG_ISA_AVX512, ENG_ISA_AVX2, ENG_ISA_GENERIC};
   const int64_t cs[] = {1, 3, 8, 16, 17, 40};
   const int64_t wins[][2] = {{3, 3}, {1, 1}, {5, 5}, {2, 3}};
   int cases = 0;
@@ -103,10 +103,10 @@ START_TEST(matches_naive) {
     }
   /* A row just wide enough for one group of eight interior pixels, and a
    * tiny image where no pixel is interior. */
-  check_case("avx512", 1, 3, 10, 16, 3, 3, 1, 1, 1, true);
-  check_case("avx2", 1, 3, 10, 16, 3, 3, 1, 1, 1, true);
-  check_case("avx512", 1, 2, 2, 5, 3, 3, 1, 1, 1, false);
-  check_case("avx2", 1, 2, 2, 5, 3, 3, 1, 1, 1, false);
+  check_case(ENG_ISA_AVX512, 1, 3, 10, 16, 3, 3, 1, 1, 1, true);
+  check_case(ENG_ISA_AVX2, 1, 3, 10, 16, 3, 3, 1, 1, 1, true);
+  check_case(ENG_ISA_AVX512, 1, 2, 2, 5, 3, 3, 1, 1, 1, false);
+  check_case(ENG_ISA_AVX2, 1, 2, 2, 5, 3, 3, 1, 1, 1, false);
   ck_assert_int_gt(cases, 0);
 }
 END_TEST
