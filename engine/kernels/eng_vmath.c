@@ -91,7 +91,7 @@ __attribute__((target("avx512f"))) static __m256 sigmoid8_512(__m256 x) {
 }
 
 __attribute__((target("avx2,fma"))) __m256 eng_vmath_sigmoid8(__m256 x) {
-  return isa() == ISA_AVX512 ? sigmoid8_512(x) : sigmoid256(x);
+  return eng_isa_active() == ENG_ISA_AVX512 ? sigmoid8_512(x) : sigmoid256(x);
 }
 
 VMATH(eng_vmath_sigmoid, sigmoidf, sigmoid512, sigmoid256)
@@ -121,11 +121,11 @@ __attribute__((target("avx2,fma"))) static void powi256(const float *x, float *y
 static void powi_plain(const float *x, float *y, int64_t n, int e) { POWI_LOOPS }
 
 void eng_vmath_powi(const float *x, float *y, int64_t n, int e) {
-  switch (isa()) {
-    case ISA_AVX512:
+  switch (eng_isa_active()) {
+    case ENG_ISA_AVX512:
       powi512(x, y, n, e);
       return;
-    case ISA_AVX2:
+    case ENG_ISA_AVX2:
       powi256(x, y, n, e);
       return;
     default:

@@ -175,7 +175,7 @@ START_TEST(kernels_match_vmath_sigmoid) {
   eng_tensor a = filled(2, (int64_t[]){M, K}, 1, 0.7f), b = filled(2, (int64_t[]){K, N}, 2, 0.7f);
   float want[M * N], got[M * N], sg[M * N];
   eng_gemm_epi swish = {.n = 1, .op = {{.kind = ENG_GEMM_SWISH, .s = 1.0f}}};
-  const char *isas[] = {"avx512", "avx2"};
+  const eng_isa isas[] = {ENG_ISA_AVX512, ENG_ISA_AVX2};
   for (int i = 0; i < 2; i++) {
     eng_packed *pk = eng_gemm_pack_isa(isas[i], eng_tensor_data(&b), K, N, false, NULL, 0);
     if (!pk) continue;
@@ -183,7 +183,7 @@ START_TEST(kernels_match_vmath_sigmoid) {
     eng_vmath_sigmoid(want, sg, M * N);
     for (int j = 0; j < M * N; j++) want[j] = want[j] * sg[j];
     eng_gemm_run(eng_tensor_data(&a), K, M, pk, got, N, &swish);
-    ck_assert_msg(!memcmp(want, got, sizeof want), "gemm %s", isas[i]);
+    ck_assert_msg(!memcmp(want, got, sizeof want), "gemm %s", eng_isa_name(isas[i]));
     eng_gemm_free(pk);
   }
   eng_conv_geom g = {.n = 1,
@@ -202,7 +202,7 @@ START_TEST(kernels_match_vmath_sigmoid) {
                      .pl = 1};
   eng_tensor x = filled(4, (int64_t[]){1, 5, 9, 19}, 3, 1.0f);
   eng_tensor f = filled(3, (int64_t[]){3, 3, 19}, 4, 0.3f);
-  const char *dw_isas[] = {"avx512", "avx2", "scalar"};
+  const eng_isa dw_isas[] = {ENG_ISA_AVX512, ENG_ISA_AVX2, ENG_ISA_GENERIC};
   for (int i = 0; i < 3; i++) {
     if (!eng_dwconv_run_isa(dw_isas[i], &g, eng_tensor_data(&x), eng_tensor_data(&f), want, NULL))
       continue;
@@ -210,7 +210,7 @@ START_TEST(kernels_match_vmath_sigmoid) {
     for (int j = 0; j < 5 * 9 * 19; j++) want[j] = want[j] * sg[j];
     ck_assert(
         eng_dwconv_run_isa(dw_isas[i], &g, eng_tensor_data(&x), eng_tensor_data(&f), got, &swish));
-    ck_assert_msg(!memcmp(want, got, sizeof(float) * 5 * 9 * 19), "depthwise %s", dw_isas[i]);
+    ck_assert_msg(!memcmp(want, got, sizeof(float) * 5 * 9 * 19), "depthwise %s", eng_isa_name(dw_isas[i]));
   }
   eng_tensor_release(&a);
   eng_tensor_release(&b);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "eng_einsum.h"
+#include "eng_isa.h"
 #include "eng_gemm.h"
 #include "eng_graph.h"
 #include "eng_kernels.h"
@@ -142,7 +143,7 @@ static void packed_case(const char *eq, int ra, const int64_t *da, int rb, const
   eng_tensor w = filled(rb, db, 2);
   eng_model *mk, *mf;
   eng_plan *pk = einsum_plan(eq, &w, true, &mk), *pf = einsum_plan(eq, &w, false, &mf);
-  bool packs = strcmp(eng_gemm_isa_name(), "generic") != 0;
+  bool packs = eng_isa_active() != ENG_ISA_GENERIC;
   ck_assert_int_eq(eng_model_weight_stats(mk).packed_bytes > 0, packs);
   int64_t d[ENG_MAX_RANK];
   memcpy(d, da, sizeof *d * (size_t)ra);
