@@ -3,8 +3,10 @@
  * fixed inputs: the packed GEMM (plain, row pointers with segments, the
  * fused epilogue, B packed per call), depthwise convolution on every code
  * path, and the Conv2D, DepthwiseConv2dNative, MatMul, BatchMatMulV2,
- * Einsum, Pow and elementwise arithmetic kernels at sizes that take each of
- * their split paths. */
+ * Einsum, Pow, elementwise arithmetic, strided copy (Transpose, Pad,
+ * Slice, BroadcastTo), Softmax, reduction, BiasAdd, SelectV2 and unary
+ * kernels at sizes that take each of their split paths; and a plan whose
+ * batch runs as slices side by side gives its whole-batch run's bits. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
