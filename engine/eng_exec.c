@@ -2,7 +2,8 @@
  *
  * A serving plan on the CPU whose batch is large may run as slices of the
  * batch (eng_slice.h), once one full run at that plan has shown that no op
- * mixes examples; each run, whole or slice, takes the plan specialised to
+ * mixes examples (the slices run on the engine's pool, one per thread at a
+ * time); each run, whole or slice, takes the plan specialised to
  * its input shapes (eng_compile.c) when there is one, then runs on the
  * model's device (device/eng_gpu.h) or the CPU loop (eng_run.h). */
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "eng_gpu.h"
 #include "eng_plan.h"
+#include "eng_pool.h"
 #include "eng_run.h"
 #include "eng_slice.h"
 
@@ -89,50 +91,95 @@ static td_code slice_rows(const eng_tensor *t, int64_t r0, int64_t n, eng_tensor
   return TD_OK;
 }
 
-/* Runs p on slices of `chunk` examples of in (each slice once through
- * run_once) and stacks the outputs into out. */
+/* A batch's slices as chunks of the pool: slice s runs rows [s * chunk,
+ * s * chunk + chunk) of every input through run_once on whichever thread
+ * claims it, into its own outputs (cout[s * n_outputs ...]) and status. */
+typedef struct slice_job {
+  const eng_plan *p;
+  const eng_tensor *in;
+  int64_t batch, chunk;
+  eng_tensor *cout;
+  td_code *rc;
+  td_err *err;
+} slice_job;
+
+static void slice_chunk(void *arg, int64_t s) {
+  const slice_job *j = arg;
+  const eng_plan *p = j->p;
+  int ni = p->n_inputs;
+  int64_t r0 = s * j->chunk, n = j->batch - r0 < j->chunk ? j->batch - r0 : j->chunk;
+  eng_tensor cin[16] = {0}, *ci = ni <= 16 ? cin : calloc((size_t)ni, sizeof *ci);
+  td_err *err = &j->err[s];
+  td_code rc = ci ? TD_OK : td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  for (int i = 0; i < ni && !rc; i++) rc = slice_rows(&j->in[i], r0, n, &ci[i], err);
+  if (!rc) rc = run_once(p, ci, &j->cout[s * p->n_outputs], 0, err);
+  for (int i = 0; ci && i < ni; i++) eng_tensor_release(&ci[i]);
+  if (ci != cin) free(ci);
+  j->rc[s] = rc;
+}
+
+/* Stacks output o of every slice (each with dim 0 its slice's rows) into
+ * out, a tensor with dim 0 the whole batch. */
+static td_code stack_output(const slice_job *j, int64_t nslices, int o, eng_tensor *out,
+                            td_err *err) {
+  int no = j->p->n_outputs;
+  const eng_tensor *c0 = &j->cout[o];
+  eng_shape s = c0->shape;
+  if (s.rank < 1 || !eng_dtype_size(c0->dtype))
+    return td_err_set(err, TD_INTERNAL, "a batch slice gave output %d of another shape", o);
+  s.dim[0] = j->batch;
+  td_code rc = eng_tensor_alloc_raw(out, c0->dtype, &s, err);
+  char *dst = rc ? NULL : eng_tensor_data(out);
+  for (int64_t k = 0; k < nslices && !rc; k++) {
+    const eng_tensor *c = &j->cout[k * no + o];
+    int64_t r0 = k * j->chunk, n = j->batch - r0 < j->chunk ? j->batch - r0 : j->chunk;
+    eng_shape cs = c->shape;
+    if (cs.rank >= 1) cs.dim[0] = j->batch;
+    if (c->shape.rank < 1 || c->shape.dim[0] != n || c->dtype != c0->dtype ||
+        !eng_shape_equal(&cs, &s)) {
+      rc = td_err_set(err, TD_INTERNAL, "batch slices gave output %d different shapes", o);
+      break;
+    }
+    size_t row = eng_tensor_nbytes(c) / (size_t)n;
+    if (row) memcpy(dst + row * (size_t)r0, eng_tensor_data(c), row * (size_t)n);
+  }
+  if (rc) eng_tensor_release(out);
+  return rc;
+}
+
+/* Runs p on slices of `chunk` examples of in and stacks the outputs into
+ * out. The slices are the pool's chunks (eng_pool.h): with N threads, N
+ * slices run at once, each on one thread from start to end, so a slice's
+ * activations stay in the cache of the core that made them and its ops
+ * run without a fork and join each (an op inside a slice finds the pool
+ * busy and runs on its slice's thread). Each slice computes exactly what a
+ * serial run of it computes, so the thread count changes no bits. */
 static td_code run_slices(const eng_plan *p, const eng_tensor *in, eng_tensor *out, int64_t batch,
                           int64_t chunk, td_err *err) {
-  int ni = p->n_inputs, no = p->n_outputs;
-  eng_tensor *cin = calloc((size_t)ni + 1, sizeof *cin),
-             *cout = calloc((size_t)no + 1, sizeof *cout);
-  td_code rc = cin && cout ? TD_OK : td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  int no = p->n_outputs;
+  int64_t nslices = (batch + chunk - 1) / chunk;
+  slice_job j = {p, in, batch, chunk, NULL, NULL, NULL};
+  j.cout = calloc((size_t)(nslices * no) + 1, sizeof *j.cout);
+  j.rc = calloc((size_t)nslices, sizeof *j.rc);
+  j.err = malloc(sizeof *j.err * (size_t)nslices);
   for (int i = 0; i < no; i++) out[i] = (eng_tensor){0};
-  for (int64_t r0 = 0; r0 < batch && !rc; r0 += chunk) {
-    int64_t n = batch - r0 < chunk ? batch - r0 : chunk;
-    for (int i = 0; i < ni && !rc; i++) rc = slice_rows(&in[i], r0, n, &cin[i], err);
-    if (!rc) rc = run_once(p, cin, cout, 0, err);
-    for (int i = 0; i < ni; i++) eng_tensor_release(&cin[i]);
-    for (int o = 0; o < no && !rc; o++) {
-      const eng_tensor *c = &cout[o];
-      if (c->shape.rank < 1 || c->shape.dim[0] != n || !eng_dtype_size(c->dtype)) {
-        rc = td_err_set(err, TD_INTERNAL, "a batch slice gave output %d of another shape", o);
-        break;
-      }
-      if (!out[o].buf) {
-        eng_shape s = c->shape;
-        s.dim[0] = batch;
-        rc = eng_tensor_alloc_raw(&out[o], c->dtype, &s, err);
-        if (rc) break;
-      } else {
-        eng_shape s = c->shape;
-        s.dim[0] = batch;
-        if (c->dtype != out[o].dtype || !eng_shape_equal(&s, &out[o].shape)) {
-          rc = td_err_set(err, TD_INTERNAL, "batch slices gave output %d different shapes", o);
-          break;
-        }
-      }
-      size_t row = eng_tensor_nbytes(c) / (size_t)n;
-      if (row && n)
-        memcpy((char *)eng_tensor_data(&out[o]) + row * (size_t)r0, eng_tensor_data(c),
-               row * (size_t)n);
-    }
-    for (int o = 0; o < no; o++) eng_tensor_release(&cout[o]);
+  td_code rc =
+      j.cout && j.rc && j.err ? TD_OK : td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  if (!rc) {
+    for (int64_t k = 0; k < nslices; k++) td_err_clear(&j.err[k]);
+    eng_pool_run(NULL, nslices, slice_chunk, &j);
+    /* The first failed slice in batch order, whichever thread ran it. */
+    for (int64_t k = 0; k < nslices && !rc; k++)
+      if ((rc = j.rc[k]) && err) *err = j.err[k];
   }
+  for (int o = 0; o < no && !rc; o++) rc = stack_output(&j, nslices, o, &out[o], err);
   if (rc)
     for (int o = 0; o < no; o++) eng_tensor_release(&out[o]);
-  free(cin);
-  free(cout);
+  if (j.cout)
+    for (int64_t k = 0; k < nslices * no; k++) eng_tensor_release(&j.cout[k]);
+  free(j.cout);
+  free(j.rc);
+  free(j.err);
   return rc;
 }
 

@@ -85,7 +85,9 @@ eng_shape eng_plan_input_shape(const eng_plan *p, int i);
  * request of a new shape builds (and caches, a few per plan) a plan in which
  * everything computed from shapes alone is folded; later requests of that
  * shape run it. A large batch of a serving plan on the CPU may run as
- * slices of the batch (eng_slice.h); a plan of a model on a device runs
+ * slices of the batch (eng_slice.h), run side by side on the engine's
+ * thread pool, each slice on one of its threads, when the pool is free
+ * (eng_pool.h); a plan of a model on a device runs
  * there (eng_device_attach). The executor: eng_exec.c. */
 td_code eng_plan_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, td_err *err);
 /* True when runs of p stay on the host (its model is not on a device);

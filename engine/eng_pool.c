@@ -213,3 +213,33 @@ void eng_pool_run(eng_pool *p, int64_t nchunks, eng_pool_fn fn, void *arg) {
   }
   atomic_flag_clear_explicit(&p->busy, memory_order_release);
 }
+
+typedef struct range_job {
+  eng_pool_range_fn fn;
+  void *arg;
+  int64_t n, per;
+} range_job;
+
+static void range_chunk(void *arg, int64_t i) {
+  const range_job *r = arg;
+  int64_t i0 = i * r->per, i1 = i0 + r->per < r->n ? i0 + r->per : r->n;
+  r->fn(r->arg, i0, i1);
+}
+
+void eng_pool_for(eng_pool *p, int64_t n, int64_t grain, int64_t align, eng_pool_range_fn fn,
+                  void *arg) {
+  if (n <= 0) return;
+  if (!p) p = eng_pool_default();
+  int threads = eng_pool_threads(p);
+  if (grain < 1) grain = 1;
+  if (align < 1) align = 1;
+  if (threads < 2 || n < 2 * grain) {
+    fn(arg, 0, n);
+    return;
+  }
+  int64_t want = 4 * (int64_t)threads, per = (n + want - 1) / want;
+  if (per < grain) per = grain;
+  per = (per + align - 1) / align * align;
+  range_job r = {fn, arg, n, per};
+  eng_pool_run(p, (n + per - 1) / per, range_chunk, &r);
+}

@@ -1,8 +1,12 @@
 /* eng_pool: the engine's intra-op thread pool. One op (a GEMM, a
  * convolution, a depthwise convolution, a batched product, an elementwise
- * loop) splits its output into chunks that write disjoint memory and hands
- * them to eng_pool_run, which runs every chunk exactly once, on the calling
- * thread and the pool's helpers, and returns when all are done.
+ * loop, a copy, a per-row reduction or softmax) splits its output into
+ * chunks that write disjoint memory and hands them to eng_pool_run (or its
+ * ranges to eng_pool_for), which runs every chunk exactly once, on the
+ * calling thread and the pool's helpers, and returns when all are done.
+ * The executor uses it the same way for the slices of a batch
+ * (eng_exec.c): each chunk is then a whole run of the plan on a few
+ * examples, whose ops find the pool busy and run on that chunk's thread.
  *
  * A pool of N threads has N - 1 helpers, started on first use; the caller
  * is the N-th. Chunks are claimed one at a time from a shared counter, so a
@@ -59,5 +63,17 @@ int eng_pool_threads(const eng_pool *p);
  * all have returned. p NULL: the default pool. Serial, on the caller, when
  * nchunks < 2, the pool has one thread, or it is busy with another run. */
 void eng_pool_run(eng_pool *p, int64_t nchunks, eng_pool_fn fn, void *arg);
+
+/* One range [i0, i1) of the items an op split with eng_pool_for. */
+typedef void (*eng_pool_range_fn)(void *arg, int64_t i0, int64_t i1);
+
+/* Runs fn over [0, n) as contiguous ranges that together cover it once:
+ * about four per thread, each at least `grain` items and, but for the
+ * last, a multiple of `align` items (>= 1) long, claimed as eng_pool_run's
+ * chunks. One range [0, n) on the caller when the pool has one thread or
+ * n is below two grains. For kernels whose items (rows, element runs) are
+ * computed alike wherever a range starts. */
+void eng_pool_for(eng_pool *p, int64_t n, int64_t grain, int64_t align, eng_pool_range_fn fn,
+                  void *arg);
 
 #endif

@@ -17,8 +17,9 @@
  * 0 alone, MatMul with the batch on its rows, reductions and softmax over
  * other axes, Reshape to [-1, ...]); every batch-dependent value must have
  * the batch as dim 0; inputs and outputs must be numeric. Anything else
- * keeps the plan whole. The executor (eng_exec.c) runs the slices and
- * stacks their outputs. Pure functions of their arguments, any thread. */
+ * keeps the plan whole. The executor (eng_exec.c) runs the slices, as
+ * many at once as the engine's pool has threads (each slice on one thread),
+ * and stacks their outputs. Pure functions of their arguments, any thread. */
 #ifndef ENG_SLICE_H
 #define ENG_SLICE_H
 

@@ -6,7 +6,8 @@ models and DIR/large.json).
 
     python3 bench/engine/run.py [--threads N] [--build build] [--models mlp,cnn]
         [--models-file F] [--peers ort,ov,tf] [--iters 1:N,32:M] [--rounds R] [--plot F.png]
-        [--td-threads 1,2] [--warmup W] [--isa avx512|avx2|generic] [--td-isas avx512]
+        [--td-threads 1,2] [--base-build DIR] [--warmup W] [--isa avx512|avx2|generic]
+        [--td-isas avx512]
 
 Needs the built build/bench/eng_bench, and a Python with the pins of
 bench/engine/requirements.txt (a virtualenv with --system-site-packages over
@@ -43,7 +44,10 @@ also draws latency and throughput per model and engine.
 interleaved in the same rounds as everything else, and prints a second
 table: per model, batch-1 p50 and batch-32 throughput at each count, the
 speed-up of the largest count over the smallest, and the CPU time over wall
-time of each run (how much of its threads' cores the run actually got)."""
+time of each run (how much of its threads' cores the run actually got).
+With --base-build DIR it also runs DIR's eng_bench (a build of another
+commit) at each of those counts in the same rounds, and prints both, so
+that a change is measured against its base in one interleaved run."""
 import argparse
 import json
 import os
@@ -283,6 +287,9 @@ def main():
     ap.add_argument("--td-isas", default="",
                     help="also run tensord capped at these instruction sets (e.g. avx512) and "
                     "print their figures beside the main run's")
+    ap.add_argument("--base-build", help="with --td-threads: also run the eng_bench of this "
+                    "build (e.g. main's) at each count, in the same rounds, and print it beside "
+                    "--build's")
     ap.add_argument("--child", nargs=4)
     a = ap.parse_args()
     if a.models_file:
@@ -311,7 +318,8 @@ def main():
             # Rounds interleave the engines, so that a busy spell on a shared
             # machine lands on all of them; each engine's figures come from
             # its median round (by p50), p99 and RSS from that same run.
-            runs = {k: [] for k in ["td"] + peers + ["td@%d" % t for t in td_counts]
+            base = ["base@%d" % t for t in td_counts] if a.base_build else []
+            runs = {k: [] for k in ["td"] + peers + ["td@%d" % t for t in td_counts] + base
                     + ["td:" + i for i in td_isas]}
             for _ in range(a.rounds):
                 runs["td"].append(tensord(a.build, m, b, a.threads, a.isa))
@@ -319,6 +327,8 @@ def main():
                     runs[k].append(peer(k, m, b, a.threads, a.isa))
                 for t in td_counts:
                     runs["td@%d" % t].append(run_td_at(a, m, b, t, runs["td"][-1]))
+                    if base:
+                        runs["base@%d" % t].append(tensord(a.base_build, m, b, t, a.isa))
                 for i in td_isas:
                     runs["td:" + i].append(tensord(a.build, m, b, a.threads, i))
             for k, v in runs.items():
@@ -389,6 +399,24 @@ def main():
                 " | ".join("%.2f×" % (r["td", 1]["p50_us"] / r[x, 1]["p50_us"]) for x in k),
                 tp(r["td", 32]), " | ".join("%.1f" % tp(r[x, 32]) for x in k),
                 " | ".join("%.2f×" % (tp(r[x, 32]) / tp(r["td", 32])) for x in k)))
+    if a.base_build and td_counts:
+        lo, hi = td_counts[0], td_counts[-1]
+        print("\n%s (before) and %s (after), same rounds: b1 p50 µs and b32 inf/s at %s threads; "
+              "speed-up = %d threads ÷ %d thread(s)\n" % (a.base_build, a.build,
+                                                          ", ".join(map(str, td_counts)), hi, lo))
+        cols = " | ".join("%dt" % t for t in td_counts)
+        print("| model | build | b1 p50 µs: %s | b1 speed-up | b32 inf/s: %s | b32 speed-up | "
+              "CPU/wall b32: %s |" % (cols, cols, cols))
+        print("|---|---|" + "---|" * (3 * len(td_counts) + 2))
+        for m, r in rows:
+            for label, pre in (("before", "base@"), ("after", "td@")):
+                k = [pre + str(t) for t in td_counts]
+                print("| %s | %s | %s | %.2f× | %s | %.2f× | %s |" % (
+                    m, label, " | ".join("%.0f" % r[x, 1]["p50_us"] for x in k),
+                    r[k[0], 1]["p50_us"] / r[k[-1], 1]["p50_us"],
+                    " | ".join("%.1f" % tp(r[x, 32]) for x in k),
+                    tp(r[k[-1], 32]) / tp(r[k[0], 32]),
+                    " | ".join("%.2f" % r[x, 32].get("cpu_per_wall", 0) for x in k)))
     if "mlp" in models and not a.models_file:
         mlp64 = tensord(a.build, "mlp", 64, a.threads, a.isa)
         gemm = run_child([os.path.join(ROOT, a.build, "bench", "eng_bench"), ZOO_JSON, "mlp",

@@ -121,3 +121,11 @@ void eng_bcast_init(eng_bcast *it, const eng_shape *out, int n, const eng_shape 
   }
   it->rank = r; /* dims and strides past it are stale and never read */
 }
+
+void eng_bcast_seek_row(eng_bcast *it, int64_t row) {
+  for (int d = it->rank - 2; d >= 0 && row > 0; d--) {
+    it->idx[d] = row % it->dim[d];
+    row /= it->dim[d];
+    for (int k = 0; k < it->n; k++) it->off[k] += it->idx[d] * it->st[k][d];
+  }
+}

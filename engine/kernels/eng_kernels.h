@@ -68,7 +68,9 @@ td_code eng_kwant(eng_kctx *c, int i, eng_dtype dt);
 td_code eng_kaxis(eng_kctx *c, int64_t axis, int rank, int *out);
 
 /* n-dimensional copy of dims[] elements of size es, with element strides on
- * both sides (negative source strides allowed); eng_kernels_array.c. */
+ * both sides (negative source strides allowed; a source stride of 0 repeats
+ * an element); eng_kernels_copy.c. A large copy is split over the engine's
+ * pool by rows, so it must not be called with src and dst overlapping. */
 void eng_copy_nd(int rank, const int64_t *dims, size_t es, const char *src, const int64_t *sst,
                  char *dst, const int64_t *dstst);
 /* Row-major element strides of a concrete shape. */
@@ -108,6 +110,10 @@ static inline int64_t eng_bcast_row_stride(const eng_bcast *it, int k) {
   return it->rank > 0 ? it->st[k][it->rank - 1] : 0;
 }
 static inline void eng_bcast_next_row(eng_bcast *it) { eng_bcast_step(it, it->rank - 2); }
+/* Moves a walk just initialised (at its start) to the start of row `row`,
+ * as `row` calls of eng_bcast_next_row would: where a split of the walk
+ * over the pool begins a range. */
+void eng_bcast_seek_row(eng_bcast *it, int64_t row);
 
 /* eng_kernels_unary.c: elementwise math, activations, Cast, *Like. */
 td_code eng_k_unary(eng_kctx *c);

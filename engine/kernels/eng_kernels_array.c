@@ -1,9 +1,8 @@
 /* Ops that move elements without arithmetic: StridedSlice, Slice, Pack,
  * Unpack, ConcatV2, GatherV2, Transpose, Pad/PadV2 and Tile. They work on
- * any fixed-size dtype by element size. Most reduce to copy_nd, an
- * n-dimensional copy with element strides on both sides (negative source
- * strides for reversed slices); its innermost loop is a memcpy when both
- * sides are contiguous. StridedSlice follows TensorFlow's mask rules
+ * any fixed-size dtype by element size. Most reduce to eng_copy_nd
+ * (eng_kernels_copy.c), an n-dimensional copy with element strides on both
+ * sides. StridedSlice follows TensorFlow's mask rules
  * (tensorflow/core/util/strided_slice_op.cc): an implicit trailing
  * ellipsis, new axes, shrink axes, and clamping of masked/out-of-range
  * bounds. */
@@ -12,55 +11,6 @@
 #include <string.h>
 
 #include "eng_kernels.h"
-
-void eng_copy_nd(int rank, const int64_t *dims, size_t es, const char *src,
-                    const int64_t *sst, char *dst, const int64_t *dstst) {
-  int64_t total = 1;
-  for (int d = 0; d < rank; d++) total *= dims[d];
-  if (total == 0) return;
-  if (rank == 0) {
-    memcpy(dst, src, es);
-    return;
-  }
-  int64_t inner = dims[rank - 1], is = sst[rank - 1], id = dstst[rank - 1];
-  int64_t idx[ENG_MAX_RANK] = {0};
-  int64_t so = 0, doff = 0;
-  for (int64_t done = 0; done < total; done += inner) {
-    /* Offsets are signed (a reversed slice walks its source backwards from
-     * the far end), so they stay ptrdiff_t: adding a negative offset cast
-     * to size_t wraps the pointer, which is undefined. */
-    if (is == 1 && id == 1) {
-      memcpy(dst + (ptrdiff_t)doff * (ptrdiff_t)es, src + (ptrdiff_t)so * (ptrdiff_t)es,
-             (size_t)inner * es);
-    } else if (es == 4) {
-      const uint32_t *s = (const uint32_t *)src + so;
-      uint32_t *t = (uint32_t *)dst + doff;
-      for (int64_t k = 0; k < inner; k++) t[k * id] = s[k * is];
-    } else {
-      for (int64_t k = 0; k < inner; k++)
-        memcpy(dst + (ptrdiff_t)(doff + k * id) * (ptrdiff_t)es,
-               src + (ptrdiff_t)(so + k * is) * (ptrdiff_t)es, es);
-    }
-    for (int d = rank - 2; d >= 0; d--) {
-      if (++idx[d] < dims[d]) {
-        so += sst[d];
-        doff += dstst[d];
-        break;
-      }
-      so -= sst[d] * (idx[d] - 1);
-      doff -= dstst[d] * (idx[d] - 1);
-      idx[d] = 0;
-    }
-  }
-}
-
-void eng_contig_strides(const eng_shape *s, int64_t *st) {
-  int64_t v = 1;
-  for (int d = s->rank - 1; d >= 0; d--) {
-    st[d] = v;
-    v *= s->dim[d];
-  }
-}
 
 static td_code want_fixed(eng_kctx *c, int i) {
   if (!eng_dtype_size(c->in[i].dtype))

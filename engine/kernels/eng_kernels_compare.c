@@ -2,8 +2,11 @@
  * results), Select/SelectV2, Pow, SquaredDifference, plus AddN and BiasAdd.
  * They walk the output with eng_bcast a row at a time (per-input strides, 0
  * where an input is broadcast); the loops are macros instantiated per dtype.
- * Float Pow by a scalar 2 or 3 (GELU's tanh form) takes eng_vmath_powi's
- * vector loop instead of powf per element. */
+ * Select, Pow, SquaredDifference and BiasAdd split their output rows over
+ * the engine's pool (eng_pool_for); each element is computed alike in any
+ * range, so the thread count changes no bits. Float Pow by a scalar 2 or
+ * 3 (GELU's tanh form) takes eng_vmath_powi's vector loop instead of powf
+ * per element. */
 #include <math.h>
 #include <string.h>
 
@@ -127,28 +130,45 @@ td_code eng_k_logical(eng_kctx *c) {
   return TD_OK;
 }
 
+/* Elements below which a loop runs on one thread. */
+#define PAR_MIN_ELEMS (1 << 14)
+
 /* out[i] = cond ? t : e, element size es, a row of the walk at a time
  * (typed copies for 4- and 8-byte elements). */
-#define SELECT_ROWS(T)                                                                  \
-  for (int64_t i = 0; i < n; i += len, eng_bcast_next_row(&it)) {                      \
-    const uint8_t *cr = cond + it.off[0];                                              \
-    const T *tr = (const T *)t + it.off[1], *er = (const T *)e + it.off[2];            \
-    T *zr = (T *)out + i;                                                              \
-    for (int64_t k = 0; k < len; k++) zr[k] = cr[k * sc] ? tr[k * st] : er[k * se];    \
+#define SELECT_ROWS(T)                                                              \
+  for (int64_t i = r0 * len; i < n; i += len, eng_bcast_next_row(&it)) {            \
+    const uint8_t *cr = cond + it.off[0];                                           \
+    const T *tr = (const T *)t + it.off[1], *er = (const T *)e + it.off[2];         \
+    T *zr = (T *)out + i;                                                           \
+    for (int64_t k = 0; k < len; k++) zr[k] = cr[k * sc] ? tr[k * st] : er[k * se]; \
   }
 
-static void select_loop(const eng_bcast *it0, int64_t n, size_t es, const uint8_t *cond,
-                        const char *t, const char *e, char *out) {
-  eng_bcast it = *it0;
-  int64_t len = eng_bcast_row_len(&it);
+typedef struct select_args {
+  eng_bcast it0;
+  size_t es;
+  const uint8_t *cond;
+  const char *t, *e;
+  char *out;
+} select_args;
+
+/* Rows [r0, r1) of the walk: a split over rows copies the same elements. */
+static void select_rows(void *arg, int64_t r0, int64_t r1) {
+  const select_args *a = arg;
+  eng_bcast it = a->it0;
+  eng_bcast_seek_row(&it, r0);
+  int64_t len = eng_bcast_row_len(&it), n = r1 * len;
   int64_t sc = eng_bcast_row_stride(&it, 0), st = eng_bcast_row_stride(&it, 1),
           se = eng_bcast_row_stride(&it, 2);
+  size_t es = a->es;
+  const uint8_t *cond = a->cond;
+  const char *t = a->t, *e = a->e;
+  char *out = a->out;
   if (es == 4) {
     SELECT_ROWS(uint32_t)
   } else if (es == 8) {
     SELECT_ROWS(uint64_t)
   } else {
-    for (int64_t i = 0; i < n; i += len, eng_bcast_next_row(&it))
+    for (int64_t i = r0 * len; i < n; i += len, eng_bcast_next_row(&it))
       for (int64_t k = 0; k < len; k++)
         memcpy(out + (size_t)(i + k) * es,
                cond[it.off[0] + k * sc] ? t + (size_t)(it.off[1] + k * st) * es
@@ -184,10 +204,14 @@ static td_code select_common(eng_kctx *c, const eng_shape *cond_shape) {
   rc = eng_kout_raw(c, 0, t->dtype, &s);
   if (rc) return rc;
   const eng_shape *in[3] = {cond_shape, &t->shape, &e->shape};
-  eng_bcast it;
-  eng_bcast_init(&it, &s, 3, in);
-  select_loop(&it, eng_tensor_numel(&c->out[0]), es, eng_tensor_data(&c->in[0]),
-              eng_tensor_data(t), eng_tensor_data(e), eng_tensor_data(&c->out[0]));
+  select_args a = {.es = es,
+                   .cond = eng_tensor_data(&c->in[0]),
+                   .t = eng_tensor_data(t),
+                   .e = eng_tensor_data(e),
+                   .out = eng_tensor_data(&c->out[0])};
+  eng_bcast_init(&a.it0, &s, 3, in);
+  int64_t len = eng_bcast_row_len(&a.it0), n = eng_tensor_numel(&c->out[0]);
+  if (n) eng_pool_for(NULL, n / len, PAR_MIN_ELEMS / len + 1, 1, select_rows, &a);
   return TD_OK;
 }
 
@@ -253,9 +277,6 @@ static eng_bcast bin_seek(const bin_args *a, int64_t e0) {
     g.per = g.n;                                                                      \
     bin_run(&g, NAME##_chunk);                                                        \
   }
-
-/* Elements below which a loop runs on one thread. */
-#define PAR_MIN_ELEMS (1 << 14)
 
 /* Runs a binary loop on the engine's pool, split into chunks of whole
  * broadcast rows (or of one long row): each element is computed the same
@@ -392,6 +413,26 @@ td_code eng_k_add_n(eng_kctx *c) {
 
 /* --- BiasAdd ----------------------------------------------------------------- */
 
+typedef struct bias_args {
+  const float *x, *b;
+  float *y;
+  int64_t ch, inner;
+} bias_args;
+
+/* Outer items [o0, o1), ch * inner elements each. */
+static void bias_rows(void *arg, int64_t o0, int64_t o1) {
+  const bias_args *a = arg;
+  const float *restrict xs = a->x, *restrict bs = a->b;
+  float *restrict y = a->y;
+  int64_t ch = a->ch, inner = a->inner;
+  for (int64_t i = o0 * ch * inner, e = o1 * ch * inner; i < e;) {
+    for (int64_t k = 0; k < ch; k++) {
+      float v = bs[k];
+      for (int64_t j = 0; j < inner; j++, i++) y[i] = xs[i] + v;
+    }
+  }
+}
+
 td_code eng_k_bias_add(eng_kctx *c) {
   const eng_tensor *x = &c->in[0], *b = &c->in[1];
   td_code rc = eng_kwant(c, 0, ENG_DT_FLOAT);
@@ -413,11 +454,7 @@ td_code eng_k_bias_add(eng_kctx *c) {
   const float *xs = eng_tensor_data(x), *bs = eng_tensor_data(b);
   float *y = eng_tensor_data(&c->out[0]);
   if (ch == 0 || inner == 0) return TD_OK;
-  for (int64_t i = 0; i < n;) {
-    for (int64_t k = 0; k < ch; k++) {
-      float v = bs[k];
-      for (int64_t j = 0; j < inner; j++, i++) y[i] = xs[i] + v;
-    }
-  }
+  bias_args a = {xs, bs, y, ch, inner};
+  eng_pool_for(NULL, n / (ch * inner), PAR_MIN_ELEMS / (ch * inner) + 1, 1, bias_rows, &a);
   return TD_OK;
 }

@@ -635,6 +635,20 @@ td_code eng_k_fused_batch_norm(eng_kctx *c) {
 
 /* --- Softmax / LogSoftmax -------------------------------------------------------- */
 
+typedef struct softmax_args {
+  const float *x;
+  float *y;
+  int64_t d;
+  bool log;
+} softmax_args;
+
+/* Rows [r0, r1): each row is normalised on its own, so a split over rows
+ * changes no bits. */
+static void softmax_rows(void *arg, int64_t r0, int64_t r1) {
+  const softmax_args *a = arg;
+  eng_vmath_softmax(a->x + r0 * a->d, a->y + r0 * a->d, r1 - r0, a->d, a->log);
+}
+
 td_code eng_k_softmax(eng_kctx *c) {
   const eng_tensor *x = &c->in[0];
   td_code rc = eng_kwant(c, 0, ENG_DT_FLOAT);
@@ -647,6 +661,9 @@ td_code eng_k_softmax(eng_kctx *c) {
   if (!d) return TD_OK;
   const float *xd = eng_tensor_data(x);
   float *y = eng_tensor_data(&c->out[0]);
-  eng_vmath_softmax(xd, y, n / d, d, logsm);
+  softmax_args a = {xd, y, d, logsm};
+  /* Ranges of at least 16 Ki elements: below that a helper's wake-up costs
+   * about what it saves. */
+  eng_pool_for(NULL, n / d, ((int64_t)1 << 14) / d + 1, 1, softmax_rows, &a);
   return TD_OK;
 }

@@ -7,12 +7,15 @@
  * [outer, reduce, inner] walk. The walk visits the input once in order and
  * accumulates into the output through per-dim output strides (0 on reduced
  * dims). Float sums accumulate in the output's own type, as TF's CPU kernels
- * do. */
+ * do. When the outermost merged dim is kept (LayerNorm's rows, pooling's
+ * batch), its items split over the engine's pool: every output is still
+ * summed by one thread in the serial order, so no bits change. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
 
 #include "eng_kernels.h"
+#include "eng_pool.h"
 
 typedef enum { R_SUM, R_MEAN, R_PROD, R_MAX, R_MIN, R_ALL, R_ANY } redop;
 
@@ -63,6 +66,48 @@ RED_LOOP(float, red_f32, -INFINITY, INFINITY)
 RED_LOOP(double, red_f64, -INFINITY, INFINITY)
 RED_LOOP(int32_t, red_i32, INT32_MIN, INT32_MAX)
 RED_LOOP(int64_t, red_i64, INT64_MIN, INT64_MAX)
+
+/* Below this many input elements a reduction runs on one thread. */
+#define PAR_MIN_ELEMS ((int64_t)1 << 14)
+
+/* A reduction as the pool's ranges see it: outer items [o0, o1) of the
+ * merged walk, xper input and yper output elements each, when dims[0] is
+ * kept; yper 0 when it is reduced, and the one range is the whole walk
+ * into all nout outputs. */
+typedef struct red_args {
+  redop op;
+  eng_dtype dt;
+  const char *x;
+  char *y;
+  size_t es;
+  int g;
+  int64_t dims[ENG_MAX_RANK + 1], ost[ENG_MAX_RANK + 1];
+  int64_t count, nout, xper, yper;
+} red_args;
+
+static void red_range(void *arg, int64_t o0, int64_t o1) {
+  const red_args *a = arg;
+  int64_t dims[ENG_MAX_RANK + 1];
+  memcpy(dims, a->dims, sizeof dims);
+  dims[0] = o1 - o0;
+  const void *x = a->x + (size_t)(o0 * a->xper) * a->es;
+  void *y = a->y + (size_t)(o0 * a->yper) * a->es;
+  int64_t nout = a->yper ? (o1 - o0) * a->yper : a->nout;
+  switch (a->dt) {
+    case ENG_DT_FLOAT:
+      red_f32(a->op, x, y, a->g, dims, a->ost, nout, a->count);
+      break;
+    case ENG_DT_DOUBLE:
+      red_f64(a->op, x, y, a->g, dims, a->ost, nout, a->count);
+      break;
+    case ENG_DT_INT32:
+      red_i32(a->op, x, y, a->g, dims, a->ost, nout, a->count);
+      break;
+    default:
+      red_i64(a->op, x, y, a->g, dims, a->ost, nout, a->count);
+      break;
+  }
+}
 
 td_code eng_k_reduce(eng_kctx *c) {
   const char *name = c->node->op;
@@ -155,17 +200,18 @@ td_code eng_k_reduce(eng_kctx *c) {
     }
     return TD_OK;
   }
-  switch (odt) {
-    case ENG_DT_FLOAT: red_f32(op, xd, yd, g, dims, ost, nout, count); break;
-    case ENG_DT_DOUBLE: red_f64(op, xd, yd, g, dims, ost, nout, count); break;
-    case ENG_DT_INT32:
-      if (op == R_MEAN && !count) return eng_kfail(c, TD_INVALID_ARGUMENT, "mean of nothing");
-      red_i32(op, xd, yd, g, dims, ost, nout, count);
-      break;
-    default:
-      if (op == R_MEAN && !count) return eng_kfail(c, TD_INVALID_ARGUMENT, "mean of nothing");
-      red_i64(op, xd, yd, g, dims, ost, nout, count);
-      break;
+  if (op == R_MEAN && !count && (odt == ENG_DT_INT32 || odt == ENG_DT_INT64))
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "mean of nothing");
+  red_args a = {op, odt, xd, yd, eng_dtype_size(odt), g, {0}, {0}, count, nout, 1, 0};
+  memcpy(a.dims, dims, sizeof dims);
+  memcpy(a.ost, ost, sizeof ost);
+  for (int d = 1; d < g; d++) a.xper *= dims[d];
+  if (gred[0] || !a.xper) {
+    red_range(&a, 0, dims[0]);
+  } else {
+    /* The outer dim is kept: split it, each output computed by one range. */
+    a.yper = ost[0];
+    eng_pool_for(NULL, dims[0], PAR_MIN_ELEMS / a.xper + 1, 1, red_range, &a);
   }
   return TD_OK;
 }

@@ -257,14 +257,16 @@ td_code eng_k_broadcast_to(eng_kctx *c) {
   if (eng_shape_equal(&x->shape, &want)) return alias(c, &want);
   rc = eng_kout_raw(c, 0, x->dtype, &want);
   if (rc) return rc;
-  const eng_shape *in[1] = {&x->shape};
-  eng_bcast it;
-  eng_bcast_init(&it, &want, 1, in);
-  const char *src = eng_tensor_data(x);
-  char *dst = eng_tensor_data(&c->out[0]);
-  int64_t total = eng_tensor_numel(&c->out[0]);
-  for (int64_t i = 0; i < total; i++, eng_bcast_next(&it))
-    memcpy(dst + (size_t)i * es, src + (size_t)it.off[0] * es, es);
+  /* A strided copy whose source strides are 0 on the broadcast dims (x's
+   * dims aligned to the right, missing ones leading). */
+  int64_t xst[ENG_MAX_RANK], sst[ENG_MAX_RANK], dst[ENG_MAX_RANK];
+  eng_contig_strides(&x->shape, xst);
+  eng_contig_strides(&want, dst);
+  for (int d = 0; d < want.rank; d++) {
+    int xd = d - (want.rank - x->shape.rank);
+    sst[d] = xd < 0 || x->shape.dim[xd] == 1 ? 0 : xst[xd];
+  }
+  eng_copy_nd(want.rank, want.dim, es, eng_tensor_data(x), sst, eng_tensor_data(&c->out[0]), dst);
   return TD_OK;
 }
 

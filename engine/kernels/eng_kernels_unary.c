@@ -2,12 +2,14 @@
  * a function from a sorted table once per call, then one tight loop per
  * dtype applies it. float and double use the C library's functions (TF's
  * Eigen versions agree to an ulp or two); int32/int64 take the ops that make
- * sense on integers (Neg, Abs, Square, Sign). */
+ * sense on integers (Neg, Abs, Square, Sign). A large input splits into
+ * element ranges over the engine's pool (eng_pool_for). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "eng_kernels.h"
+#include "eng_pool.h"
 #include "eng_vmath.h"
 
 typedef enum {
@@ -138,6 +140,37 @@ td_code eng_s_unary(const eng_node *n, const eng_shape *in, eng_shape *out, td_e
   return TD_OK;
 }
 
+typedef struct unary_args {
+  unop op;
+  eng_dtype dt;
+  const char *x;
+  char *y;
+} unary_args;
+
+/* Elements [i0, i1): every element is computed on its own (the vector
+ * paths mask their tails with the same function), so a split over element
+ * ranges changes no bits. */
+static void unary_range(void *arg, int64_t i0, int64_t i1) {
+  const unary_args *a = arg;
+  size_t es = eng_dtype_size(a->dt);
+  const void *x = a->x + (size_t)i0 * es;
+  void *y = a->y + (size_t)i0 * es;
+  switch (a->dt) {
+    case ENG_DT_FLOAT:
+      loop_f(a->op, x, y, i1 - i0);
+      break;
+    case ENG_DT_DOUBLE:
+      loop_(a->op, x, y, i1 - i0);
+      break;
+    case ENG_DT_INT32:
+      loop_i32(a->op, x, y, i1 - i0);
+      break;
+    default:
+      loop_i64(a->op, x, y, i1 - i0);
+      break;
+  }
+}
+
 td_code eng_k_unary(eng_kctx *c) {
   int k = find_unop(c->node->op);
   if (k < 0) return eng_kfail(c, TD_INTERNAL, "no elementwise function for this op");
@@ -148,15 +181,8 @@ td_code eng_k_unary(eng_kctx *c) {
     return eng_kfail(c, TD_UNIMPLEMENTED, "%s input is not supported", eng_dtype_name(x->dtype));
   td_code rc = eng_kout_raw(c, 0, x->dtype, &x->shape);
   if (rc) return rc;
-  int64_t n = eng_tensor_numel(x);
-  void *y = eng_tensor_data(&c->out[0]);
-  const void *xd = eng_tensor_data(x);
-  switch (x->dtype) {
-    case ENG_DT_FLOAT: loop_f(unops[k].op, xd, y, n); break;
-    case ENG_DT_DOUBLE: loop_(unops[k].op, xd, y, n); break;
-    case ENG_DT_INT32: loop_i32(unops[k].op, xd, y, n); break;
-    default: loop_i64(unops[k].op, xd, y, n); break;
-  }
+  unary_args a = {unops[k].op, x->dtype, eng_tensor_data(x), eng_tensor_data(&c->out[0])};
+  eng_pool_for(NULL, eng_tensor_numel(x), (int64_t)1 << 14, 64, unary_range, &a);
   return TD_OK;
 }
 

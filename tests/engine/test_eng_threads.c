@@ -3,8 +3,10 @@
  * fixed inputs: the packed GEMM (plain, row pointers with segments, the
  * fused epilogue, B packed per call), depthwise convolution on every code
  * path, and the Conv2D, DepthwiseConv2dNative, MatMul, BatchMatMulV2,
- * Einsum, Pow and elementwise arithmetic kernels at sizes that take each of
- * their split paths. */
+ * Einsum, Pow, elementwise arithmetic, strided copy (Transpose, Pad,
+ * Slice, BroadcastTo), Softmax, reduction, BiasAdd, SelectV2 and unary
+ * kernels at sizes that take each of their split paths; and a plan whose
+ * batch runs as slices side by side gives its whole-batch run's bits. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +15,11 @@
 #include "eng_dwconv.h"
 #include "eng_gemm.h"
 #include "eng_graph.h"
+#include "eng_model.h"
 #include "eng_op.h"
+#include "eng_plan.h"
 #include "eng_pool.h"
+#include "eng_slice.h"
 #include "eng_threads.h"
 #include "td_opcase.h"
 
@@ -299,6 +304,199 @@ START_TEST(binary_same_bits) {
 }
 END_TEST
 
+/* A vector of int32 values (a perm, axes, a shape). */
+static void ints(eng_tensor *t, int n, const int32_t *v) {
+  int64_t d[1] = {n};
+  eng_shape s = eng_shape_make(1, d);
+  ck_assert_int_eq(eng_tensor_alloc(t, ENG_DT_INT32, &s, NULL), TD_OK);
+  memcpy(eng_tensor_data(t), v, sizeof *v * (size_t)n);
+}
+
+START_TEST(copies_same_bits) {
+  eng_tensor in[3] = {0};
+  /* Attention's head split (BTNH -> BNTH) and a rank-2 transpose (strided
+   * inner loop), both above the copy's split size. */
+  int64_t hd[4] = {4, 128, 6, 32}, md[2] = {300, 257};
+  tensor(&in[0], 4, hd, 30);
+  ints(&in[1], 4, (const int32_t[]){0, 2, 1, 3});
+  same_bits("Transpose", "", 2, in, 0);
+  eng_tensor_release(&in[0]);
+  eng_tensor_release(&in[1]);
+  tensor(&in[0], 2, md, 31);
+  ints(&in[1], 2, (const int32_t[]){1, 0});
+  same_bits("Transpose", "", 2, in, 0);
+  eng_tensor_release(&in[1]);
+  /* Pad of an image batch, then a slice of the matrix. */
+  int64_t id[4] = {2, 56, 56, 16}, pd[2] = {4, 2};
+  eng_tensor img = {0};
+  tensor(&img, 4, id, 32);
+  eng_shape ps = eng_shape_make(2, pd);
+  ck_assert_int_eq(eng_tensor_alloc(&in[2], ENG_DT_INT32, &ps, NULL), TD_OK);
+  memcpy(eng_tensor_data(&in[2]), (const int32_t[]){0, 0, 1, 2, 3, 1, 0, 0}, 8 * sizeof(int32_t));
+  eng_tensor pin[2] = {img, in[2]};
+  same_bits("Pad", "", 2, pin, 0);
+  eng_tensor sin_[3] = {in[0]};
+  ints(&sin_[1], 2, (const int32_t[]){3, 1});
+  ints(&sin_[2], 2, (const int32_t[]){290, 250});
+  same_bits("Slice", "", 3, sin_, 0);
+  for (int i = 1; i < 3; i++) eng_tensor_release(&sin_[i]);
+  eng_tensor_release(&img);
+  eng_tensor_release(&in[2]);
+  eng_tensor_release(&in[0]);
+}
+END_TEST
+
+START_TEST(broadcast_to_matches_loop) {
+  /* [h, 1, w] to [b, h, c, w]: a missing leading dim, a broadcast middle
+   * dim, at a size that splits and one that does not. */
+  const int64_t sizes[][4] = {{3, 2, 4, 5}, {8, 64, 40, 33}};
+  for (int k = 0; k < 2; k++) {
+    const int64_t *z = sizes[k];
+    eng_tensor in[2] = {0};
+    int64_t xd[3] = {z[1], 1, z[3]};
+    tensor(&in[0], 3, xd, 40 + k);
+    ints(&in[1], 4, (const int32_t[]){(int32_t)z[0], (int32_t)z[1], (int32_t)z[2], (int32_t)z[3]});
+    eng_tensor out = {0};
+    eng_threads_set(1);
+    run_op("BroadcastTo", "", 2, in, 0, &out);
+    ck_assert_int_eq(out.shape.rank, 4);
+    const float *x = eng_tensor_data(&in[0]), *y = eng_tensor_data(&out);
+    for (int64_t b = 0, i = 0; b < z[0]; b++)
+      for (int64_t h = 0; h < z[1]; h++)
+        for (int64_t c = 0; c < z[2]; c++)
+          for (int64_t w = 0; w < z[3]; w++, i++)
+            ck_assert_msg(y[i] == x[h * z[3] + w], "element %lld", (long long)i);
+    eng_tensor_release(&out);
+    same_bits("BroadcastTo", "", 2, in, 0);
+    eng_tensor_release(&in[0]);
+    eng_tensor_release(&in[1]);
+  }
+}
+END_TEST
+
+START_TEST(rows_same_bits) {
+  eng_tensor in[3] = {0};
+  /* Softmax over attention's rows; over one long row (one range). */
+  int64_t sd[3] = {12, 64, 128}, ld[2] = {2, 20000};
+  tensor(&in[0], 3, sd, 50);
+  same_bits("Softmax", "", 1, in, 0);
+  same_bits("LogSoftmax", "", 1, in, 0);
+  same_bits("Tanh", "", 1, in, 0);
+  same_bits("Erf", "", 1, in, 0);
+  eng_tensor_release(&in[0]);
+  tensor(&in[0], 2, ld, 51);
+  same_bits("Softmax", "", 1, in, 0);
+  eng_tensor_release(&in[0]);
+  /* Reductions: LayerNorm's last axis, global pooling's middle axes, the
+   * batch axis (reduced outermost: one range), with keep_dims. */
+  int64_t rd[2] = {512, 96}, pd[4] = {8, 14, 14, 40};
+  tensor(&in[0], 2, rd, 52);
+  ints(&in[1], 1, (const int32_t[]){-1});
+  same_bits("Mean", "keep_dims=b:1", 2, in, 0);
+  same_bits("Max", "", 2, in, 0);
+  eng_tensor_release(&in[1]);
+  ints(&in[1], 1, (const int32_t[]){0});
+  same_bits("Sum", "", 2, in, 0);
+  eng_tensor_release(&in[1]);
+  eng_tensor_release(&in[0]);
+  tensor(&in[0], 4, pd, 53);
+  ints(&in[1], 2, (const int32_t[]){1, 2});
+  same_bits("Mean", "", 2, in, 0);
+  eng_tensor_release(&in[1]);
+  /* BiasAdd over channels. */
+  int64_t bd[1] = {40};
+  tensor(&in[1], 1, bd, 54);
+  same_bits("BiasAdd", "", 2, in, 0);
+  eng_tensor_release(&in[1]);
+  eng_tensor_release(&in[0]);
+  /* SelectV2: attention's mask [b, 1, 1, s] against scores [b, n, t, s]. */
+  int64_t cd[4] = {4, 1, 1, 128}, vd[4] = {4, 6, 32, 128};
+  eng_shape cs = eng_shape_make(4, cd);
+  ck_assert_int_eq(eng_tensor_alloc(&in[0], ENG_DT_BOOL, &cs, NULL), TD_OK);
+  uint8_t *m = eng_tensor_data(&in[0]);
+  for (int64_t i = 0; i < eng_tensor_numel(&in[0]); i++) m[i] = (i * 7) % 5 != 0;
+  tensor(&in[1], 4, vd, 55);
+  tensor(&in[2], 0, NULL, 56);
+  same_bits("SelectV2", "", 3, in, 0);
+  for (int i = 0; i < 3; i++) eng_tensor_release(&in[i]);
+}
+END_TEST
+
+/* A node of g with inputs (edge names) and attrs in td_opcase's form. */
+static int gnode(eng_graph *g, const char *name, const char *op, const char *attrs, int n_in,
+                 const char *const *in) {
+  int id = eng_graph_add_node(g, name, op, NULL);
+  ck_assert_int_ge(id, 0);
+  eng_graph_node(g, id)->n_out = 1;
+  for (int k = 0; k < n_in; k++) {
+    eng_edge e;
+    ck_assert_int_eq(eng_graph_parse_edge(g, in[k], &e, NULL), TD_OK);
+    ck_assert_int_eq(eng_graph_add_input(g, id, e, NULL), TD_OK);
+  }
+  if (attrs) td_opcase_attrs(g, id, attrs);
+  return id;
+}
+
+/* A Const node holding t (the graph takes it). */
+static void gconst(eng_graph *g, const char *name, eng_tensor t) {
+  int id = gnode(g, name, "Const", NULL, 0, NULL);
+  eng_attr *a = eng_graph_add_attr(g, id, "value");
+  a->kind = ENG_ATTR_TENSOR;
+  a->tensor = t;
+}
+
+START_TEST(batch_slices_same_bits) {
+  /* x [b, 48, 48, 32] -> 3x3 Conv2D + ReLU -> Softmax -> Mean over
+   * [1, 2]: no op mixes examples, and at 288 KiB per example a batch of 10
+   * runs as slices of 3, 3, 3 and 1 examples, run side by side on the
+   * pool's threads. */
+  eng_graph *g = eng_graph_create();
+  gnode(g, "x", "Placeholder", "dtype=t:1", 0, NULL);
+  eng_tensor w = {0}, ax = {0};
+  tensor(&w, 4, (const int64_t[]){3, 3, 32, 32}, 60);
+  ints(&ax, 2, (const int32_t[]){1, 2});
+  gconst(g, "w", w);
+  gconst(g, "ax", ax);
+  gnode(g, "conv", "Conv2D", "strides=li:1,1,1,1;padding=s:SAME", 2, (const char *[]){"x", "w"});
+  gnode(g, "relu", "Relu", NULL, 1, (const char *[]){"conv"});
+  gnode(g, "sm", "Softmax", NULL, 1, (const char *[]){"relu"});
+  gnode(g, "y", "Mean", NULL, 2, (const char *[]){"sm", "ax"});
+  eng_model *m;
+  eng_plan *p;
+  td_err err;
+  ck_assert_msg(eng_model_create(g, NULL, NULL, &m, &err) == TD_OK, "%s", err.msg);
+  ck_assert_msg(eng_plan_create(m, 1, (const char *[]){"x:0"}, 1, (const char *[]){"y:0"}, 0, NULL,
+                                &p, &err) == TD_OK,
+                "%s", err.msg);
+  eng_tensor x = {0}, want = {0};
+  const int64_t batch = 10;
+  tensor(&x, 4, (const int64_t[]){batch, 48, 48, 32}, 61);
+  eng_threads_set(1);
+  /* The first run at this batch is whole and decides that it may slice. */
+  ck_assert_msg(eng_plan_run(p, &x, &want, &err) == TD_OK, "%s", err.msg);
+  long long bytes = atomic_load(&p->slice_bytes);
+  ck_assert_int_gt(bytes, 0);
+  ck_assert_int_eq(eng_slice_size(bytes, batch), 3);
+  ck_assert_int_eq(want.shape.rank, 2);
+  ck_assert_int_eq(want.shape.dim[0], batch);
+  for (int t = 1; t <= 3; t++) {
+    eng_tensor got = {0};
+    eng_threads_set(t);
+    ck_assert_msg(eng_plan_run(p, &x, &got, &err) == TD_OK, "%s", err.msg);
+    ck_assert(eng_shape_equal(&want.shape, &got.shape));
+    ck_assert_msg(!memcmp(eng_tensor_data(&want), eng_tensor_data(&got),
+                          sizeof(float) * (size_t)eng_tensor_numel(&want)),
+                  "sliced run at %d threads differs from the whole batch", t);
+    eng_tensor_release(&got);
+  }
+  eng_threads_set(1);
+  eng_tensor_release(&want);
+  eng_tensor_release(&x);
+  eng_plan_destroy(p);
+  eng_model_destroy(m);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("eng_threads");
   TCase *tc = tcase_create("same_bits");
@@ -309,6 +507,10 @@ int main(void) {
   tcase_add_test(tc, matmul_same_bits);
   tcase_add_test(tc, pow_same_bits);
   tcase_add_test(tc, binary_same_bits);
+  tcase_add_test(tc, copies_same_bits);
+  tcase_add_test(tc, broadcast_to_matches_loop);
+  tcase_add_test(tc, rows_same_bits);
+  tcase_add_test(tc, batch_slices_same_bits);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
