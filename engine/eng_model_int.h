@@ -4,6 +4,7 @@
 #ifndef ENG_MODEL_INT_H
 #define ENG_MODEL_INT_H
 
+#include <stdatomic.h>
 #include <threads.h>
 
 #include "eng_gemm.h"
@@ -13,7 +14,9 @@ typedef struct var_slot {
   char *key; /* container/shared_name */
   eng_tensor value;
   bool init;
-  bool served; /* a node of a plan built without targets reads it */
+  /* A node of a plan built without targets reads it. Atomic: shape
+   * specialisations are built, and set it, on serving threads at once. */
+  atomic_bool served;
   bool noted;  /* eng_model_note_reads: a noted plan reads or assigns it */
 } var_slot;
 
