@@ -93,29 +93,26 @@ static td_code slice_rows(const eng_tensor *t, int64_t r0, int64_t n, eng_tensor
 
 /* A batch's slices as chunks of the pool: slice s runs rows [s * chunk,
  * s * chunk + chunk) of every input through run_once on whichever thread
- * claims it, into its own outputs (cout[s * n_outputs ...]) and status. */
+ * claims it, into its own outputs (cout[s * n_outputs ...]). */
 typedef struct slice_job {
   const eng_plan *p;
   const eng_tensor *in;
   int64_t batch, chunk;
   eng_tensor *cout;
-  td_code *rc;
-  td_err *err;
 } slice_job;
 
-static void slice_chunk(void *arg, int64_t s) {
+static td_code slice_chunk(void *arg, int64_t s, td_err *err) {
   const slice_job *j = arg;
   const eng_plan *p = j->p;
   int ni = p->n_inputs;
   int64_t r0 = s * j->chunk, n = j->batch - r0 < j->chunk ? j->batch - r0 : j->chunk;
   eng_tensor cin[16] = {0}, *ci = ni <= 16 ? cin : calloc((size_t)ni, sizeof *ci);
-  td_err *err = &j->err[s];
   td_code rc = ci ? TD_OK : td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
   for (int i = 0; i < ni && !rc; i++) rc = slice_rows(&j->in[i], r0, n, &ci[i], err);
   if (!rc) rc = run_once(p, ci, &j->cout[s * p->n_outputs], 0, err);
   for (int i = 0; ci && i < ni; i++) eng_tensor_release(&ci[i]);
   if (ci != cin) free(ci);
-  j->rc[s] = rc;
+  return rc;
 }
 
 /* Stacks output o of every slice (each with dim 0 its slice's rows) into
@@ -158,28 +155,17 @@ static td_code run_slices(const eng_plan *p, const eng_tensor *in, eng_tensor *o
                           int64_t chunk, td_err *err) {
   int no = p->n_outputs;
   int64_t nslices = (batch + chunk - 1) / chunk;
-  slice_job j = {p, in, batch, chunk, NULL, NULL, NULL};
-  j.cout = calloc((size_t)(nslices * no) + 1, sizeof *j.cout);
-  j.rc = calloc((size_t)nslices, sizeof *j.rc);
-  j.err = malloc(sizeof *j.err * (size_t)nslices);
+  slice_job j = {p, in, batch, chunk, calloc((size_t)(nslices * no) + 1, sizeof *j.cout)};
   for (int i = 0; i < no; i++) out[i] = (eng_tensor){0};
-  td_code rc =
-      j.cout && j.rc && j.err ? TD_OK : td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
-  if (!rc) {
-    for (int64_t k = 0; k < nslices; k++) td_err_clear(&j.err[k]);
-    eng_pool_run(NULL, nslices, slice_chunk, &j);
-    /* The first failed slice in batch order, whichever thread ran it. */
-    for (int64_t k = 0; k < nslices && !rc; k++)
-      if ((rc = j.rc[k]) && err) *err = j.err[k];
-  }
+  /* The first failed slice in batch order, whichever thread ran it. */
+  td_code rc = j.cout ? eng_pool_try(NULL, nslices, slice_chunk, &j, err)
+                      : td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
   for (int o = 0; o < no && !rc; o++) rc = stack_output(&j, nslices, o, &out[o], err);
   if (rc)
     for (int o = 0; o < no; o++) eng_tensor_release(&out[o]);
   if (j.cout)
     for (int64_t k = 0; k < nslices * no; k++) eng_tensor_release(&j.cout[k]);
   free(j.cout);
-  free(j.rc);
-  free(j.err);
   return rc;
 }
 

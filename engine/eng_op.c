@@ -1,5 +1,6 @@
 #include "eng_op.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "eng_kernels.h"
@@ -286,23 +287,18 @@ static const arity_row arities[] = {
 #include "eng_op_arity.inc"
 };
 
+static int arity_cmp(const void *key, const void *row) {
+  return strcmp(key, ((const arity_row *)row)->name);
+}
+
 bool eng_op_arity(const char *name, int *min, int *max) {
-  int lo = 0, hi = (int)(sizeof arities / sizeof arities[0]) - 1;
-  while (lo <= hi) {
-    int mid = (lo + hi) / 2;
-    int c = strcmp(name, arities[mid].name);
-    if (!c) {
-      /* Inlining turns a call with no results into an IdentityN of none. */
-      *min = strcmp(name, "IdentityN") ? arities[mid].min : 0;
-      *max = arities[mid].max;
-      return true;
-    }
-    if (c < 0)
-      hi = mid - 1;
-    else
-      lo = mid + 1;
-  }
-  return false;
+  const arity_row *r =
+      bsearch(name, arities, sizeof arities / sizeof arities[0], sizeof arities[0], arity_cmp);
+  if (!r) return false;
+  /* Inlining turns a call with no results into an IdentityN of none. */
+  *min = strcmp(name, "IdentityN") ? r->min : 0;
+  *max = r->max;
+  return true;
 }
 
 int eng_op_count(void) { return N_OPS; }

@@ -214,6 +214,37 @@ void eng_pool_run(eng_pool *p, int64_t nchunks, eng_pool_fn fn, void *arg) {
   atomic_flag_clear_explicit(&p->busy, memory_order_release);
 }
 
+typedef struct try_job {
+  eng_pool_try_fn fn;
+  void *arg;
+  td_code *rc;
+  td_err *err;
+} try_job;
+
+static void try_chunk(void *arg, int64_t i) {
+  const try_job *t = arg;
+  t->rc[i] = t->fn(t->arg, i, &t->err[i]);
+}
+
+td_code eng_pool_try(eng_pool *p, int64_t nchunks, eng_pool_try_fn fn, void *arg, td_err *err) {
+  if (nchunks <= 0) return TD_OK;
+  try_job t = {fn, arg, calloc((size_t)nchunks, sizeof *t.rc),
+               malloc((size_t)nchunks * sizeof *t.err)};
+  td_code rc = TD_OK;
+  if (!t.rc || !t.err) {
+    rc = td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory for %lld chunks",
+                    (long long)nchunks);
+  } else {
+    for (int64_t i = 0; i < nchunks; i++) td_err_clear(&t.err[i]);
+    eng_pool_run(p, nchunks, try_chunk, &t);
+    for (int64_t i = 0; i < nchunks && !rc; i++)
+      if ((rc = t.rc[i]) && err) *err = t.err[i];
+  }
+  free(t.rc);
+  free(t.err);
+  return rc;
+}
+
 typedef struct range_job {
   eng_pool_range_fn fn;
   void *arg;

@@ -41,6 +41,8 @@
 
 #include <stdint.h>
 
+#include "td_status.h"
+
 typedef struct eng_pool eng_pool;
 
 /* One chunk of an op: chunk is in [0, nchunks). Must not fail; writes only
@@ -63,6 +65,17 @@ int eng_pool_threads(const eng_pool *p);
  * all have returned. p NULL: the default pool. Serial, on the caller, when
  * nchunks < 2, the pool has one thread, or it is busy with another run. */
 void eng_pool_run(eng_pool *p, int64_t nchunks, eng_pool_fn fn, void *arg);
+
+/* A chunk that may fail: returns its status, its error in *err (a slot of
+ * its own, cleared before the call). */
+typedef td_code (*eng_pool_try_fn)(void *arg, int64_t chunk, td_err *err);
+
+/* Runs fn over [0, nchunks) as eng_pool_run does and returns the status of
+ * the first chunk, in chunk order, that failed, with its error in *err
+ * (TD_OK when none did): what a serial loop stopping at its first failure
+ * reports, though chunks after it may have run as well. RESOURCE_EXHAUSTED,
+ * running nothing, when the per-chunk errors cannot be allocated. */
+td_code eng_pool_try(eng_pool *p, int64_t nchunks, eng_pool_try_fn fn, void *arg, td_err *err);
 
 /* One range [i0, i1) of the items an op split with eng_pool_for. */
 typedef void (*eng_pool_range_fn)(void *arg, int64_t i0, int64_t i1);

@@ -135,9 +135,9 @@ td_code eng_k_var_is_initialized(eng_kctx *c) {
  * The entries are read on the intra-op pool: reading a checkpoint is
  * copying from the page cache, first touches of new buffers and CRC32C,
  * all of which scale with cores. The entries are cut into runs of
- * consecutive ones; a run stops at its first failure and keeps its own
- * error, and the first failing run in order is the one reported, so the
- * error is the first failing entry's, as in a serial loop. */
+ * consecutive ones, each a chunk of eng_pool_try that stops at its first
+ * failure, so the error reported is the first failing entry's, as in a
+ * serial loop. */
 #define RESTORE_RUNS 64
 
 typedef struct restore_job {
@@ -147,11 +147,9 @@ typedef struct restore_job {
   const eng_attr *dt;
   const bool *skip; /* per entry: only an unneeded variable takes it */
   int64_t n, runs;
-  td_code rc[RESTORE_RUNS];
-  td_err err[RESTORE_RUNS];
 } restore_job;
 
-static td_code restore_entry(restore_job *j, int64_t i, td_err *err) {
+static td_code restore_entry(const restore_job *j, int64_t i, td_err *err) {
   eng_kctx *c = j->c;
   eng_dtype want = j->dt->ltype[i];
   if (!j->skip[i]) return eng_model_restore(c->model, j->pfx, j->nm[i].data, want, &c->out[i], err);
@@ -165,12 +163,12 @@ static td_code restore_entry(restore_job *j, int64_t i, td_err *err) {
   return rc;
 }
 
-static void restore_run(void *arg, int64_t r) {
-  restore_job *j = arg;
+static td_code restore_run(void *arg, int64_t r, td_err *err) {
+  const restore_job *j = arg;
   int64_t lo = j->n * r / j->runs, hi = j->n * (r + 1) / j->runs;
   td_code rc = TD_OK;
-  for (int64_t i = lo; i < hi && !rc; i++) rc = restore_entry(j, i, &j->err[r]);
-  j->rc[r] = rc;
+  for (int64_t i = lo; i < hi && !rc; i++) rc = restore_entry(j, i, err);
+  return rc;
 }
 
 td_code eng_k_restore_v2(eng_kctx *c) {
@@ -194,31 +192,21 @@ td_code eng_k_restore_v2(eng_kctx *c) {
                         c->node->name, nm[i].data);
   if (n <= 0) return TD_OK;
   bool *skip = calloc((size_t)n, sizeof *skip);
-  restore_job *j = calloc(1, sizeof *j);
-  td_code rc = TD_OK;
-  if (!skip || !j) {
-    rc = td_err_set(c->err, TD_RESOURCE_EXHAUSTED, "RestoreV2 '%s': out of memory for %lld entries",
-                    c->node->name, (long long)n);
-    goto done;
-  }
+  if (!skip)
+    return td_err_set(c->err, TD_RESOURCE_EXHAUSTED,
+                      "RestoreV2 '%s': out of memory for %lld entries", c->node->name,
+                      (long long)n);
   /* The model builds its skip table lazily: ask on this thread. */
   for (int64_t i = 0; i < n; i++)
     skip[i] = dt->ltype[i] != ENG_DT_STRING && eng_model_restore_skips(c->model, c->node_id, (int)i);
-  j->c = c;
-  j->pfx = eng_tensor_strs(prefix)[0].data;
-  j->nm = nm;
-  j->dt = dt;
-  j->skip = skip;
-  j->n = n;
-  j->runs = n < RESTORE_RUNS ? n : RESTORE_RUNS;
-  eng_pool_run(NULL, j->runs, restore_run, j);
-  for (int64_t r = 0; r < j->runs && !rc; r++)
-    if (j->rc[r]) {
-      rc = j->rc[r];
-      if (c->err) *c->err = j->err[r];
-    }
-done:
+  restore_job j = {.c = c,
+                   .pfx = eng_tensor_strs(prefix)[0].data,
+                   .nm = nm,
+                   .dt = dt,
+                   .skip = skip,
+                   .n = n,
+                   .runs = n < RESTORE_RUNS ? n : RESTORE_RUNS};
+  td_code rc = eng_pool_try(NULL, j.runs, restore_run, &j, c->err);
   free(skip);
-  free(j);
   return rc;
 }
