@@ -34,7 +34,7 @@ weights are random and large), models at real sizes into DIR/<model>/1/ with
 DIR/large.json in zoo.json's layout (absolute dirs, no reference outputs):
 ResNet50, MobileNetV2 (alpha 1.0) and EfficientNetB0 at 224x224, a BERT-base
 shaped encoder (keras-hub BertBackbone, 4 layers of width 768, sequence 128)
-and a wide MLP (4 x 2048). Needs keras-hub (bench/engine/requirements.txt).
+and a wide MLP (4 x 2048). Needs keras-hub (bench/engine/venv.sh).
 
 With --applications DIR [NAME...] it writes, never committed (the networks
 cannot shrink their widths), one member of every keras.applications family at

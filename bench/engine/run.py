@@ -10,8 +10,8 @@ models and DIR/large.json).
         [--td-isas avx512]
 
 Needs the built build/bench/eng_bench, and a Python with the pins of
-bench/engine/requirements.txt (a virtualenv with --system-site-packages over
-the test install of tensorflow-cpu 2.19.1 is enough). Each engine runs in its
+bench/engine/requirements.txt over the test install of tensorflow-cpu 2.19.1
+(bench/engine/venv.sh VENV makes one). Each engine runs in its
 own process, so peak RSS is per engine. Models are converted to ONNX with
 tf2onnx (opset 17) into bench/engine/.onnx/ on first use; OpenVINO reads the
 SavedModel itself (openvino.convert_model). The engine's ISA (chosen by CPUID
