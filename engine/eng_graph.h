@@ -134,7 +134,10 @@ void eng_attr_free(eng_attr *a);
  * feed values, what fetching outputs_a[k] with inputs_a[j] fed computes
  * when given the same values (eng_graph_same.c): both subgraphs are the
  * same nodes up to their names (the "_class" colocation attribute aside),
- * reading the same state, down to the fed nodes, which are single-output
+ * reading the same state (the same variable, handle or table nodes: a
+ * node without data inputs other than a Const or NoOp pairs only with
+ * itself),
+ * down to the fed nodes, which are single-output
  * nodes of the same op and attributes paired by position. Names are
  * "node" or "node:index". False whenever that cannot be shown: a
  * difference, a name not in g, a node fed on one side only, TF1 loop or

@@ -11,8 +11,9 @@
  * fed value was computed from does not matter. On a graph without cycles
  * (loops are refused) the claims then hold by induction in topological
  * order: every node of the a-side subgraph is a deterministic function of
- * its inputs, attributes and the (shared) state it names, exactly as its
- * partner is. */
+ * its inputs, attributes and the state it names, exactly as its partner is.
+ * State is the same only through the same node: two variables of equal
+ * attributes are still two variables. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,11 +21,26 @@
 
 /* The TF1 loop and branch primitives: subgraphs with them may have cycles. */
 static bool is_control_flow(const char *op) {
-  static const char *const ops[] = {"Enter", "Exit", "Merge", "Switch", "NextIteration",
-                                    "LoopCond", "RefEnter", "RefExit", "RefMerge", "RefSwitch",
-                                    "RefNextIteration"};
+  static const char *const ops[] = {"Enter",         "Exit",      "Merge",           "Switch",
+                                    "NextIteration", "LoopCond",  "RefEnter",        "RefExit",
+                                    "RefMerge",      "RefSwitch", "RefNextIteration"};
   for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
     if (!strcmp(op, ops[i])) return true;
+  return false;
+}
+
+/* Nodes that create or name state, whose identity can be their own name
+ * (a VariableV2 or VarHandleOp with an empty shared_name is the variable of
+ * that node name; a TensorArray or stack is made per node): equal only to
+ * themselves. So is any node without data inputs other than a constant or
+ * a NoOp (a placeholder nobody feeds, a table, a queue). */
+static bool is_own_identity(const eng_node *n) {
+  static const char *const ops[] = {"Variable",          "VariableV2",  "VarHandleOp",
+                                    "TemporaryVariable", "TensorArray", "TensorArrayV2",
+                                    "TensorArrayV3",     "Stack",       "StackV2"};
+  if (!n->n_in && strcmp(n->op, "Const") && strcmp(n->op, "NoOp")) return true;
+  for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+    if (!strcmp(n->op, ops[i])) return true;
   return false;
 }
 
@@ -64,29 +80,55 @@ static bool same_tensor(const eng_tensor *a, const eng_tensor *b) {
 static bool same_attr(const eng_attr *a, const eng_attr *b) {
   if (a->kind != b->kind) return false;
   switch (a->kind) {
-    case ENG_ATTR_NONE: return true;
-    case ENG_ATTR_S: return same_bytes(&a->s, &b->s);
-    case ENG_ATTR_I: return a->i == b->i;
-    case ENG_ATTR_F: return !memcmp(&a->f, &b->f, sizeof a->f);
-    case ENG_ATTR_B: return a->b == b->b;
-    case ENG_ATTR_TYPE: return a->type == b->type;
-    case ENG_ATTR_SHAPE: return same_shape(&a->shape, &b->shape);
-    case ENG_ATTR_TENSOR: return same_tensor(&a->tensor, &b->tensor);
-    case ENG_ATTR_FUNC: return !strcmp(a->func, b->func);
-    case ENG_ATTR_LIST: break;
+    case ENG_ATTR_NONE:
+      return true;
+    case ENG_ATTR_S:
+      return same_bytes(&a->s, &b->s);
+    case ENG_ATTR_I:
+      return a->i == b->i;
+    case ENG_ATTR_F:
+      return !memcmp(&a->f, &b->f, sizeof a->f);
+    case ENG_ATTR_B:
+      return a->b == b->b;
+    case ENG_ATTR_TYPE:
+      return a->type == b->type;
+    case ENG_ATTR_SHAPE:
+      return same_shape(&a->shape, &b->shape);
+    case ENG_ATTR_TENSOR:
+      return same_tensor(&a->tensor, &b->tensor);
+    case ENG_ATTR_FUNC:
+      return !strcmp(a->func, b->func);
+    case ENG_ATTR_LIST:
+      break;
   }
   if (a->list_kind != b->list_kind || a->n != b->n) return false;
   for (int i = 0; i < a->n; i++) {
     bool eq = false;
     switch (a->list_kind) {
-      case ENG_ATTR_S: eq = same_bytes(&a->ls[i], &b->ls[i]); break;
-      case ENG_ATTR_I: eq = a->li[i] == b->li[i]; break;
-      case ENG_ATTR_F: eq = !memcmp(&a->lf[i], &b->lf[i], sizeof a->lf[i]); break;
-      case ENG_ATTR_B: eq = a->lb[i] == b->lb[i]; break;
-      case ENG_ATTR_TYPE: eq = a->ltype[i] == b->ltype[i]; break;
-      case ENG_ATTR_SHAPE: eq = same_shape(&a->lshape[i], &b->lshape[i]); break;
-      case ENG_ATTR_FUNC: eq = !strcmp(a->lfunc[i], b->lfunc[i]); break;
-      default: eq = false; break;
+      case ENG_ATTR_S:
+        eq = same_bytes(&a->ls[i], &b->ls[i]);
+        break;
+      case ENG_ATTR_I:
+        eq = a->li[i] == b->li[i];
+        break;
+      case ENG_ATTR_F:
+        eq = !memcmp(&a->lf[i], &b->lf[i], sizeof a->lf[i]);
+        break;
+      case ENG_ATTR_B:
+        eq = a->lb[i] == b->lb[i];
+        break;
+      case ENG_ATTR_TYPE:
+        eq = a->ltype[i] == b->ltype[i];
+        break;
+      case ENG_ATTR_SHAPE:
+        eq = same_shape(&a->lshape[i], &b->lshape[i]);
+        break;
+      case ENG_ATTR_FUNC:
+        eq = !strcmp(a->lfunc[i], b->lfunc[i]);
+        break;
+      default:
+        eq = false;
+        break;
     }
     if (!eq) return false;
   }
@@ -110,10 +152,10 @@ static bool same_attrs(const eng_node *a, const eng_node *b) {
 }
 
 typedef struct claims {
-  int *same;   /* per a-side node: its partner + 1, 0 when unclaimed */
-  int *fed_a;  /* per node: fed as input k of side a (k + 1), else 0 */
+  int *same;  /* per a-side node: its partner + 1, 0 when unclaimed */
+  int *fed_a; /* per node: fed as input k of side a (k + 1), else 0 */
   int *fed_b;
-  int *stack;  /* a-side nodes whose claim is still to check */
+  int *stack; /* a-side nodes whose claim is still to check */
   int top;
 } claims;
 
@@ -132,8 +174,8 @@ static bool parse(const eng_graph *g, const char *name, eng_edge *e) {
 }
 
 bool eng_graph_same_values(const eng_graph *g, int n_inputs, const char *const *inputs_a,
-                           const char *const *inputs_b, int n_outputs,
-                           const char *const *outputs_a, const char *const *outputs_b) {
+                           const char *const *inputs_b, int n_outputs, const char *const *outputs_a,
+                           const char *const *outputs_b) {
   int n = eng_graph_node_count(g);
   if (n <= 0 || n_inputs < 0 || n_outputs <= 0) return false;
   claims c = {.same = calloc((size_t)n, sizeof(int)),
@@ -174,6 +216,10 @@ bool eng_graph_same_values(const eng_graph *g, int n_inputs, const char *const *
       continue;
     }
     const eng_node *na = eng_graph_node(g, a), *nb = eng_graph_node(g, b);
+    if (a != b && (is_own_identity(na) || is_own_identity(nb))) {
+      ok = false;
+      break;
+    }
     ok = !strcmp(na->op, nb->op) && !is_control_flow(na->op) && na->n_out == nb->n_out &&
          na->n_in == nb->n_in && na->n_ctrl == nb->n_ctrl && same_attrs(na, nb);
     for (int i = 0; ok && i < na->n_in; i++)

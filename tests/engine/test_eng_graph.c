@@ -487,6 +487,18 @@ START_TEST(same_values) {
   ck_assert(!same1(g, "a_x", "b_x", "a/out", "nowhere"));   /* not in g */
   ck_assert(!same1(g, "a_x", "b/c", "a/out", "b/out"));     /* fed nodes differ */
   ck_assert(!same1(g, "a_x", "a_x", "a/out", "b/out"));     /* b's placeholder is not fed */
+  /* Two TF1 variables of equal attributes are two variables: y = x + v1
+   * and y = x + v2 differ. */
+  int v1 = add(g, "v1", "VariableV2", 1), v2 = add(g, "v2", "VariableV2", 1);
+  set_str(g, v1, "shared_name", "");
+  set_str(g, v2, "shared_name", "");
+  int y1 = add(g, "y1", "AddV2", 1), y2 = add(g, "y2", "AddV2", 1);
+  in(g, y1, eng_graph_find(g, "a_x", 3));
+  in(g, y1, v1);
+  in(g, y2, eng_graph_find(g, "a_x", 3));
+  in(g, y2, v2);
+  ck_assert(!same1(g, "a_x", "a_x", "y1", "y2"));
+  ck_assert(same1(g, "a_x", "a_x", "y2", "y2"));
   /* The shared state alone, nothing fed. */
   const char *ra[] = {"a/read"}, *rb[] = {"b/read"};
   ck_assert(eng_graph_same_values(g, 0, NULL, NULL, 1, ra, rb));
