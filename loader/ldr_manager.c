@@ -262,6 +262,11 @@ static void worker_main(void *arg) {
       uv_thread_join(&t);
     else
       load_main(&lt);
+    /* A load frees much of what it allocated (the parsed SavedModel, the
+     * function library, plan-building scratch) in the middle of the heap;
+     * trimming gives those pages back. Here, at normal priority, as
+     * unref_all does. */
+    malloc_trim(0);
 
     uv_mutex_lock(&m->mu);
     m->loading--;
