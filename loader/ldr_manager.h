@@ -50,7 +50,9 @@
  * (of any model) serves when the load starts, that thread runs under
  * SCHED_IDLE (nice +10 where that is refused), so that on a busy machine a
  * load takes longer rather than slowing the requests being served; with
- * nothing serving yet it keeps normal priority; unloaded versions
+ * nothing serving yet it keeps normal priority. The worker then trims the
+ * heap (malloc_trim), at normal priority, so the pages the load freed go
+ * back to the system; unloaded versions
  * are freed on a short-lived thread of normal priority (it trims the heap,
  * which locks the arenas request threads use). Every public function is
  * thread-safe. The manager holds
