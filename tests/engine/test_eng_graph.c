@@ -481,12 +481,12 @@ START_TEST(same_values) {
   ck_assert(!same1(g, "a_x", "d_x", "a/out", "d/out"));
   ck_assert(!same1(g, "a_x", "e_x", "a/out", "e/out"));
   ck_assert(!same1(g, "a_x", "b_x", "a/out", "f/out")); /* f reads a_x, unfed on its side */
-  ck_assert(same1(g, "b_x", "a_x", "b/out", "f/out")); /* f with a_x fed: the same */
+  ck_assert(same1(g, "b_x", "a_x", "b/out", "f/out"));  /* f with a_x fed: the same */
   ck_assert(!same1(g, "a_x", "a_x", "l/merge", "l/merge"));
-  ck_assert(!same1(g, "a_x", "b_x", "a/out", "b/out:1"));   /* another output */
-  ck_assert(!same1(g, "a_x", "b_x", "a/out", "nowhere"));   /* not in g */
-  ck_assert(!same1(g, "a_x", "b/c", "a/out", "b/out"));     /* fed nodes differ */
-  ck_assert(!same1(g, "a_x", "a_x", "a/out", "b/out"));     /* b's placeholder is not fed */
+  ck_assert(!same1(g, "a_x", "b_x", "a/out", "b/out:1")); /* another output */
+  ck_assert(!same1(g, "a_x", "b_x", "a/out", "nowhere")); /* not in g */
+  ck_assert(!same1(g, "a_x", "b/c", "a/out", "b/out"));   /* fed nodes differ */
+  ck_assert(!same1(g, "a_x", "a_x", "a/out", "b/out"));   /* b's placeholder is not fed */
   /* Two TF1 variables of equal attributes are two variables: y = x + v1
    * and y = x + v2 differ. */
   int v1 = add(g, "v1", "VariableV2", 1), v2 = add(g, "v2", "VariableV2", 1);
