@@ -130,6 +130,23 @@ float eng_attr_float(const eng_node *n, const char *name, float dflt);
 
 void eng_attr_free(eng_attr *a);
 
+/* Whether fetching outputs_b[k] with inputs_b[j] fed computes, for any
+ * feed values, what fetching outputs_a[k] with inputs_a[j] fed computes
+ * when given the same values (eng_graph_same.c): both subgraphs are the
+ * same nodes up to their names (the "_class" colocation attribute aside),
+ * reading the same state (the same variable, handle or table nodes: a
+ * node without data inputs other than a Const or NoOp pairs only with
+ * itself),
+ * down to the fed nodes, which are single-output
+ * nodes of the same op and attributes paired by position. Names are
+ * "node" or "node:index". False whenever that cannot be shown: a
+ * difference, a name not in g, a node fed on one side only, TF1 loop or
+ * branch primitives in the way (their cycles are not compared), or out of
+ * memory. Linear in the nodes both subgraphs reach. */
+bool eng_graph_same_values(const eng_graph *g, int n_inputs, const char *const *inputs_a,
+                           const char *const *inputs_b, int n_outputs,
+                           const char *const *outputs_a, const char *const *outputs_b);
+
 /* --- functions ---------------------------------------------------------- */
 typedef struct eng_function {
   char *name;

@@ -80,6 +80,11 @@ td_code eng_model_create(eng_graph *graph, eng_library *lib, const eng_io *io, e
     eng_model_destroy(m);
     return rc;
   }
+  /* Every call is inlined now (function bodies copied into the graph), and
+   * nothing reads the library again: a Keras export's holds each layer's
+   * functions several times over, so it goes now, not with the model. */
+  eng_library_destroy(m->lib);
+  m->lib = NULL;
   *out = m;
   return TD_OK;
 }

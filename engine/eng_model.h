@@ -52,7 +52,8 @@ typedef struct eng_io {
   void *ctx;
 } eng_io;
 
-/* Takes ownership of graph and lib (lib may be NULL) even on failure. */
+/* Takes ownership of graph and lib (lib may be NULL) even on failure; lib
+ * is freed once its functions are inlined, before this returns. */
 td_code eng_model_create(eng_graph *graph, eng_library *lib, const eng_io *io, eng_model **out,
                          td_err *err);
 void eng_model_destroy(eng_model *m);

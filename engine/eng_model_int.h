@@ -22,7 +22,7 @@ typedef struct var_slot {
 
 struct eng_model {
   eng_graph *g;
-  eng_library *lib;
+  eng_library *lib; /* while eng_model_create inlines, then NULL */
   eng_io io;
   int64_t *node_slot; /* per node: variable slot or -1 */
   int n_slots;

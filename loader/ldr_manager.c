@@ -75,6 +75,7 @@ typedef struct load_task {
   bool has_batching; /* the version's batching_params.pbtxt */
   cfg_batching batching;
   bool incomplete; /* the store's listing at download time lacked files */
+  bool lower;      /* a version is serving: the load yields to its requests */
   td_err err;
 } load_task;
 
@@ -148,13 +149,17 @@ static void finish_load(ldr_manager *m, const job *j, ldr_servable *sv, td_code 
   }
 }
 
-/* The short-lived threads that load versions yield the CPU to request
- * threads: SCHED_IDLE, so that a waking request thread preempts a load at
- * once (a nice value only shrinks the load's share, and a request could wait
- * out its time slice), or nice LOAD_NICE where SCHED_IDLE is refused. On a
- * saturated machine a load therefore waits for idle time. Only threads
- * that take no lock a request also takes are lowered: a low-priority thread
- * holding the registry's mutex would stall every request behind it. */
+/* While a version is serving, the short-lived threads that load others
+ * yield the CPU to request threads: SCHED_IDLE, so that a waking request
+ * thread preempts a load at once (a nice value only shrinks the load's
+ * share, and a request could wait out its time slice), or nice LOAD_NICE
+ * where SCHED_IDLE is refused. On a saturated machine such a load waits for
+ * idle time. While nothing serves (start-up, or every version gone) a load
+ * keeps normal priority: there is no request to protect, and at SCHED_IDLE
+ * it would share the CPU with any other idle-class work on the machine.
+ * Only threads that take no lock a request also takes are lowered: a
+ * low-priority thread holding the registry's mutex would stall every
+ * request behind it. */
 static void lower_priority(void) {
   struct sched_param sp = {0};
   if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp))
@@ -176,7 +181,7 @@ static int drop_cached(const char *path, const struct stat *st, int type, struct
  * tensor buffers per thread) do not outlive the load. */
 static void load_main(void *arg) {
   load_task *lt = arg;
-  lower_priority();
+  if (lt->lower) lower_priority();
   const char *dir = lt->j->path;
   char *local = NULL;
   bool remote = ldr_objstore_is_remote(dir);
@@ -217,6 +222,14 @@ static void load_main(void *arg) {
   free(local);
 }
 
+/* Whether any version of any model serves requests now. Under m->mu. */
+static bool any_serving(const ldr_manager *m) {
+  for (int i = 0; i < m->n_models; i++)
+    for (int k = 0; k < m->models[i]->n; k++)
+      if (m->models[i]->v[k].st == V_READY || m->models[i]->v[k].st == V_DRAINING) return true;
+  return false;
+}
+
 static void worker_main(void *arg) {
   ldr_manager *m = arg;
   uv_mutex_lock(&m->mu);
@@ -237,17 +250,23 @@ static void worker_main(void *arg) {
     x->st = V_LOADING;
     ldr_mgr_set_reg(m, mm, x, LDR_STATE_LOADING, x->attempts ? &x->last_err : NULL);
     m->loading++;
+    bool serving = any_serving(m);
     uv_mutex_unlock(&m->mu);
 
     td_logm(TD_LOG_INFO, j->model, j->version, "Loading servable: {name: %s version: %lld} from %s",
             j->model, (long long)j->version, j->path);
-    load_task lt = {.m = m, .j = j};
+    load_task lt = {.m = m, .j = j, .lower = serving};
     td_err_clear(&lt.err);
     uv_thread_t t;
     if (uv_thread_create(&t, load_main, &lt) == 0)
       uv_thread_join(&t);
     else
       load_main(&lt);
+    /* A load frees much of what it allocated (the parsed SavedModel, the
+     * function library, plan-building scratch) in the middle of the heap;
+     * trimming gives those pages back. Here, at normal priority, as
+     * unref_all does. */
+    malloc_trim(0);
 
     uv_mutex_lock(&m->mu);
     m->loading--;

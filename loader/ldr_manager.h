@@ -46,9 +46,13 @@
  * what makes them usable.
  *
  * Threads: one manager thread runs scans and decisions; num_load_threads
- * workers load. Each load runs on a short-lived thread under SCHED_IDLE
- * (nice +10 where that is refused), so that on a busy machine a load takes
- * longer rather than slowing the requests being served; unloaded versions
+ * workers load. Each load runs on a short-lived thread; while any version
+ * (of any model) serves when the load starts, that thread runs under
+ * SCHED_IDLE (nice +10 where that is refused), so that on a busy machine a
+ * load takes longer rather than slowing the requests being served; with
+ * nothing serving yet it keeps normal priority. The worker then trims the
+ * heap (malloc_trim), at normal priority, so the pages the load freed go
+ * back to the system; unloaded versions
  * are freed on a short-lived thread of normal priority (it trims the heap,
  * which locks the arenas request threads use). Every public function is
  * thread-safe. The manager holds

@@ -168,7 +168,7 @@ static void free_signatures(ldr_signature *s, int n) {
     free(s[i].method_name);
     free_infos(s[i].inputs, s[i].n_inputs);
     free_infos(s[i].outputs, s[i].n_outputs);
-    eng_plan_destroy(s[i].plan);
+    if (!s[i].plan_shared) eng_plan_destroy(s[i].plan);
     free(s[i].plan_error);
   }
   free(s);
@@ -409,17 +409,50 @@ static td_code attach_device(ldr_servable *sv, td_err *err) {
   if (!eng_device_active() || !sv->n_sigs) return TD_OK;
   eng_plan **plans = calloc((size_t)sv->n_sigs, sizeof *plans);
   if (!plans) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
-  for (int i = 0; i < sv->n_sigs; i++) plans[i] = sv->sigs[i].plan;
-  td_code rc = eng_device_attach(sv->model, sv->n_sigs, plans, err);
+  int n = 0;
+  for (int i = 0; i < sv->n_sigs; i++)
+    if (!sv->sigs[i].plan_shared) plans[n++] = sv->sigs[i].plan;
+  td_code rc = eng_device_attach(sv->model, n, plans, err);
   free(plans);
   if (rc) td_err_prefix(err, "placing %s on %s", sv->path, eng_device_name());
   return rc;
 }
 
+/* A signature already planned (the default one first) that computes what s
+ * computes, position by position (eng_graph_same_values): a Keras export's
+ * "serve" and "serving_default" call one function. */
+static const ldr_signature *same_computation(const ldr_servable *sv, const ldr_signature *s,
+                                             const char *const *in, const char *const *out) {
+  const eng_graph *g = eng_model_graph(sv->model);
+  for (int i = 0; g && i < sv->n_sigs; i++) {
+    const ldr_signature *o = &sv->sigs[i];
+    if (o == s || !o->plan || o->plan_shared || o->n_inputs != s->n_inputs ||
+        o->n_outputs != s->n_outputs)
+      continue;
+    const char *oin[64], *oout[64];
+    bool ok = true;
+    for (int k = 0; ok && k < s->n_inputs; k++) {
+      oin[k] = o->inputs[k].name;
+      ok = o->inputs[k].dtype == s->inputs[k].dtype;
+    }
+    for (int k = 0; ok && k < s->n_outputs; k++) {
+      oout[k] = o->outputs[k].name;
+      ok = o->outputs[k].dtype == s->outputs[k].dtype;
+    }
+    if (ok && eng_graph_same_values(g, s->n_inputs, oin, in, s->n_outputs, oout, out)) return o;
+  }
+  return NULL;
+}
+
 static td_code compile_signatures(ldr_servable *sv, td_err *err) {
   int ok = 0;
   const ldr_signature *dflt = NULL;
-  for (int i = 0; i < sv->n_sigs; i++) {
+  /* The default signature first, so that it owns any plan it shares. */
+  int first = -1;
+  for (int i = 0; i < sv->n_sigs; i++)
+    if (!strcmp(sv->sigs[i].key, DEFAULT_SIGNATURE)) first = i;
+  for (int n = 0; n < sv->n_sigs; n++) {
+    int i = first < 0 ? n : n == 0 ? first : n <= first ? n - 1 : n;
     ldr_signature *s = &sv->sigs[i];
     if (!strcmp(s->key, INIT_OP_SIGNATURE)) {
       s->plan_error = strdup("the init-op signature is not servable");
@@ -433,7 +466,15 @@ static td_code compile_signatures(ldr_servable *sv, td_err *err) {
     } else {
       for (int k = 0; k < s->n_inputs; k++) in[k] = s->inputs[k].name;
       for (int k = 0; k < s->n_outputs; k++) out[k] = s->outputs[k].name;
-      eng_plan_create(sv->model, s->n_inputs, in, s->n_outputs, out, 0, NULL, &s->plan, &e);
+      const ldr_signature *same = same_computation(sv, s, in, out);
+      if (same) {
+        s->plan = same->plan;
+        s->plan_shared = true;
+        td_log_info("%s: signature '%s' computes what '%s' does: one plan serves both", sv->path,
+                    s->key, same->key);
+      } else {
+        eng_plan_create(sv->model, s->n_inputs, in, s->n_outputs, out, 0, NULL, &s->plan, &e);
+      }
     }
     if (s->plan) {
       ok++;
@@ -453,7 +494,7 @@ static td_code compile_signatures(ldr_servable *sv, td_err *err) {
   /* The first requests of a new version (batch 1 above all) should not
    * pay for its shape-specialised plan: built here, off the request path. */
   for (int i = 0; !rc && i < sv->n_sigs; i++)
-    if (sv->sigs[i].plan) eng_plan_prepare(sv->sigs[i].plan, 1);
+    if (sv->sigs[i].plan && !sv->sigs[i].plan_shared) eng_plan_prepare(sv->sigs[i].plan, 1);
   return rc;
 }
 
@@ -464,7 +505,7 @@ static void release_packed_sources(ldr_servable *sv) {
   if (!plans) return;
   int n = 0;
   for (int i = 0; i < sv->n_sigs; i++)
-    if (sv->sigs[i].plan) plans[n++] = sv->sigs[i].plan;
+    if (sv->sigs[i].plan && !sv->sigs[i].plan_shared) plans[n++] = sv->sigs[i].plan;
   size_t freed = eng_model_release_packed_sources(sv->model, n, plans);
   free(plans);
   if (freed)

@@ -7,7 +7,11 @@
  * checkpoint (variables/variables), bind variables by running the graph's own
  * restore op with the checkpoint prefix fed (plus asset paths), run the init
  * op (__saved_model_init_op, saved_model_main_op or legacy_init_op), and
- * compile one plan per signature.
+ * compile one plan per signature. Signatures that compute the same, input
+ * and output by position in alias order (a Keras export's "serve" and
+ * "serving_default" call one function), share one plan, built once, owned
+ * by serving_default when it is one of them. Errors from a shared plan
+ * (a feed of the wrong dtype or shape) name its owner's input tensors.
  *
  * Failure: a missing or unparsable saved_model.pb, a corrupt checkpoint, a
  * variable the checkpoint lacks, an op the engine lacks on the default

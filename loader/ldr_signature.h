@@ -31,7 +31,11 @@ typedef struct ldr_signature {
   ldr_tensor_info *inputs; /* sorted by alias */
   int n_outputs;
   ldr_tensor_info *outputs; /* sorted by alias */
-  struct eng_plan *plan;    /* compiled feed->fetch plan; NULL if it failed */
+  struct eng_plan *plan;    /* compiled feed->fetch plan; NULL if it failed. Shared with
+                               another signature of the servable that computes the same
+                               (plan_shared on all but its owner): inputs and outputs are
+                               by position, in alias order */
+  bool plan_shared;         /* plan is another signature's: not freed with this one */
   char *plan_error;         /* why plan is NULL */
 } ldr_signature;
 

@@ -1,6 +1,7 @@
 /* eng_graph: node table and name index (growth to thousands of nodes),
- * duplicate names, edge parsing, attributes (lookup and deep copy) and the
- * function library. */
+ * duplicate names, edge parsing, attributes (lookup and deep copy), the
+ * function library, and comparing two feed -> fetch subgraphs
+ * (eng_graph_same_values). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -368,6 +369,143 @@ START_TEST(library) {
 }
 END_TEST
 
+/* --- eng_graph_same_values ---------------------------------------------- */
+static void set_type(eng_graph *g, int node, const char *name, eng_dtype t) {
+  eng_attr *a = eng_graph_add_attr(g, node, name);
+  ck_assert_ptr_nonnull(a);
+  a->kind = ENG_ATTR_TYPE;
+  a->type = t;
+}
+
+static void set_scalar(eng_graph *g, int node, float v) {
+  eng_attr *a = eng_graph_add_attr(g, node, "value");
+  ck_assert_ptr_nonnull(a);
+  a->kind = ENG_ATTR_TENSOR;
+  eng_shape sh = eng_shape_scalar();
+  ck_assert_int_eq(eng_tensor_alloc(&a->tensor, ENG_DT_FLOAT, &sh, NULL), TD_OK);
+  *(float *)eng_tensor_data(&a->tensor) = v;
+}
+
+static void set_str(eng_graph *g, int node, const char *name, const char *v) {
+  eng_attr *a = eng_graph_add_attr(g, node, name);
+  ck_assert_ptr_nonnull(a);
+  a->kind = ENG_ATTR_S;
+  a->s.len = strlen(v);
+  a->s.data = strdup(v);
+}
+
+static void in(eng_graph *g, int node, int from) {
+  ck_assert_int_eq(eng_graph_add_input(g, node, (eng_edge){from, 0}, NULL), TD_OK);
+}
+
+/* One copy of out = x * c + read(v), as a Keras signature's inlined
+ * function: its own placeholder, constant and read, the variable shared. */
+static int keras_copy(eng_graph *g, const char *pfx, int var, float c, eng_dtype mul_t) {
+  char n[64];
+  snprintf(n, sizeof n, "%s_x", pfx);
+  int x = add(g, n, "Placeholder", 1);
+  set_type(g, x, "dtype", ENG_DT_FLOAT);
+  snprintf(n, sizeof n, "%s/c", pfx);
+  int k = add(g, n, "Const", 1);
+  set_type(g, k, "dtype", ENG_DT_FLOAT);
+  set_scalar(g, k, c);
+  snprintf(n, sizeof n, "%s/read", pfx);
+  int r = add(g, n, "ReadVariableOp", 1);
+  set_type(g, r, "dtype", ENG_DT_FLOAT);
+  in(g, r, var);
+  snprintf(n, sizeof n, "%s/mul", pfx);
+  int m = add(g, n, "Mul", 1);
+  set_type(g, m, "T", mul_t);
+  char cls[80];
+  snprintf(cls, sizeof cls, "loc:@%s/c", pfx); /* names its own copy: ignored */
+  set_str(g, m, "_class", cls);
+  in(g, m, x);
+  in(g, m, k);
+  snprintf(n, sizeof n, "%s/out", pfx);
+  int o = add(g, n, "AddV2", 1);
+  set_type(g, o, "T", ENG_DT_FLOAT);
+  in(g, o, m);
+  in(g, o, r);
+  return o;
+}
+
+static bool same1(const eng_graph *g, const char *xa, const char *xb, const char *oa,
+                  const char *ob) {
+  const char *ia[] = {xa}, *ib[] = {xb}, *fa[] = {oa}, *fb[] = {ob};
+  return eng_graph_same_values(g, 1, ia, ib, 1, fa, fb);
+}
+
+START_TEST(same_values) {
+  eng_graph *g = eng_graph_create();
+  int v = add(g, "v", "VarHandleOp", 1);
+  set_str(g, v, "shared_name", "v");
+  keras_copy(g, "a", v, 2.0f, ENG_DT_FLOAT);
+  keras_copy(g, "b", v, 2.0f, ENG_DT_FLOAT);
+  keras_copy(g, "c", v, 3.0f, ENG_DT_FLOAT); /* another constant */
+  keras_copy(g, "d", v, 2.0f, ENG_DT_HALF);  /* another attribute */
+  /* e: the inputs of the sum swapped. */
+  int ex = add(g, "e_x", "Placeholder", 1);
+  set_type(g, ex, "dtype", ENG_DT_FLOAT);
+  int ek = add(g, "e/c", "Const", 1);
+  set_type(g, ek, "dtype", ENG_DT_FLOAT);
+  set_scalar(g, ek, 2.0f);
+  int er = add(g, "e/read", "ReadVariableOp", 1);
+  set_type(g, er, "dtype", ENG_DT_FLOAT);
+  in(g, er, v);
+  int em = add(g, "e/mul", "Mul", 1);
+  set_type(g, em, "T", ENG_DT_FLOAT);
+  in(g, em, ex);
+  in(g, em, ek);
+  int eo = add(g, "e/out", "AddV2", 1);
+  set_type(g, eo, "T", ENG_DT_FLOAT);
+  in(g, eo, er);
+  in(g, eo, em);
+  /* f: reads a's placeholder, which side f does not feed. */
+  int fm = add(g, "f/mul", "Mul", 1);
+  set_type(g, fm, "T", ENG_DT_FLOAT);
+  in(g, fm, eng_graph_find(g, "a_x", 3));
+  in(g, fm, eng_graph_find(g, "a/c", 3));
+  int fo = add(g, "f/out", "AddV2", 1);
+  set_type(g, fo, "T", ENG_DT_FLOAT);
+  in(g, fo, fm);
+  in(g, fo, eng_graph_find(g, "a/read", 6));
+  /* l: a loop primitive on the way. */
+  int lm = add(g, "l/merge", "Merge", 2);
+  set_type(g, lm, "T", ENG_DT_FLOAT);
+  in(g, lm, eng_graph_find(g, "a/out", 5));
+
+  ck_assert(same1(g, "a_x", "b_x:0", "a/out", "b/out:0"));
+  ck_assert(same1(g, "b_x", "a_x", "b/out", "a/out"));
+  ck_assert(same1(g, "a_x", "a_x", "a/out", "a/out")); /* one subgraph */
+  ck_assert(!same1(g, "a_x", "c_x", "a/out", "c/out"));
+  ck_assert(!same1(g, "a_x", "d_x", "a/out", "d/out"));
+  ck_assert(!same1(g, "a_x", "e_x", "a/out", "e/out"));
+  ck_assert(!same1(g, "a_x", "b_x", "a/out", "f/out")); /* f reads a_x, unfed on its side */
+  ck_assert(same1(g, "b_x", "a_x", "b/out", "f/out"));  /* f with a_x fed: the same */
+  ck_assert(!same1(g, "a_x", "a_x", "l/merge", "l/merge"));
+  ck_assert(!same1(g, "a_x", "b_x", "a/out", "b/out:1")); /* another output */
+  ck_assert(!same1(g, "a_x", "b_x", "a/out", "nowhere")); /* not in g */
+  ck_assert(!same1(g, "a_x", "b/c", "a/out", "b/out"));   /* fed nodes differ */
+  ck_assert(!same1(g, "a_x", "a_x", "a/out", "b/out"));   /* b's placeholder is not fed */
+  /* Two TF1 variables of equal attributes are two variables: y = x + v1
+   * and y = x + v2 differ. */
+  int v1 = add(g, "v1", "VariableV2", 1), v2 = add(g, "v2", "VariableV2", 1);
+  set_str(g, v1, "shared_name", "");
+  set_str(g, v2, "shared_name", "");
+  int y1 = add(g, "y1", "AddV2", 1), y2 = add(g, "y2", "AddV2", 1);
+  in(g, y1, eng_graph_find(g, "a_x", 3));
+  in(g, y1, v1);
+  in(g, y2, eng_graph_find(g, "a_x", 3));
+  in(g, y2, v2);
+  ck_assert(!same1(g, "a_x", "a_x", "y1", "y2"));
+  ck_assert(same1(g, "a_x", "a_x", "y2", "y2"));
+  /* The shared state alone, nothing fed. */
+  const char *ra[] = {"a/read"}, *rb[] = {"b/read"};
+  ck_assert(eng_graph_same_values(g, 0, NULL, NULL, 1, ra, rb));
+  eng_graph_destroy(g);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("eng_graph");
   TCase *tc = tcase_create("core");
@@ -381,6 +519,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, attr_copy_is_deep);
   tcase_add_test(tc, attr_free_resets);
   tcase_add_test(tc, library);
+  tcase_add_test(tc, same_values);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -171,6 +171,15 @@ static void run_model(const char *name) {
     }
   }
   check_weights(name, sv);
+  /* A Keras export's "serve" signature calls the function serving_default
+   * calls: the two share one plan (so its outputs are the ones above). */
+  const cJSON *how = cJSON_GetObjectItem(m, "export");
+  if (how && cJSON_IsString(how) && !strcmp(how->valuestring, "model.export")) {
+    const ldr_signature *serve = ldr_servable_signature(sv, "serve");
+    ck_assert_msg(serve != NULL, "%s: no 'serve' signature", name);
+    ck_assert_msg(serve->plan == sig->plan && serve->plan_shared && !sig->plan_shared,
+                  "%s: 'serve' does not share serving_default's plan", name);
+  }
   ldr_servable_unref(sv);
 }
 
