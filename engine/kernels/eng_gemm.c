@@ -1,7 +1,9 @@
 /* Packed-B GEMM micro-kernels. Each kernel computes an R x NR block of C
  * with R*NR/W accumulators held in vector registers (W = floats per
- * vector) across the whole k loop: per k step it loads NR/W vectors of the
- * packed panel and broadcasts R values of A. Kernels come in four shapes:
+ * vector) across a range [k0, k1) of k: per k step it loads NR/W vectors of
+ * the packed panel and broadcasts R values of A. A range after the first
+ * starts from the partial sums it left in C (KF_RELOAD); only the last
+ * applies the epilogue (KF_FINAL). Kernels come in four shapes:
  * NR 32 and 16 on AVX-512 (two or one zmm per row), NR 16 and 8 with AVX2
  * (two or one ymm per row; the 8-wide one also serves AVX-512 CPUs for the
  * last few columns). A block is 12 rows (6 for AVX2's two-ymm rows, which
