@@ -1,9 +1,7 @@
 /* Packed-B GEMM micro-kernels. Each kernel computes an R x NR block of C
  * with R*NR/W accumulators held in vector registers (W = floats per
- * vector) across a range [k0, k1) of k: per k step it loads NR/W vectors of
- * the packed panel and broadcasts R values of A. A range after the first
- * starts from the partial sums it left in C (KF_RELOAD); only the last
- * applies the epilogue (KF_FINAL). Kernels come in four shapes:
+ * vector) across the whole k loop: per k step it loads NR/W vectors of the
+ * packed panel and broadcasts R values of A. Kernels come in four shapes:
  * NR 32 and 16 on AVX-512 (two or one zmm per row), NR 16 and 8 with AVX2
  * (two or one ymm per row; the 8-wide one also serves AVX-512 CPUs for the
  * last few columns). A block is 12 rows (6 for AVX2's two-ymm rows, which
@@ -184,12 +182,6 @@ int64_t eng_gemm_n(const eng_packed *p) { return p->n; }
  * AVX2's two-ymm panels (12 of 16). */
 #define MR 12
 
-/* Kernel flags: start from the partial sums already in C (a later block of
- * k) instead of zero; this is the last block of k (apply the epilogue). A
- * partial sum goes through C as a float, which is exact, so the sum is the
- * one a single pass over k would compute. */
-enum { KF_RELOAD = 1, KF_FINAL = 2 };
-
 /* Fully unrolled, so that accumulator arrays indexed by row and vector
  * number are register variables. */
 #define UNROLL _Pragma("GCC unroll 12")
@@ -199,24 +191,14 @@ enum { KF_RELOAD = 1, KF_FINAL = 2 };
 #define KERNEL(NAME, TGT, VT, MT, W, NV, R, ZERO, LOAD, BCAST, FMA, MASK, MLOAD, STOREU, MSTORE, \
                SET1, EPI)                                                                        \
   __attribute__((target(TGT))) static void NAME(                                                 \
-      const float *const *arow, int64_t sst, int64_t slen, int64_t k0, int64_t k1,              \
-      const float *bp, float *c, int64_t ldc, int64_t cols, const eng_gemm_epi *epi,             \
-      int64_t col0, int flags) {                                                                 \
+      const float *const *arow, int64_t nseg, int64_t sst, int64_t slen, const float *bp,        \
+      float *c, int64_t ldc, int64_t cols, const eng_gemm_epi *epi, int64_t col0) {              \
     VT acc[R][NV];                                                                               \
-    MT m[NV];                                                                                    \
-    UNROLL for (int v = 0; v < NV; v++) m[v] = MASK(cols - v * W);                               \
-    if (flags & KF_RELOAD)                                                                       \
-      UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < NV; v++) acc[r][v] =         \
-          MLOAD(c + r * ldc + v * W, m[v]);                                                      \
-    else                                                                                         \
-      UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < NV; v++) acc[r][v] = ZERO(); \
-    bp += k0 * (W * NV);                                                                         \
-    for (int64_t kq = k0; kq < k1;) {                                                            \
-      int64_t s = kq / slen, off = kq - s * slen;                                                \
-      int64_t len = slen - off < k1 - kq ? slen - off : k1 - kq;                                 \
+    UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < NV; v++) acc[r][v] = ZERO();   \
+    for (int64_t s = 0; s < nseg; s++) {                                                         \
       const float *ap[R];                                                                        \
-      UNROLL for (int r = 0; r < R; r++) ap[r] = arow[r] + s * sst + off;                        \
-      for (int64_t kk = 0; kk < len; kk++, bp += W * NV) {                                       \
+      UNROLL for (int r = 0; r < R; r++) ap[r] = arow[r] + s * sst;                              \
+      for (int64_t kk = 0; kk < slen; kk++, bp += W * NV) {                                      \
         VT b[NV];                                                                                \
         UNROLL for (int v = 0; v < NV; v++) b[v] = LOAD(bp + v * W);                             \
         UNROLL for (int r = 0; r < R; r++) {                                                     \
@@ -224,9 +206,9 @@ enum { KF_RELOAD = 1, KF_FINAL = 2 };
           UNROLL for (int v = 0; v < NV; v++) acc[r][v] = FMA(av, b[v], acc[r][v]);              \
         }                                                                                        \
       }                                                                                          \
-      kq += len;                                                                                 \
     }                                                                                            \
-    if (!(flags & KF_FINAL)) epi = NULL;                                                         \
+    MT m[NV];                                                                                    \
+    UNROLL for (int v = 0; v < NV; v++) m[v] = MASK(cols - v * W);                               \
     for (int i = 0; epi && i < epi->n; i++) {                                                    \
       int kind = epi->op[i].kind;                                                                \
       VT kv[NV];                                                                                 \
@@ -269,8 +251,8 @@ enum { KF_RELOAD = 1, KF_FINAL = 2 };
   UNROLL for (int r = 0; r < R; r++)                                                              \
     UNROLL for (int v = 0; v < NV; v++) acc[r][v] = EPI(KIND, acc[r][v], kv[v])
 
-typedef void (*kern_fn)(const float *const *, int64_t, int64_t, int64_t, int64_t, const float *,
-                        float *, int64_t, int64_t, const eng_gemm_epi *, int64_t, int);
+typedef void (*kern_fn)(const float *const *, int64_t, int64_t, int64_t, const float *, float *,
+                        int64_t, int64_t, const eng_gemm_epi *, int64_t);
 
 /* --- AVX-512 ------------------------------------------------------------------ */
 
@@ -374,25 +356,9 @@ static const kern_fn kernels[MAX_PANEL_KINDS][MR + 1] = {
 };
 static const int64_t kind_mr[MAX_PANEL_KINDS] = {12, 12, 6, 12};
 
-/* Rows of A per block (a chunk of the thread split): the block stays in L2
- * while every panel of B passes over it. */
-#ifndef ENG_GEMM_ROW_BLOCK
-#define ENG_GEMM_ROW_BLOCK 48
-#endif
-#define ROW_BLOCK ENG_GEMM_ROW_BLOCK
-/* Blocking over k: when a row block of A over the whole k plus one panel
- * would exceed KC_L2_BYTES (about half of a 1 MiB L2, the rest left to the
- * next panel streaming in and to C), k is taken in equal blocks of at most
- * KC_MAX, each over every panel of the chunk before the next; a 32-wide
- * panel slice of KC_MAX rows is 64 KiB, held in L2 beside the A block. */
-#ifndef ENG_GEMM_KC
-#define ENG_GEMM_KC 512
-#endif
-#define KC_MAX ENG_GEMM_KC
-#ifndef ENG_GEMM_KC_L2
-#define ENG_GEMM_KC_L2 (640 << 10)
-#endif
-#define KC_L2_BYTES ENG_GEMM_KC_L2
+/* Rows of A per block: the block stays in L2 while every panel of B passes
+ * over it. */
+#define ROW_BLOCK 48
 
 /* One product, as the pool's chunks see it. rows == NULL: row r of A is
  * a + r * lda. */
@@ -408,32 +374,23 @@ typedef struct gemm_args {
   int64_t pgroups; /* panel groups per row block (chunks: row blocks x groups) */
 } gemm_args;
 
-/* Row block rb (ROW_BLOCK rows from rb * ROW_BLOCK), panels [p0, p1): k
- * whole, or in blocks (see KC_MAX) when the block and a panel outgrow L2.
- * A block of at most one micro-row reuses no panel, so it takes k whole. */
+/* Row block rb (ROW_BLOCK rows from rb * ROW_BLOCK), panels [p0, p1). */
 static void block(const gemm_args *g, int64_t rb, int64_t p0, int64_t p1) {
   const eng_packed *b = g->b;
   int64_t r0 = rb * ROW_BLOCK, nrows = g->m - r0 < ROW_BLOCK ? g->m - r0 : ROW_BLOCK;
-  int64_t k = b->k, nkb = 1;
-  if (p0 < p1 && nrows > MR && (int64_t)sizeof(float) * k * (nrows + kind_nr[b->kind[p0]]) > KC_L2_BYTES)
-    nkb = (k + KC_MAX - 1) / KC_MAX;
-  const float *ap[ROW_BLOCK];
-  for (int64_t i = 0; i < nrows; i++)
-    ap[i] = g->rows ? g->rows[r0 + i] : g->a + (r0 + i) * g->lda;
-  for (int64_t kb = 0; kb < nkb; kb++) {
-    int64_t k0 = k * kb / nkb, k1 = k * (kb + 1) / nkb;
-    int flags = (kb ? KF_RELOAD : 0) | (kb == nkb - 1 ? KF_FINAL : 0);
-    for (int64_t pn = p0; pn < p1; pn++) {
-      int kind = b->kind[pn];
-      const float *bp = b->data + b->off[pn];
-      int64_t col0 = b->col0[pn], nr = kind_nr[kind];
-      int64_t cols = b->n - col0 < nr ? b->n - col0 : nr;
-      int64_t kmr = kind_mr[kind];
-      for (int64_t r = 0; r < nrows; r += kmr) {
-        int64_t mr = nrows - r < kmr ? nrows - r : kmr;
-        kernels[kind][mr](ap + r, g->sst, g->slen, k0, k1, bp, g->c + (r0 + r) * g->ldc + col0,
-                          g->ldc, cols, g->epi, col0, flags);
-      }
+  for (int64_t pn = p0; pn < p1; pn++) {
+    int kind = b->kind[pn];
+    const float *bp = b->data + b->off[pn];
+    int64_t col0 = b->col0[pn], nr = kind_nr[kind];
+    int64_t cols = b->n - col0 < nr ? b->n - col0 : nr;
+    int64_t kmr = kind_mr[kind];
+    for (int64_t r = 0; r < nrows; r += kmr) {
+      int64_t mr = nrows - r < kmr ? nrows - r : kmr;
+      const float *ap[MR];
+      for (int64_t i = 0; i < mr; i++)
+        ap[i] = g->rows ? g->rows[r0 + r + i] : g->a + (r0 + r + i) * g->lda;
+      kernels[kind][mr](ap, g->nseg, g->sst, g->slen, bp, g->c + (r0 + r) * g->ldc + col0, g->ldc,
+                        cols, g->epi, col0);
     }
   }
 }

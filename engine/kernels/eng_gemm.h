@@ -13,11 +13,7 @@
  * returns NULL and callers keep using BLAS.
  *
  * Each element of C is the sum over k in order, from zero, of one FMA per
- * term, whatever the panel width or entry point. Where a block of rows of
- * A over the whole k and a panel would not fit in L2, k is taken in blocks
- * (at most 512): the partial sums are stored in C as floats (exact) and
- * reloaded for the next block, and the epilogue runs after the last, so
- * the result is the same to the bit; C must then not overlap A.
+ * term, whatever the panel width or entry point.
  *
  * Products big enough to pay for it are split over the engine's thread pool
  * (eng_pool): by blocks of rows of C, and by groups of column panels when

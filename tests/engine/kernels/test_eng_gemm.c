@@ -179,11 +179,12 @@ START_TEST(prescaled_columns) {
 }
 END_TEST
 
-/* Large k, where the product is blocked over k (partial sums stored in C
- * and reloaded): every element must equal, to the bit, the sum over k in
- * order from zero with one fmaf per term, then the epilogue in float; for
- * a plain A (k not a multiple of the block) and for A read by row pointers
- * whose segments the k blocks cut through. */
+/* The summation contract to the bit at a large k, over several row
+ * blocks and mixed panel widths: every element must equal the sum over k
+ * in order from zero with one fmaf per term, then the epilogue in float;
+ * for a plain A and for A read by row pointers in three segments. A change
+ * of the kernel that reorders or splits the sum (blocking over k without
+ * exact partial sums, a tree reduction) fails here. */
 START_TEST(blocked_k_bit_exact) {
   const int64_t m = 50, n = 70, nseg = 3, slen = 1001, k = nseg * slen;
   float *a = malloc(sizeof *a * (size_t)(m * k)), *b = malloc(sizeof *b * (size_t)(k * n));
