@@ -1,6 +1,6 @@
 /* gemm_bench: GFLOP/s of the engine's packed GEMM (eng_gemm_run, and
  * eng_gemm_run_rows for convolution shapes) on the shapes of the real-size
- * models, one thread unless TENSORD_ENGINE_THREADS says otherwise.
+ * models, on GEMM_BENCH_THREADS threads of the engine's pool (default 1).
  *
  * usage: gemm_bench [SECONDS] [SHAPE...]
  *   SHAPE is MxKxN (plain A, rows k apart) or conv:MxSEGxLENxN (A read in
@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "eng_gemm.h"
+#include "eng_pool.h"
 
 static double now(void) {
   struct timespec ts;
@@ -102,6 +103,8 @@ bad:
 int main(int argc, char **argv) {
   double secs = argc > 1 ? atof(argv[1]) : 0.5;
   if (secs <= 0) secs = 0.5;
+  const char *th = getenv("GEMM_BENCH_THREADS");
+  eng_pool_set_threads(th ? atoi(th) : 1);
   int rc = 0;
   if (argc > 2)
     for (int i = 2; i < argc; i++) rc |= one(argv[i], secs);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The packed GEMM against onnxruntime's and OpenVINO's MatMul, same shapes,
-same run, interleaved rounds, one thread each.
+same run, interleaved rounds, --threads threads each (default 1).
 
 Each shape MxKxN becomes a one-node ONNX model, Y = X[M,K] @ W[K,N] with W a
 constant initializer (as a model's weights are), run by onnxruntime and by
@@ -10,7 +10,7 @@ eng_gemm_run_rows, and the peers the plain MatMul of the same M, K, N).
 Extra --td binaries (e.g. a build of another branch) run beside it.
 
 usage: /work/venv-bench/bin/python bench/engine/gemm_peers.py [--rounds 3]
-       [--secs 0.3] [--td NAME=PATH ...] [--peers ort,ov] [SHAPE ...]
+       [--secs 0.3] [--threads 1] [--td NAME=PATH ...] [--peers ort,ov] [SHAPE ...]
 Prints one table row per shape: median GFLOP/s per engine over the rounds.
 """
 import argparse
@@ -67,20 +67,20 @@ def time_call(fn, secs):
     return statistics.median(reps)
 
 
-def peer_runner(peer, m, k, n):
+def peer_runner(peer, m, k, n, threads):
     x = (np.arange(m * k, dtype=np.float32) % 13 * 0.01).reshape(m, k)
     blob = matmul_model(k, n)
     if peer == "ort":
         import onnxruntime as ort
         so = ort.SessionOptions()
-        so.intra_op_num_threads = 1
+        so.intra_op_num_threads = threads
         so.inter_op_num_threads = 1
         s = ort.InferenceSession(blob, so, providers=["CPUExecutionProvider"])
         return lambda: s.run(None, {"x": x})
     import openvino as ov
     core = ov.Core()
     model = core.read_model(blob, b"")
-    cm = core.compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": "f32",
+    cm = core.compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": "f32",
                                            "NUM_STREAMS": 1})
     req = cm.create_infer_request()
     return lambda: req.infer({0: x})
@@ -92,6 +92,7 @@ def main():
     ap.add_argument("--secs", type=float, default=0.3)
     ap.add_argument("--td", action="append", default=[], help="NAME=PATH of another gemm_bench")
     ap.add_argument("--peers", default="ort,ov")
+    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("shapes", nargs="*")
     a = ap.parse_args()
     shapes = a.shapes or DEFAULT
@@ -99,7 +100,7 @@ def main():
     tds = [("td", os.path.join(here, "..", "..", "build", "bench", "gemm_bench"))]
     tds += [tuple(t.split("=", 1)) for t in a.td]
     peers = [p for p in a.peers.split(",") if p]
-    env = dict(os.environ, TENSORD_ENGINE_THREADS="1", OMP_NUM_THREADS="1")
+    env = dict(os.environ, GEMM_BENCH_THREADS=str(a.threads), OMP_NUM_THREADS=str(a.threads))
     names = [t[0] for t in tds] + peers
     res = {s: {nm: [] for nm in names} for s in shapes}
     runners = {}
@@ -114,7 +115,7 @@ def main():
             for p in peers:
                 key = (p, m, k, n)
                 if key not in runners:
-                    runners[key] = peer_runner(p, m, k, n)
+                    runners[key] = peer_runner(p, m, k, n, a.threads)
                 res[s][p].append(flops / time_call(runners[key], a.secs) * 1e-9)
         print(f"round {r + 1}/{a.rounds} done, load {os.getloadavg()[0]:.2f}", file=sys.stderr)
     print("| shape (m x k x n) | " + " | ".join(f"{nm} GFLOP/s" for nm in names) + " |")
