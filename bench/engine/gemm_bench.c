@@ -1,6 +1,8 @@
 /* gemm_bench: GFLOP/s of the engine's packed GEMM (eng_gemm_run, and
  * eng_gemm_run_rows for convolution shapes) on the shapes of the real-size
  * models, on GEMM_BENCH_THREADS threads of the engine's pool (default 1).
+ * GEMM_BENCH_COLD=1 gives each call a freshly allocated C (as a model's
+ * output buffers are: first-touch page faults included in the time).
  *
  * usage: gemm_bench [SECONDS] [SHAPE...]
  *   SHAPE is MxKxN (plain A, rows k apart) or conv:MxSEGxLENxN (A read in
@@ -71,9 +73,18 @@ static int one(const char *shape, double secs) {
   }
   double t[5];
   int iters = 1;
+  const char *ce = getenv("GEMM_BENCH_COLD");
+  bool cold = ce && atoi(ce);
   for (int rep = -1; rep < 5; rep++) {
     double t0 = now();
     for (int i = 0; i < iters; i++) {
+      if (cold) {
+        free(c);
+        if (!(c = malloc(sizeof *c * (size_t)(m * n)))) {
+          fprintf(stderr, "gemm_bench: out of memory for %s\n", shape);
+          return 1;
+        }
+      }
       if (conv)
         eng_gemm_run_rows(rows, m, seg, sst, len, p, c, n, NULL);
       else
