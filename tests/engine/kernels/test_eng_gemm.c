@@ -179,6 +179,51 @@ START_TEST(prescaled_columns) {
 }
 END_TEST
 
+/* The summation contract to the bit at a large k, over several row
+ * blocks and mixed panel widths: every element must equal the sum over k
+ * in order from zero with one fmaf per term, then the epilogue in float;
+ * for a plain A and for A read by row pointers in three segments. A change
+ * of the kernel that reorders or splits the sum (blocking over k without
+ * exact partial sums, a tree reduction) fails here. */
+START_TEST(blocked_k_bit_exact) {
+  const int64_t m = 50, n = 70, nseg = 3, slen = 1001, k = nseg * slen;
+  float *a = malloc(sizeof *a * (size_t)(m * k)), *b = malloc(sizeof *b * (size_t)(k * n));
+  float *c = malloc(sizeof *c * (size_t)(m * n)), *bias = malloc(sizeof *bias * (size_t)n);
+  float *want = malloc(sizeof *want * (size_t)(m * n));
+  const float **rows = malloc(sizeof *rows * (size_t)m);
+  for (int64_t i = 0; i < m * k; i++) a[i] = val(i, 5) * 0.37f;
+  for (int64_t i = 0; i < k * n; i++) b[i] = val(i, 6) * 1.13f;
+  for (int64_t j = 0; j < n; j++) bias[j] = val(j, 7);
+  eng_gemm_epi epi = {3, {{ENG_GEMM_ADD, bias, 0}, {ENG_GEMM_MUL, NULL, 0.5f},
+                          {ENG_GEMM_RELU6, NULL, 0}}};
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      float s = 0.0f;
+      for (int64_t kk = 0; kk < k; kk++) s = fmaf(a[i * k + kk], b[kk * n + j], s);
+      s = (s + bias[j]) * 0.5f;
+      want[i * n + j] = fminf(fmaxf(s, 0.0f), 6.0f);
+    }
+  for (int ii = 0; ii < 2; ii++) {
+    eng_packed *p = eng_gemm_pack_isa(isas[ii], b, k, n, false, NULL, 0);
+    if (!p) continue;
+    for (int mode = 0; mode < 2; mode++) {
+      for (int64_t i = 0; i < m * n; i++) c[i] = -7.0f;
+      if (mode == 0) {
+        eng_gemm_run(a, k, m, p, c, n, &epi);
+      } else { /* row i's segments slen apart: the same matrix, cut in three */
+        for (int64_t i = 0; i < m; i++) rows[i] = a + i * k;
+        eng_gemm_run_rows(rows, m, nseg, slen, slen, p, c, n, &epi);
+      }
+      for (int64_t i = 0; i < m * n; i++)
+        ck_assert_msg(c[i] == want[i], "%s mode %d: c[%lld] = %.9g, want %.9g",
+                      eng_isa_name(isas[ii]), mode, (long long)i, c[i], want[i]);
+    }
+    eng_gemm_free(p);
+  }
+  free(a), free(b), free(c), free(bias), free(want), free(rows);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("eng_gemm");
   TCase *tc = tcase_create("gemm");
@@ -186,6 +231,7 @@ int main(void) {
   tcase_add_test(tc, rows_and_segments);
   tcase_add_test(tc, prescaled_columns);
   tcase_add_test(tc, dynamic_matches_packed);
+  tcase_add_test(tc, blocked_k_bit_exact);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
