@@ -10,6 +10,8 @@ For each zoo model (MLP and CNN by default) it measures:
     concurrent clients;
   * the batching gain (rps with / rps without) at 32 clients, as a ratio of
     the engine's gain (target >= 0.8), and p99 with / p99 without (<= 2);
+  * the mean size of the batches the batcher formed in each batching cell
+    (the daemon's processed_batch_size histogram, read from its metrics);
   * the CPU each request costs (server from /proc, load generator from
     rusage; they share the cores) without and with batching, next to what
     the engine saves per request in a batch of 32.
@@ -152,6 +154,12 @@ class Server:
             with open(cfg, "w") as f:
                 f.write(batching)
             args += ["--enable_batching", f"--batching_parameters_file={cfg}"]
+            # Metrics on, to read the batch sizes the batcher formed.
+            mon = os.path.join(work, "monitoring.config")
+            with open(mon, "w") as f:
+                f.write('prometheus_config { enable: true path: "/metrics" }\n')
+            args += [f"--monitoring_config_file={mon}"]
+        self.batching = batching is not None
         self.log = open(os.path.join(work, "tensord.log"), "w")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 30
@@ -162,6 +170,20 @@ class Server:
             except Exception:
                 time.sleep(0.05)
         raise RuntimeError("tensord did not come up")
+
+    def batches(self):
+        """(batches run, rows in them) so far, from the processed_batch_size
+        histogram's _count and _sum summed over its series; None when
+        batching is off."""
+        if not self.batching:
+            return None
+        text = urllib.request.urlopen(f"http://127.0.0.1:{self.rest}/metrics", timeout=5).read().decode()
+        total = {"_count": 0.0, "_sum": 0.0}
+        for line in text.splitlines():
+            m = re.match(r":tensorflow:serving:batching_session:processed_batch_size(_count|_sum)(\{[^}]*\})? (\S+)", line)
+            if m:
+                total[m.group(1)] += float(m.group(3))
+        return total["_count"], total["_sum"]
 
     def stop(self):
         self.proc.terminate()
@@ -197,6 +219,8 @@ def main():
                          "scripts/make_fixtures.py --large DIR (DIR/large.json)")
     ap.add_argument("--engine-iters", default="2000,200",
                     help="eng_bench iterations at batch 1 and 32, for the engine's own gain")
+    ap.add_argument("--batch-threads", type=int, default=0,
+                    help="num_batch_threads of the batching cells (default: the core count)")
     a = ap.parse_args()
     zoo_file = os.path.abspath(a.models_file)
     zoo = json.load(open(zoo_file))["models"]
@@ -217,7 +241,7 @@ def main():
             configs = [("off", None)] + [
                 (f"on, timeout {t} us",
                  f"max_batch_size {{ value: 32 }}\nbatch_timeout_micros {{ value: {t} }}\n"
-                 f"max_enqueued_batches {{ value: 1000 }}\nnum_batch_threads {{ value: {cores} }}\n")
+                 f"max_enqueued_batches {{ value: 1000 }}\nnum_batch_threads {{ value: {a.batch_threads or cores} }}\n")
                 for t in timeouts]
             for transport in a.transports.split(","):
                 for name, batching in configs:
@@ -227,12 +251,17 @@ def main():
                             runs = []
                             for _ in range(a.rounds):
                                 s0, c0 = proc_cpu_s(srv.proc.pid), children_cpu_s()
+                                b0 = srv.batches()
                                 r = (run_wrk(srv.rest, model, body, c, a.duration, work)
                                      if transport == "rest"
                                      else run_h2load(srv.grpc, frame, c, a.duration, work))
                                 n = max(1.0, r["rps"] * a.duration)
                                 r.update(server_us=(proc_cpu_s(srv.proc.pid) - s0) / n * 1e6,
                                          client_us=(children_cpu_s() - c0) / n * 1e6)
+                                b1 = srv.batches()
+                                if b0 is not None and b1[0] > b0[0]:
+                                    r.update(batches=b1[0] - b0[0],
+                                             mean_batch=(b1[1] - b0[1]) / (b1[0] - b0[0]))
                                 runs.append(r)
                             runs.sort(key=lambda x: x["rps"])
                             r = runs[len(runs) // 2]  # the median run by requests/s
@@ -264,8 +293,8 @@ def main():
     # what the engine itself saves per request in a batch of 32 (its batch-1
     # time less a 32nd of its batch-32 time). When the saving is small next
     # to the rest, no batcher can bring the gain near the engine's.
-    print("| model | transport | engine gain (b32/b1 items/s) | best batching gain at 32 clients | ratio (target >= 0.8) | p99 on/off at 32 clients (target <= 2) | CPU us/request, off -> on (server + load generator) | engine saving us/request |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| model | transport | engine gain (b32/b1 items/s) | best batching gain at 32 clients | ratio (target >= 0.8) | p99 on/off at 32 clients (target <= 2) | mean batch formed | CPU us/request, off -> on (server + load generator) | engine saving us/request |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for model in a.models.split(","):
         for transport in a.transports.split(","):
             at32 = [r for r in results if r["model"] == model and r["transport"] == transport and r["clients"] == 32]
@@ -280,6 +309,7 @@ def main():
             saved = off["engine_b1_us"] - off["engine_b32_us"]
             print(f"| {model} | {transport} | {best['engine_gain']:.2f} | {g:.2f} ({best['batching']}) | "
                   f"{g / best['engine_gain']:.2f} | {best['p99_ms'] / off['p99_ms']:.2f} | "
+                  f"{best.get('mean_batch', float('nan')):.1f} | "
                   f"{off['server_us']:.0f} + {off['client_us']:.0f} = {cost_off:.0f} -> "
                   f"{best['server_us']:.0f} + {best['client_us']:.0f} = {cost_on:.0f} | {saved:.0f} |")
 
