@@ -82,6 +82,33 @@ static char *value_name(const eng_graph *g, const eng_plan *p, int v) {
   return name;
 }
 
+/* Gives the sub-plan that computes a shape specialisation's constants the
+ * packed weights of the general plan `known` (may be NULL) for the same
+ * nodes: a Shape of an activation is computed by running the layers before
+ * it, and their weights may be held only packed (eng_model.h), their
+ * originals hollow. Not the weights packed prescaled: without the
+ * epilogue that carries the rest of the batch norm they would compute
+ * other values. False when memory is short. */
+static bool share_packed(eng_plan *sub, const eng_plan *known) {
+  if (!known || !known->packed) return true;
+  int n = eng_graph_node_count(eng_model_graph(sub->m));
+  int *at = malloc(sizeof *at * ((size_t)n + 1));
+  sub->packed = calloc((size_t)sub->n_steps + 1, sizeof *sub->packed);
+  if (!at || !sub->packed) {
+    free(at);
+    return false;
+  }
+  for (int i = 0; i < n; i++) at[i] = -1;
+  for (int s = 0; s < known->n_steps; s++) at[known->steps[s]] = s;
+  for (int s = 0; s < sub->n_steps; s++) {
+    int ks = at[sub->steps[s]];
+    if (ks >= 0 && known->packed[ks] && !eng_gemm_prescaled(known->packed[ks]))
+      sub->packed[s] = known->packed[ks];
+  }
+  free(at);
+  return true;
+}
+
 /* Removes the steps marked constant (cstep; cnode per graph node) after
  * computing, with one sub-plan run fed `in` (may be none), the constant
  * values that the remaining steps or the fetches read. Leaves the plan
@@ -89,7 +116,8 @@ static char *value_name(const eng_graph *g, const eng_plan *p, int v) {
  * same graph whose constants are reused as they are (fed to that run, or
  * taken directly): a shape specialisation then reads no variable again,
  * and shares its parent's weights, packed or not (a weight whose original
- * the model released after packing is never recomputed from it). */
+ * the model released after packing is never recomputed from it), the
+ * sub-plan running the parent's packed weights (share_packed). */
 static bool fold_steps(eng_plan *p, const bool *cstep, const bool *cnode, const eng_tensor *in,
                        const eng_plan *known) {
   const eng_graph *g = eng_model_graph(p->m);
@@ -171,7 +199,7 @@ static bool fold_steps(eng_plan *p, const bool *cstep, const bool *cnode, const 
   if (nf > nd_known &&
       (eng_plan_build(p->m, n_feeds, in_names, nf - nd_known, (const char *const *)names, 0,
                       NULL, &sub, &err) ||
-       eng_run_cpu(sub, feeds, vals + nd_known, &err)))
+       !share_packed(sub, known) || eng_run_cpu(sub, feeds, vals + nd_known, &err)))
     goto out; /* leave the plan unfolded: the run reports the error */
   int *cv = realloc(p->const_value, sizeof *cv * ((size_t)(p->n_consts + nf) + 1));
   if (cv) p->const_value = cv;
@@ -634,14 +662,15 @@ static void pack_weights(eng_plan *p) {
       scale = eng_tensor_data(&e->op[0].k);
       nscale = eng_tensor_numel(&e->op[0].k);
     }
-    if (mm || bmm) {
-      bool tb = eng_node_attr_bool(nd, mm ? "transpose_b" : "adj_y", false);
-      p->packed[s] = eng_model_pack(p->m, w, w->shape.dim[tb ? 1 : 0], w->shape.dim[tb ? 0 : 1], tb,
-                                    scale, nscale);
-    } else {
-      const int64_t *d = w->shape.dim;
-      p->packed[s] = eng_model_pack(p->m, w, d[0] * d[1] * d[2], d[3], false, scale, nscale);
-    }
+    bool tb = (mm || bmm) && eng_node_attr_bool(nd, mm ? "transpose_b" : "adj_y", false);
+    const int64_t *d = w->shape.dim;
+    int64_t k = mm || bmm ? d[tb ? 1 : 0] : d[0] * d[1] * d[2], n = mm || bmm ? d[tb ? 0 : 1] : d[3];
+    p->packed[s] = eng_model_pack(p->m, w, k, n, tb, scale, nscale);
+    /* A weight held only packed (a shape plan built after its original was
+     * freed) has only the forms packed so far: without its scaled form,
+     * the unscaled one, the multiply staying in the epilogue. */
+    if (!p->packed[s] && scale && eng_tensor_hollow(w))
+      p->packed[s] = eng_model_pack(p->m, w, k, n, tb, NULL, 0);
   }
 }
 
