@@ -485,6 +485,93 @@ static int swish_at(const eng_plan *p, const int *readers, int v, int *steps, in
   return p->base[p->steps[idn]];
 }
 
+/* The float scalar (rank 0) constant step s reads beside value v, or NULL
+ * (s reads v once, as one of two inputs). */
+static const eng_tensor *scalar_beside(const eng_plan *p, int s, int v) {
+  const eng_node *nd = eng_graph_node(eng_model_graph(p->m), p->steps[s]);
+  if (nd->n_in != 2 || nd->n_out != 1) return NULL;
+  int v0 = p->base[nd->in[0].node] + nd->in[0].index, v1 = p->base[nd->in[1].node] + nd->in[1].index;
+  if ((v0 == v) == (v1 == v)) return NULL;
+  const eng_tensor *k = const_of(p, v0 == v ? v1 : v0);
+  return k && channel_const(k, -1, 0) ? k : NULL;
+}
+
+/* Step s's op is `op` and reads value a and value b (in either order). */
+static bool reads_both(const eng_plan *p, int s, const char *op, int a, int b) {
+  const eng_node *nd = eng_graph_node(eng_model_graph(p->m), p->steps[s]);
+  if (strcmp(p->ops[s]->name, op) || nd->n_in != 2 || nd->n_out != 1) return false;
+  int v0 = p->base[nd->in[0].node] + nd->in[0].index, v1 = p->base[nd->in[1].node] + nd->in[1].index;
+  return (v0 == a && v1 == b) || (v0 == b && v1 == a);
+}
+
+/* GELU's tanh form on value x, as TensorFlow's gelu(approximate=True)
+ * writes it (Keras's, keras-hub's BERT):
+ *   p = Pow(x, 3), m1 = Mul(a, p), s = AddV2(x, m1), m2 = Mul(b, s),
+ *   t = Tanh(m2), u = AddV2(one, t), h = Mul(half, x), y = Mul(h, u)
+ * with a, b, one, half float scalar constants (operands of each in either
+ * order), x read by exactly Pow, the AddV2 and the Mul by half, every
+ * other value by the next op only. Returns y's value, or -1; fills the
+ * eight steps and the constants (eng_epilogue.h's EPI_GELU_TANH). */
+static int gelu_at(const eng_plan *p, const int *readers, const int *reader, int x, int *steps,
+                   float c[4]) {
+  const eng_graph *g = eng_model_graph(p->m);
+  if (readers[x] != 3 || is_fetched(p, x) || is_fed(p, x)) return -1;
+  int rs[3], nr = 0;
+  for (int s = 0; s < p->n_steps && nr < 3; s++) {
+    const eng_node *nd = eng_graph_node(g, p->steps[s]);
+    for (int k = 0; k < nd->n_in; k++)
+      if (p->base[nd->in[k].node] + nd->in[k].index == x) {
+        rs[nr++] = s;
+        break;
+      }
+  }
+  if (nr != 3) return -1;
+  int pw = -1, add = -1, half = -1;
+  for (int i = 0; i < 3; i++) {
+    const char *op = p->ops[rs[i]]->name;
+    const eng_tensor *k = scalar_beside(p, rs[i], x);
+    const eng_node *nd = eng_graph_node(g, p->steps[rs[i]]);
+    if (!strcmp(op, "Pow") && k && p->base[nd->in[0].node] + nd->in[0].index == x &&
+        *(const float *)eng_tensor_data(k) == 3.0f)
+      pw = rs[i];
+    else if (!strcmp(op, "Mul") && k)
+      half = rs[i];
+    else if (!strcmp(op, "AddV2") || !strcmp(op, "Add"))
+      add = rs[i];
+  }
+  if (pw < 0 || add < 0 || half < 0) return -1;
+  /* The value of step s when its only reader is one step: that step, else -1. */
+#define NEXT(s) \
+  (readers[p->base[p->steps[s]]] == 1 && !is_fetched(p, p->base[p->steps[s]]) ? reader[p->base[p->steps[s]]] : -1)
+  int m1 = NEXT(pw);
+  if (m1 < 0 || strcmp(p->ops[m1]->name, "Mul") || !scalar_beside(p, m1, p->base[p->steps[pw]]) ||
+      NEXT(m1) != add || !reads_both(p, add, p->ops[add]->name, x, p->base[p->steps[m1]]))
+    return -1;
+  int m2 = NEXT(add);
+  if (m2 < 0 || strcmp(p->ops[m2]->name, "Mul") || !scalar_beside(p, m2, p->base[p->steps[add]]))
+    return -1;
+  int th = NEXT(m2);
+  if (th < 0 || strcmp(p->ops[th]->name, "Tanh") || eng_graph_node(g, p->steps[th])->n_in != 1 ||
+      eng_graph_node(g, p->steps[th])->n_out != 1)
+    return -1;
+  int u = NEXT(th);
+  if (u < 0 || (strcmp(p->ops[u]->name, "AddV2") && strcmp(p->ops[u]->name, "Add")) ||
+      !scalar_beside(p, u, p->base[p->steps[th]]))
+    return -1;
+  int y = NEXT(u);
+  if (y < 0 || NEXT(half) != y ||
+      !reads_both(p, y, "Mul", p->base[p->steps[half]], p->base[p->steps[u]]))
+    return -1;
+#undef NEXT
+  const int chain[8] = {pw, m1, add, m2, th, u, half, y};
+  for (int i = 0; i < 8; i++) steps[i] = chain[i];
+  c[0] = *(const float *)eng_tensor_data(scalar_beside(p, m1, p->base[p->steps[pw]]));
+  c[1] = *(const float *)eng_tensor_data(scalar_beside(p, m2, p->base[p->steps[add]]));
+  c[2] = *(const float *)eng_tensor_data(scalar_beside(p, u, p->base[p->steps[th]]));
+  c[3] = *(const float *)eng_tensor_data(scalar_beside(p, half, x));
+  return p->base[p->steps[y]];
+}
+
 static void fuse(eng_plan *p) {
   const eng_graph *g = eng_model_graph(p->m);
   int *readers = calloc((size_t)p->n_values + 1, sizeof *readers);
@@ -504,7 +591,8 @@ static void fuse(eng_plan *p) {
     const eng_node *nd = eng_graph_node(g, p->steps[s]);
     bool conv = !strcmp(nd->op, "Conv2D"), dw = !strcmp(nd->op, "DepthwiseConv2dNative");
     bool mm = !strcmp(nd->op, "MatMul"), bmm = dense_batch_matmul(nd);
-    if (gone[s] || (!conv && !dw && !mm && !bmm) || nd->n_in != 2) continue;
+    bool ein = !strcmp(nd->op, "Einsum");
+    if (gone[s] || (!conv && !dw && !mm && !bmm && !ein) || nd->n_in != 2) continue;
     const eng_tensor *w = const_of(p, p->base[nd->in[1].node] + nd->in[1].index);
     /* Rank of the weight, and the most a per-channel constant may have (not
      * above the output's, or broadcasting would add dims; a batch matmul's
@@ -513,7 +601,14 @@ static void fuse(eng_plan *p) {
     int64_t ch = -1;
     /* A float constant weight: the output is then float (or the op fails). */
     if (!w || w->dtype != ENG_DT_FLOAT) continue;
-    if (w->shape.rank == rank) {
+    eng_shape after = {.rank = -1};
+    if (ein) {
+      /* A dense-layer Einsum: its n columns are the output's last dims
+       * (the weight's free dims), which a per-channel constant must match
+       * as after a Reshape. */
+      if (!eng_einsum_const_b_dims(eng_attr_str(nd, "equation", ""), &w->shape, &after)) continue;
+      ch = eng_shape_numel(&after);
+    } else if (w->shape.rank == rank) {
       if (conv) ch = w->shape.dim[3];
       if (dw) ch = w->shape.dim[2] * w->shape.dim[3];
       if (mm) ch = w->shape.dim[eng_node_attr_bool(nd, "transpose_b", false) ? 0 : 1];
@@ -529,10 +624,21 @@ static void fuse(eng_plan *p) {
      * step, reading the product; the ops after it move into the product's
      * epilogue and the Reshape's result stands for the last of them. */
     int reshape_step = -1;
-    eng_shape after = {.rank = -1};
-    int swish[4], n_swish = 0;
+    int swish[8], n_swish = 0;
     while (e.n < ENG_EPI_MAX) {
       const eng_tensor *beta;
+      /* GELU (its tanh form), the chain's last op; not after a depthwise
+       * convolution, whose kernel does not have it. */
+      int gl = dw ? -1 : gelu_at(p, readers, reader, v, swish, e.op[e.n].c);
+      for (int i = 0; i < 8 && gl >= 0; i++)
+        if (gone[swish[i]]) gl = -1;
+      if (gl >= 0) {
+        e.op[e.n].kind = EPI_GELU_TANH;
+        e.op[e.n++].k = (eng_tensor){0};
+        n_swish = 8;
+        v = gl;
+        break;
+      }
       int sw = swish_at(p, readers, v, swish, &n_swish, &beta);
       for (int i = 0; i < n_swish && sw >= 0; i++)
         if (gone[swish[i]]) sw = -1;

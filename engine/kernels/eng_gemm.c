@@ -189,7 +189,7 @@ int64_t eng_gemm_n(const eng_packed *p) { return p->n; }
 /* The micro-kernel, for one vector type (VT, W floats) and NV vectors per
  * row, over R rows. `cols` (1..NR) columns of the block are real. */
 #define KERNEL(NAME, TGT, VT, MT, W, NV, R, ZERO, LOAD, BCAST, FMA, MASK, MLOAD, STOREU, MSTORE, \
-               SET1, EPI)                                                                        \
+               SET1, EPI, GELU)                                                                  \
   __attribute__((target(TGT))) static void NAME(                                                 \
       const float *const *arow, int64_t nseg, int64_t sst, int64_t slen, const float *bp,        \
       float *c, int64_t ldc, int64_t cols, const eng_gemm_epi *epi, int64_t col0) {              \
@@ -231,6 +231,12 @@ int64_t eng_gemm_n(const eng_packed *p) { return p->n; }
         case ENG_GEMM_SWISH:                                                                     \
           EPI_ALL(EPI, ENG_GEMM_SWISH, R, NV);                                                   \
           break;                                                                                 \
+        case ENG_GEMM_GELU_TANH: {                                                               \
+          const float *gc = epi->op[i].k;                                                        \
+          UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < NV; v++)                 \
+              acc[r][v] = GELU(acc[r][v], gc);                                                   \
+          break;                                                                                 \
+        }                                                                                        \
         default:                                                                                 \
           EPI_ALL(EPI, ENG_GEMM_RELU6, R, NV);                                                   \
           break;                                                                                 \
@@ -268,6 +274,14 @@ __attribute__((target("avx512f"))) static inline __m512 epi512(int kind, __m512 
   }
 }
 
+/* GELU's tanh form, operation by operation as eng_epilogue.h says. */
+__attribute__((target("avx512f"))) static inline __m512 gelu512(__m512 x, const float *c) {
+  __m512 t = _mm512_mul_ps(eng_vmath_cube16(x), _mm512_set1_ps(c[0]));
+  t = _mm512_mul_ps(_mm512_add_ps(x, t), _mm512_set1_ps(c[1]));
+  t = _mm512_add_ps(eng_vmath_tanh16(t), _mm512_set1_ps(c[2]));
+  return _mm512_mul_ps(_mm512_mul_ps(x, _mm512_set1_ps(c[3])), t);
+}
+
 __attribute__((target("avx512f"))) static inline __mmask16 mask512(int64_t cw) {
   return cw >= 16 ? (__mmask16)0xFFFF : cw <= 0 ? (__mmask16)0 : (__mmask16)((1u << cw) - 1);
 }
@@ -275,7 +289,7 @@ __attribute__((target("avx512f"))) static inline __mmask16 mask512(int64_t cw) {
 #define K512(NAME, NV, R)                                                                         \
   KERNEL(NAME, "avx512f", __m512, __mmask16, 16, NV, R, _mm512_setzero_ps, _mm512_load_ps,        \
          bcast512, _mm512_fmadd_ps, mask512, mload512, _mm512_storeu_ps,   \
-         _mm512_mask_storeu_ps, _mm512_set1_ps, epi512)
+         _mm512_mask_storeu_ps, _mm512_set1_ps, epi512, gelu512)
 #define bcast512(p) _mm512_set1_ps(*(p))
 #define mload512(p, m) _mm512_maskz_loadu_ps((m), (p))
 
@@ -318,6 +332,13 @@ __attribute__((target("avx2,fma"))) static inline __m256 epi256(int kind, __m256
   }
 }
 
+__attribute__((target("avx2,fma"))) static inline __m256 gelu256(__m256 x, const float *c) {
+  __m256 t = _mm256_mul_ps(eng_vmath_cube8(x), _mm256_set1_ps(c[0]));
+  t = _mm256_mul_ps(_mm256_add_ps(x, t), _mm256_set1_ps(c[1]));
+  t = _mm256_add_ps(eng_vmath_tanh8(t), _mm256_set1_ps(c[2]));
+  return _mm256_mul_ps(_mm256_mul_ps(x, _mm256_set1_ps(c[3])), t);
+}
+
 /* Lane l on when l < cw (the sign bit of l - cw). */
 __attribute__((target("avx2,fma"))) static inline __m256i mask256(int64_t cw) {
   int c = cw > 8 ? 8 : cw < 0 ? 0 : (int)cw;
@@ -327,7 +348,7 @@ __attribute__((target("avx2,fma"))) static inline __m256i mask256(int64_t cw) {
 #define K256(NAME, NV, R)                                                                         \
   KERNEL(NAME, "avx2,fma", __m256, __m256i, 8, NV, R, _mm256_setzero_ps, _mm256_load_ps,          \
          _mm256_broadcast_ss, _mm256_fmadd_ps, mask256, _mm256_maskload_ps, _mm256_storeu_ps,     \
-         _mm256_maskstore_ps, _mm256_set1_ps, epi256)
+         _mm256_maskstore_ps, _mm256_set1_ps, epi256, gelu256)
 
 K256(k256_1, 2, 1)
 K256(k256_2, 2, 2)
