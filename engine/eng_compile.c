@@ -10,12 +10,15 @@
  * Only plans that write no state are folded: a restore plan reads
  * variables while it assigns them.
  *
- * Fusion: a Conv2D, DepthwiseConv2dNative or MatMul whose output feeds a
- * chain of single-consumer elementwise ops with constant per-channel (or
- * scalar) operands (BiasAdd, Add/AddV2, Sub, Mul: biases and decomposed
- * batch norm) and ReLU/ReLU6, ending perhaps in a swish (x * sigmoid(x),
- * Keras's silu with its IdentityN), runs the chain in place on its own
- * output.
+ * Fusion: a Conv2D, DepthwiseConv2dNative, MatMul, dense BatchMatMul or
+ * dense-layer Einsum (EinsumDense: its per-channel constants span the
+ * weight's free dims) whose output feeds a chain of single-consumer
+ * elementwise ops with constant per-channel (or scalar) operands (BiasAdd,
+ * Add/AddV2, Sub, Mul: biases and decomposed batch norm) and ReLU/ReLU6,
+ * ending perhaps in a swish (x * sigmoid(x), Keras's silu with its
+ * IdentityN) or, except after a depthwise convolution, GELU's tanh form
+ * (the eight ops of TensorFlow's gelu(approximate=True), gelu_at), runs
+ * the chain in place on its own output.
  * The arithmetic is the same, element for element, as the separate
  * kernels', so results are bit-identical; what goes away is one output
  * allocation and one pass over memory per fused op. */

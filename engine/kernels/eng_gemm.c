@@ -14,8 +14,9 @@
  * convolution's input read in place (one segment per window row). The
  * fused epilogue runs op by op over the whole block once the k loop is
  * done (one dispatch per op and block), with separate
- * add/sub/mul/max/min instructions (no contraction), so it rounds exactly
- * as the separate kernels would. */
+ * add/sub/mul/max/min instructions (no contraction), and swish's sigmoid
+ * and GELU's cube and tanh as eng_vmath computes them, so it rounds
+ * exactly as the separate kernels would. */
 #include "eng_gemm.h"
 
 #include <immintrin.h>
