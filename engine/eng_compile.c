@@ -16,9 +16,9 @@
  * elementwise ops with constant per-channel (or scalar) operands (BiasAdd,
  * Add/AddV2, Sub, Mul: biases and decomposed batch norm) and ReLU/ReLU6,
  * ending perhaps in a swish (x * sigmoid(x), Keras's silu with its
- * IdentityN) or, except after a depthwise convolution, GELU's tanh form
- * (the eight ops of TensorFlow's gelu(approximate=True), gelu_at), runs
- * the chain in place on its own output.
+ * IdentityN) or, except after a depthwise convolution, a GELU (the eight
+ * ops of TensorFlow's gelu(approximate=True), gelu_at, or the five of its
+ * exact form, gelu_erfc_at), runs the chain in place on its own output.
  * The arithmetic is the same, element for element, as the separate
  * kernels', so results are bit-identical; what goes away is one output
  * allocation and one pass over memory per fused op. */
@@ -575,6 +575,57 @@ static int gelu_at(const eng_plan *p, const int *readers, const int *reader, int
   return p->base[p->steps[y]];
 }
 
+/* GELU's exact form on value x, as TensorFlow's gelu(approximate=False)
+ * writes it (Keras's default gelu):
+ *   h = Mul(half, x), n = Neg(x), q = Mul(n, s), e = Erfc(q), y = Mul(h, e)
+ * with half and s float scalar constants, x read by exactly the Mul and the
+ * Neg, every other value by the next op only. Returns y's value, or -1;
+ * fills the five steps and the constants (EPI_GELU_ERFC). */
+static int gelu_erfc_at(const eng_plan *p, const int *readers, const int *reader, int x,
+                        int *steps, float c[4]) {
+  const eng_graph *g = eng_model_graph(p->m);
+  if (readers[x] != 2 || is_fetched(p, x) || is_fed(p, x)) return -1;
+  int rs[2], nr = 0;
+  for (int s = 0; s < p->n_steps && nr < 2; s++) {
+    const eng_node *nd = eng_graph_node(g, p->steps[s]);
+    for (int k = 0; k < nd->n_in; k++)
+      if (p->base[nd->in[k].node] + nd->in[k].index == x) {
+        rs[nr++] = s;
+        break;
+      }
+  }
+  if (nr != 2) return -1;
+  int neg = -1, half = -1;
+  for (int i = 0; i < 2; i++) {
+    const eng_node *nd = eng_graph_node(g, p->steps[rs[i]]);
+    if (!strcmp(p->ops[rs[i]]->name, "Neg") && nd->n_in == 1 && nd->n_out == 1)
+      neg = rs[i];
+    else if (!strcmp(p->ops[rs[i]]->name, "Mul") && scalar_beside(p, rs[i], x))
+      half = rs[i];
+  }
+  if (neg < 0 || half < 0) return -1;
+#define NEXT(s) \
+  (readers[p->base[p->steps[s]]] == 1 && !is_fetched(p, p->base[p->steps[s]]) ? reader[p->base[p->steps[s]]] : -1)
+  int q = NEXT(neg);
+  if (q < 0 || strcmp(p->ops[q]->name, "Mul") || !scalar_beside(p, q, p->base[p->steps[neg]]))
+    return -1;
+  int er = NEXT(q);
+  if (er < 0 || strcmp(p->ops[er]->name, "Erfc") || eng_graph_node(g, p->steps[er])->n_in != 1 ||
+      eng_graph_node(g, p->steps[er])->n_out != 1)
+    return -1;
+  int y = NEXT(er);
+  if (y < 0 || NEXT(half) != y ||
+      !reads_both(p, y, "Mul", p->base[p->steps[half]], p->base[p->steps[er]]))
+    return -1;
+#undef NEXT
+  const int chain[5] = {neg, q, er, half, y};
+  for (int i = 0; i < 5; i++) steps[i] = chain[i];
+  c[0] = *(const float *)eng_tensor_data(scalar_beside(p, q, p->base[p->steps[neg]]));
+  c[1] = *(const float *)eng_tensor_data(scalar_beside(p, half, x));
+  c[2] = c[3] = 0;
+  return p->base[p->steps[y]];
+}
+
 static void fuse(eng_plan *p) {
   const eng_graph *g = eng_model_graph(p->m);
   int *readers = calloc((size_t)p->n_values + 1, sizeof *readers);
@@ -632,13 +683,19 @@ static void fuse(eng_plan *p) {
       const eng_tensor *beta;
       /* GELU (its tanh form), the chain's last op; not after a depthwise
        * convolution, whose kernel does not have it. */
+      int ng = 8, gk = EPI_GELU_TANH;
       int gl = dw ? -1 : gelu_at(p, readers, reader, v, swish, e.op[e.n].c);
-      for (int i = 0; i < 8 && gl >= 0; i++)
+      if (gl < 0 && !dw) {
+        ng = 5;
+        gk = EPI_GELU_ERFC;
+        gl = gelu_erfc_at(p, readers, reader, v, swish, e.op[e.n].c);
+      }
+      for (int i = 0; i < ng && gl >= 0; i++)
         if (gone[swish[i]]) gl = -1;
       if (gl >= 0) {
-        e.op[e.n].kind = EPI_GELU_TANH;
+        e.op[e.n].kind = gk;
         e.op[e.n++].k = (eng_tensor){0};
-        n_swish = 8;
+        n_swish = ng;
         v = gl;
         break;
       }

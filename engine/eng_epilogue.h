@@ -1,7 +1,7 @@
 /* eng_epilogue (internal to engine/): elementwise per-channel ops fused
  * after a Conv2D, DepthwiseConv2dNative, MatMul, dense BatchMatMul or
  * dense-layer Einsum step (bias, batch-norm scale and shift, ReLU / ReLU6,
- * swish, GELU's tanh form), applied in place to the step's output.
+ * swish, GELU), applied in place to the step's output.
  *
  * The compiler (eng_compile.c) builds an epilogue at load and hangs it on
  * the step (eng_plan.h); at run time a kernel that can apply it while its
@@ -26,7 +26,10 @@
  * or multiply in that order, so that it matches the eight kernels it
  * replaces bit for bit; always an epilogue's last op, never after a
  * depthwise convolution (its kernel has no GELU). */
-enum { EPI_ADD, EPI_SUB, EPI_MUL, EPI_RELU, EPI_RELU6, EPI_SWISH, EPI_GELU_TANH };
+/* EPI_GELU_ERFC: its exact form, c = {s, half} (0.7071068, 0.5):
+ *   y = (half * x) * erfc((-x) * s)
+ * the erfc eng_vmath_erfc's; the same rules. */
+enum { EPI_ADD, EPI_SUB, EPI_MUL, EPI_RELU, EPI_RELU6, EPI_SWISH, EPI_GELU_TANH, EPI_GELU_ERFC };
 
 #define ENG_EPI_MAX 8
 
@@ -35,7 +38,7 @@ typedef struct eng_epilogue {
   struct {
     int kind;
     eng_tensor k; /* float constant: one value or one per channel; empty for activations */
-    float c[4];   /* EPI_GELU_TANH's constants */
+    float c[4];   /* EPI_GELU_TANH's or EPI_GELU_ERFC's constants */
   } op[ENG_EPI_MAX];
   int out_value; /* value index the result is stored as */
 } eng_epilogue;

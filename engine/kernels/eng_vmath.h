@@ -37,6 +37,9 @@ __attribute__((target("avx2,fma"))) __m256 eng_vmath_sigmoid8(__m256 x);
  * eng_vmath_tanh computes it on this CPU. */
 __attribute__((target("avx512f"))) __m512 eng_vmath_tanh16(__m512 x);
 __attribute__((target("avx2,fma"))) __m256 eng_vmath_tanh8(__m256 x);
+/* And for erfc (GELU's exact form). */
+__attribute__((target("avx512f"))) __m512 eng_vmath_erfc16(__m512 x);
+__attribute__((target("avx2,fma"))) __m256 eng_vmath_erfc8(__m256 x);
 
 /* y = x^e for e 2 or 3 (Pow with a constant exponent: GELU's tanh form
  * cubes its input): x * x (* x) in double, rounded once to float. A

@@ -6,10 +6,11 @@
  * graph with the pre-swish value fetched, which keeps the swish out of the
  * epilogue). The GEMM and depthwise kernels of every instruction set this
  * CPU has (AVX2 on an AVX-512 CPU included) match eng_vmath_sigmoid too.
- * GELU (TensorFlow's tanh form): after a MatMul's bias and after a
- * dense-layer Einsum's, fused into the product's epilogue with the bits of
- * the eight separate kernels; the GEMM kernels and the row-by-row
- * epilogue match eng_vmath_powi and eng_vmath_tanh on edge values. */
+ * GELU (TensorFlow's tanh and exact forms): after a MatMul's bias and
+ * after a dense-layer Einsum's, fused into the product's epilogue with the
+ * bits of the separate kernels; the GEMM kernels and the row-by-row
+ * epilogue match eng_vmath_powi, eng_vmath_tanh and eng_vmath_erfc on
+ * edge values. */
 #include <check.h>
 #include <math.h>
 #include <stdarg.h>
@@ -238,8 +239,8 @@ static void scalar(eng_graph *g, const char *name, float v) {
 /* x -> MatMul(W) (or a dense-layer Einsum) -> bias = v -> TensorFlow's
  * gelu(v, approximate=True) as its graph has it (tests/fixtures' BERT):
  * 0.5 * v * (1 + tanh(0.7978846 * (v + 0.044715 * v^3))). */
-static eng_graph *gelu_graph(bool einsum, const int64_t *wd, int wrank, const int64_t *bd,
-                             int brank) {
+static eng_graph *gelu_graph(bool einsum, bool exact, const int64_t *wd, int wrank,
+                             const int64_t *bd, int brank) {
   eng_graph *g = eng_graph_create();
   int x = node(g, "x", "Placeholder", 1, NULL);
   eng_attr *a = eng_graph_add_attr(g, x, "dtype");
@@ -251,11 +252,19 @@ static eng_graph *gelu_graph(bool einsum, const int64_t *wd, int wrank, const in
   if (einsum) str_attr(g, op, "equation", "abc,cde->abde");
   node(g, "v", einsum ? "AddV2" : "BiasAdd", 1, "op", "b", NULL);
   scalar(g, "half", 0.5f);
+  node(g, "mul", "Mul", 1, "half", "v", NULL);
+  if (exact) { /* 0.5 * v * erfc(-v * 0.70710677) */
+    scalar(g, "s", 0.7071067811865476f);
+    node(g, "neg", "Neg", 1, "v", NULL);
+    node(g, "q", "Mul", 1, "neg", "s", NULL);
+    node(g, "erfc", "Erfc", 1, "q", NULL);
+    node(g, "y", "Mul", 1, "mul", "erfc", NULL);
+    return g;
+  }
   scalar(g, "three", 3.0f);
   scalar(g, "a", 0.044715f);
   scalar(g, "bb", 0.7978845608028654f);
   scalar(g, "one", 1.0f);
-  node(g, "mul", "Mul", 1, "half", "v", NULL);
   node(g, "pow", "Pow", 1, "v", "three", NULL);
   node(g, "mul_1", "Mul", 1, "a", "pow", NULL);
   node(g, "add", "AddV2", 1, "v", "mul_1", NULL);
@@ -283,15 +292,15 @@ static eng_tensor run_gelu(eng_graph *g, const eng_tensor *x, bool unfused, eng_
   return y[0];
 }
 
-static void gelu_case(const char *what, bool einsum, int xrank, const int64_t *xd, int wrank,
-                      const int64_t *wd, int brank, const int64_t *bd) {
+static void gelu_case(const char *what, bool einsum, bool exact, int xrank, const int64_t *xd,
+                      int wrank, const int64_t *wd, int brank, const int64_t *bd) {
   eng_tensor x = filled(xrank, xd, 5, 0.5f);
   eng_plan_info fi, ui;
-  eng_tensor yf = run_gelu(gelu_graph(einsum, wd, wrank, bd, brank), &x, false, &fi);
-  eng_tensor yu = run_gelu(gelu_graph(einsum, wd, wrank, bd, brank), &x, true, &ui);
-  /* Fused: the product alone, its bias and the eight GELU ops inside. */
+  eng_tensor yf = run_gelu(gelu_graph(einsum, exact, wd, wrank, bd, brank), &x, false, &fi);
+  eng_tensor yu = run_gelu(gelu_graph(einsum, exact, wd, wrank, bd, brank), &x, true, &ui);
+  /* Fused: the product alone, its bias and the eight (five) GELU ops inside. */
   ck_assert_msg(fi.steps == 1, "%s: %d steps", what, fi.steps);
-  ck_assert_msg(ui.steps == 9, "%s: unfused, %d steps", what, ui.steps);
+  ck_assert_msg(ui.steps == (exact ? 6 : 9), "%s: unfused, %d steps", what, ui.steps);
   ck_assert_int_eq(eng_tensor_numel(&yf), eng_tensor_numel(&yu));
   const float *a = eng_tensor_data(&yf), *b = eng_tensor_data(&yu);
   for (int64_t i = 0; i < eng_tensor_numel(&yf); i++)
@@ -304,12 +313,15 @@ static void gelu_case(const char *what, bool einsum, int xrank, const int64_t *x
 
 START_TEST(gelu_fuses_with_the_same_bits) {
   /* 45 columns: a full panel, an 8-wide one and a masked edge. */
-  gelu_case("dense", false, 2, (int64_t[]){29, 30}, 2, (int64_t[]){30, 45}, 1, (int64_t[]){45});
-  gelu_case("dense, one row", false, 2, (int64_t[]){1, 16}, 2, (int64_t[]){16, 3}, 1,
-            (int64_t[]){3});
-  /* EinsumDense's query/key/value form, a bias over its two last dims. */
-  gelu_case("einsum", true, 3, (int64_t[]){2, 7, 12}, 3, (int64_t[]){12, 3, 10}, 2,
-            (int64_t[]){3, 10});
+  for (int exact = 0; exact < 2; exact++) {
+    gelu_case("dense", false, exact, 2, (int64_t[]){29, 30}, 2, (int64_t[]){30, 45}, 1,
+              (int64_t[]){45});
+    gelu_case("dense, one row", false, exact, 2, (int64_t[]){1, 16}, 2, (int64_t[]){16, 3}, 1,
+              (int64_t[]){3});
+    /* EinsumDense's query/key/value form, a bias over its two last dims. */
+    gelu_case("einsum", true, exact, 3, (int64_t[]){2, 7, 12}, 3, (int64_t[]){12, 3, 10}, 2,
+              (int64_t[]){3, 10});
+  }
 }
 END_TEST
 
@@ -319,7 +331,7 @@ END_TEST
  * each against the product stored, then eng_vmath_powi, eng_vmath_tanh
  * and one multiply or add per op, as the separate kernels compute it. */
 static void gelu_ref(const float *x, float *y, int64_t n, const float *c) {
-  float *t = malloc(sizeof *t * (size_t)n);
+  float *t = calloc((size_t)n, sizeof *t);
   eng_vmath_powi(x, t, n, 3);
   for (int64_t i = 0; i < n; i++) t[i] = c[0] * t[i];
   for (int64_t i = 0; i < n; i++) t[i] = x[i] + t[i];
@@ -327,6 +339,15 @@ static void gelu_ref(const float *x, float *y, int64_t n, const float *c) {
   eng_vmath_tanh(t, t, n);
   for (int64_t i = 0; i < n; i++) t[i] = c[2] + t[i];
   for (int64_t i = 0; i < n; i++) y[i] = (c[3] * x[i]) * t[i];
+  free(t);
+}
+
+static void gelu_erfc_ref(const float *x, float *y, int64_t n, const float *c) {
+  float *t = calloc((size_t)n, sizeof *t);
+  for (int64_t i = 0; i < n; i++) t[i] = -x[i];
+  for (int64_t i = 0; i < n; i++) t[i] = t[i] * c[0];
+  eng_vmath_erfc(t, t, n);
+  for (int64_t i = 0; i < n; i++) y[i] = (c[1] * x[i]) * t[i];
   free(t);
 }
 
@@ -338,7 +359,8 @@ static void same_or_nan(const char *what, const float *want, const float *got, i
 
 START_TEST(gelu_kernels_match_the_separate_ops) {
   enum { M = 27, N = 45 };
-  static const float c[4] = {0.044715f, 0.7978845608028654f, 1.0f, 0.5f};
+  static const float ct[4] = {0.044715f, 0.7978845608028654f, 1.0f, 0.5f};
+  static const float ce[4] = {0.7071067811865476f, 0.5f, 0, 0};
   static const float edge[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-40f, -1e-40f, 1e30f,
                                -1e30f, 3e12f, -3e12f, 1e-20f, 5.0f, -5.0f, 9.5f, -9.5f, 0.5f};
   const int ne = (int)(sizeof edge / sizeof *edge);
@@ -346,13 +368,16 @@ START_TEST(gelu_kernels_match_the_separate_ops) {
   float a[M], ones[N], want[M * N], got[M * N], prod[M * N];
   for (int i = 0; i < M; i++) a[i] = i < ne ? edge[i] : val(i, 7) * 0.9f;
   for (int j = 0; j < N; j++) ones[j] = 1.0f;
+  for (int exact = 0; exact < 2; exact++) {
+  const float *c = exact ? ce : ct;
+  void (*ref)(const float *, float *, int64_t, const float *) = exact ? gelu_erfc_ref : gelu_ref;
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) prod[i * N + j] = a[i];
-  gelu_ref(prod, want, M * N, c);
+  ref(prod, want, M * N, c);
   /* The row-by-row epilogue (eng_epilogue_apply). */
   eng_epilogue e = {.n = 1};
-  e.op[0].kind = EPI_GELU_TANH;
-  memcpy(e.op[0].c, c, sizeof c);
+  e.op[0].kind = exact ? EPI_GELU_ERFC : EPI_GELU_TANH;
+  memcpy(e.op[0].c, c, sizeof e.op[0].c);
   eng_tensor t;
   ck_assert_int_eq(eng_tensor_alloc(&t, ENG_DT_FLOAT, &(eng_shape){.rank = 2, .dim = {M, N}}, NULL),
                    TD_OK);
@@ -360,17 +385,19 @@ START_TEST(gelu_kernels_match_the_separate_ops) {
   eng_epilogue_apply(&e, &t);
   same_or_nan("rows", want, eng_tensor_data(&t), M * N);
   eng_tensor_release(&t);
-  eng_gemm_epi gelu = {.n = 1, .op = {{.kind = ENG_GEMM_GELU_TANH, .k = c}}};
+  eng_gemm_epi gelu = {.n = 1,
+                       .op = {{.kind = exact ? ENG_GEMM_GELU_ERFC : ENG_GEMM_GELU_TANH, .k = c}}};
   const eng_isa isas[] = {ENG_ISA_AVX512, ENG_ISA_AVX2};
   for (int i = 0; i < 2; i++) {
     eng_packed *pk = eng_gemm_pack_isa(isas[i], ones, 1, N, false, NULL, 0);
     if (!pk) continue;
     /* The product as stored (it sums from +0: -0 comes out +0). */
     eng_gemm_run(a, 1, M, pk, prod, N, NULL);
-    gelu_ref(prod, want, M * N, c);
+    ref(prod, want, M * N, c);
     eng_gemm_run(a, 1, M, pk, got, N, &gelu);
     same_or_nan(eng_isa_name(isas[i]), want, got, M * N);
     eng_gemm_free(pk);
+  }
   }
 }
 END_TEST
