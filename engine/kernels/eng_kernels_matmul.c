@@ -13,7 +13,9 @@
  * [batch, free, contracted] / [batch, contracted, free], multiplied, and the
  * result permuted to the output's order, or, when each operand already is
  * a strided matrix per batch index, multiplied in place; a constant B of
- * a dense layer (EinsumDense) is packed once at load like MatMul's.
+ * a dense layer (EinsumDense) is packed once at load like MatMul's, and
+ * its fused epilogue runs in the packed kernel's registers (or, on the
+ * other paths, over the output's last n columns afterwards).
  * Equations outside that form (repeated labels, one operand, labels summed
  * away) fail with UNIMPLEMENTED naming the equation. */
 #include <cblas.h>
