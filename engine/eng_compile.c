@@ -10,12 +10,15 @@
  * Only plans that write no state are folded: a restore plan reads
  * variables while it assigns them.
  *
- * Fusion: a Conv2D, DepthwiseConv2dNative or MatMul whose output feeds a
- * chain of single-consumer elementwise ops with constant per-channel (or
- * scalar) operands (BiasAdd, Add/AddV2, Sub, Mul: biases and decomposed
- * batch norm) and ReLU/ReLU6, ending perhaps in a swish (x * sigmoid(x),
- * Keras's silu with its IdentityN), runs the chain in place on its own
- * output.
+ * Fusion: a Conv2D, DepthwiseConv2dNative, MatMul, dense BatchMatMul or
+ * dense-layer Einsum (EinsumDense: its per-channel constants span the
+ * weight's free dims) whose output feeds a chain of single-consumer
+ * elementwise ops with constant per-channel (or scalar) operands (BiasAdd,
+ * Add/AddV2, Sub, Mul: biases and decomposed batch norm) and ReLU/ReLU6,
+ * ending perhaps in a swish (x * sigmoid(x), Keras's silu with its
+ * IdentityN) or, except after a depthwise convolution, a GELU (the eight
+ * ops of TensorFlow's gelu(approximate=True), gelu_at, or the five of its
+ * exact form, gelu_erfc_at), runs the chain in place on its own output.
  * The arithmetic is the same, element for element, as the separate
  * kernels', so results are bit-identical; what goes away is one output
  * allocation and one pass over memory per fused op. */
@@ -82,6 +85,33 @@ static char *value_name(const eng_graph *g, const eng_plan *p, int v) {
   return name;
 }
 
+/* Gives the sub-plan that computes a shape specialisation's constants the
+ * packed weights of the general plan `known` (may be NULL) for the same
+ * nodes: a Shape of an activation is computed by running the layers before
+ * it, and their weights may be held only packed (eng_model.h), their
+ * originals hollow. Not the weights packed prescaled: without the
+ * epilogue that carries the rest of the batch norm they would compute
+ * other values. False when memory is short. */
+static bool share_packed(eng_plan *sub, const eng_plan *known) {
+  if (!known || !known->packed) return true;
+  int n = eng_graph_node_count(eng_model_graph(sub->m));
+  int *at = malloc(sizeof *at * ((size_t)n + 1));
+  sub->packed = calloc((size_t)sub->n_steps + 1, sizeof *sub->packed);
+  if (!at || !sub->packed) {
+    free(at);
+    return false;
+  }
+  for (int i = 0; i < n; i++) at[i] = -1;
+  for (int s = 0; s < known->n_steps; s++) at[known->steps[s]] = s;
+  for (int s = 0; s < sub->n_steps; s++) {
+    int ks = at[sub->steps[s]];
+    if (ks >= 0 && known->packed[ks] && !eng_gemm_prescaled(known->packed[ks]))
+      sub->packed[s] = known->packed[ks];
+  }
+  free(at);
+  return true;
+}
+
 /* Removes the steps marked constant (cstep; cnode per graph node) after
  * computing, with one sub-plan run fed `in` (may be none), the constant
  * values that the remaining steps or the fetches read. Leaves the plan
@@ -89,7 +119,8 @@ static char *value_name(const eng_graph *g, const eng_plan *p, int v) {
  * same graph whose constants are reused as they are (fed to that run, or
  * taken directly): a shape specialisation then reads no variable again,
  * and shares its parent's weights, packed or not (a weight whose original
- * the model released after packing is never recomputed from it). */
+ * the model released after packing is never recomputed from it), the
+ * sub-plan running the parent's packed weights (share_packed). */
 static bool fold_steps(eng_plan *p, const bool *cstep, const bool *cnode, const eng_tensor *in,
                        const eng_plan *known) {
   const eng_graph *g = eng_model_graph(p->m);
@@ -171,7 +202,7 @@ static bool fold_steps(eng_plan *p, const bool *cstep, const bool *cnode, const 
   if (nf > nd_known &&
       (eng_plan_build(p->m, n_feeds, in_names, nf - nd_known, (const char *const *)names, 0,
                       NULL, &sub, &err) ||
-       eng_run_cpu(sub, feeds, vals + nd_known, &err)))
+       !share_packed(sub, known) || eng_run_cpu(sub, feeds, vals + nd_known, &err)))
     goto out; /* leave the plan unfolded: the run reports the error */
   int *cv = realloc(p->const_value, sizeof *cv * ((size_t)(p->n_consts + nf) + 1));
   if (cv) p->const_value = cv;
@@ -457,6 +488,144 @@ static int swish_at(const eng_plan *p, const int *readers, int v, int *steps, in
   return p->base[p->steps[idn]];
 }
 
+/* The float scalar (rank 0) constant step s reads beside value v, or NULL
+ * (s reads v once, as one of two inputs). */
+static const eng_tensor *scalar_beside(const eng_plan *p, int s, int v) {
+  const eng_node *nd = eng_graph_node(eng_model_graph(p->m), p->steps[s]);
+  if (nd->n_in != 2 || nd->n_out != 1) return NULL;
+  int v0 = p->base[nd->in[0].node] + nd->in[0].index, v1 = p->base[nd->in[1].node] + nd->in[1].index;
+  if ((v0 == v) == (v1 == v)) return NULL;
+  const eng_tensor *k = const_of(p, v0 == v ? v1 : v0);
+  return k && channel_const(k, -1, 0) ? k : NULL;
+}
+
+/* Step s's op is `op` and reads value a and value b (in either order). */
+static bool reads_both(const eng_plan *p, int s, const char *op, int a, int b) {
+  const eng_node *nd = eng_graph_node(eng_model_graph(p->m), p->steps[s]);
+  if (strcmp(p->ops[s]->name, op) || nd->n_in != 2 || nd->n_out != 1) return false;
+  int v0 = p->base[nd->in[0].node] + nd->in[0].index, v1 = p->base[nd->in[1].node] + nd->in[1].index;
+  return (v0 == a && v1 == b) || (v0 == b && v1 == a);
+}
+
+/* GELU's tanh form on value x, as TensorFlow's gelu(approximate=True)
+ * writes it (Keras's, keras-hub's BERT):
+ *   p = Pow(x, 3), m1 = Mul(a, p), s = AddV2(x, m1), m2 = Mul(b, s),
+ *   t = Tanh(m2), u = AddV2(one, t), h = Mul(half, x), y = Mul(h, u)
+ * with a, b, one, half float scalar constants (operands of each in either
+ * order), x read by exactly Pow, the AddV2 and the Mul by half, every
+ * other value by the next op only. Returns y's value, or -1; fills the
+ * eight steps and the constants (eng_epilogue.h's EPI_GELU_TANH). */
+static int gelu_at(const eng_plan *p, const int *readers, const int *reader, int x, int *steps,
+                   float c[4]) {
+  const eng_graph *g = eng_model_graph(p->m);
+  if (readers[x] != 3 || is_fetched(p, x) || is_fed(p, x)) return -1;
+  int rs[3], nr = 0;
+  for (int s = 0; s < p->n_steps && nr < 3; s++) {
+    const eng_node *nd = eng_graph_node(g, p->steps[s]);
+    for (int k = 0; k < nd->n_in; k++)
+      if (p->base[nd->in[k].node] + nd->in[k].index == x) {
+        rs[nr++] = s;
+        break;
+      }
+  }
+  if (nr != 3) return -1;
+  int pw = -1, add = -1, half = -1;
+  for (int i = 0; i < 3; i++) {
+    const char *op = p->ops[rs[i]]->name;
+    const eng_tensor *k = scalar_beside(p, rs[i], x);
+    const eng_node *nd = eng_graph_node(g, p->steps[rs[i]]);
+    if (!strcmp(op, "Pow") && k && p->base[nd->in[0].node] + nd->in[0].index == x &&
+        *(const float *)eng_tensor_data(k) == 3.0f)
+      pw = rs[i];
+    else if (!strcmp(op, "Mul") && k)
+      half = rs[i];
+    else if (!strcmp(op, "AddV2") || !strcmp(op, "Add"))
+      add = rs[i];
+  }
+  if (pw < 0 || add < 0 || half < 0) return -1;
+  /* The value of step s when its only reader is one step: that step, else -1. */
+#define NEXT(s) \
+  (readers[p->base[p->steps[s]]] == 1 && !is_fetched(p, p->base[p->steps[s]]) ? reader[p->base[p->steps[s]]] : -1)
+  int m1 = NEXT(pw);
+  if (m1 < 0 || strcmp(p->ops[m1]->name, "Mul") || !scalar_beside(p, m1, p->base[p->steps[pw]]) ||
+      NEXT(m1) != add || !reads_both(p, add, p->ops[add]->name, x, p->base[p->steps[m1]]))
+    return -1;
+  int m2 = NEXT(add);
+  if (m2 < 0 || strcmp(p->ops[m2]->name, "Mul") || !scalar_beside(p, m2, p->base[p->steps[add]]))
+    return -1;
+  int th = NEXT(m2);
+  if (th < 0 || strcmp(p->ops[th]->name, "Tanh") || eng_graph_node(g, p->steps[th])->n_in != 1 ||
+      eng_graph_node(g, p->steps[th])->n_out != 1)
+    return -1;
+  int u = NEXT(th);
+  if (u < 0 || (strcmp(p->ops[u]->name, "AddV2") && strcmp(p->ops[u]->name, "Add")) ||
+      !scalar_beside(p, u, p->base[p->steps[th]]))
+    return -1;
+  int y = NEXT(u);
+  if (y < 0 || NEXT(half) != y ||
+      !reads_both(p, y, "Mul", p->base[p->steps[half]], p->base[p->steps[u]]))
+    return -1;
+#undef NEXT
+  const int chain[8] = {pw, m1, add, m2, th, u, half, y};
+  for (int i = 0; i < 8; i++) steps[i] = chain[i];
+  c[0] = *(const float *)eng_tensor_data(scalar_beside(p, m1, p->base[p->steps[pw]]));
+  c[1] = *(const float *)eng_tensor_data(scalar_beside(p, m2, p->base[p->steps[add]]));
+  c[2] = *(const float *)eng_tensor_data(scalar_beside(p, u, p->base[p->steps[th]]));
+  c[3] = *(const float *)eng_tensor_data(scalar_beside(p, half, x));
+  return p->base[p->steps[y]];
+}
+
+/* GELU's exact form on value x, as TensorFlow's gelu(approximate=False)
+ * writes it (Keras's default gelu):
+ *   h = Mul(half, x), n = Neg(x), q = Mul(n, s), e = Erfc(q), y = Mul(h, e)
+ * with half and s float scalar constants, x read by exactly the Mul and the
+ * Neg, every other value by the next op only. Returns y's value, or -1;
+ * fills the five steps and the constants (EPI_GELU_ERFC). */
+static int gelu_erfc_at(const eng_plan *p, const int *readers, const int *reader, int x,
+                        int *steps, float c[4]) {
+  const eng_graph *g = eng_model_graph(p->m);
+  if (readers[x] != 2 || is_fetched(p, x) || is_fed(p, x)) return -1;
+  int rs[2], nr = 0;
+  for (int s = 0; s < p->n_steps && nr < 2; s++) {
+    const eng_node *nd = eng_graph_node(g, p->steps[s]);
+    for (int k = 0; k < nd->n_in; k++)
+      if (p->base[nd->in[k].node] + nd->in[k].index == x) {
+        rs[nr++] = s;
+        break;
+      }
+  }
+  if (nr != 2) return -1;
+  int neg = -1, half = -1;
+  for (int i = 0; i < 2; i++) {
+    const eng_node *nd = eng_graph_node(g, p->steps[rs[i]]);
+    if (!strcmp(p->ops[rs[i]]->name, "Neg") && nd->n_in == 1 && nd->n_out == 1)
+      neg = rs[i];
+    else if (!strcmp(p->ops[rs[i]]->name, "Mul") && scalar_beside(p, rs[i], x))
+      half = rs[i];
+  }
+  if (neg < 0 || half < 0) return -1;
+#define NEXT(s) \
+  (readers[p->base[p->steps[s]]] == 1 && !is_fetched(p, p->base[p->steps[s]]) ? reader[p->base[p->steps[s]]] : -1)
+  int q = NEXT(neg);
+  if (q < 0 || strcmp(p->ops[q]->name, "Mul") || !scalar_beside(p, q, p->base[p->steps[neg]]))
+    return -1;
+  int er = NEXT(q);
+  if (er < 0 || strcmp(p->ops[er]->name, "Erfc") || eng_graph_node(g, p->steps[er])->n_in != 1 ||
+      eng_graph_node(g, p->steps[er])->n_out != 1)
+    return -1;
+  int y = NEXT(er);
+  if (y < 0 || NEXT(half) != y ||
+      !reads_both(p, y, "Mul", p->base[p->steps[half]], p->base[p->steps[er]]))
+    return -1;
+#undef NEXT
+  const int chain[5] = {neg, q, er, half, y};
+  for (int i = 0; i < 5; i++) steps[i] = chain[i];
+  c[0] = *(const float *)eng_tensor_data(scalar_beside(p, q, p->base[p->steps[neg]]));
+  c[1] = *(const float *)eng_tensor_data(scalar_beside(p, half, x));
+  c[2] = c[3] = 0;
+  return p->base[p->steps[y]];
+}
+
 static void fuse(eng_plan *p) {
   const eng_graph *g = eng_model_graph(p->m);
   int *readers = calloc((size_t)p->n_values + 1, sizeof *readers);
@@ -476,7 +645,8 @@ static void fuse(eng_plan *p) {
     const eng_node *nd = eng_graph_node(g, p->steps[s]);
     bool conv = !strcmp(nd->op, "Conv2D"), dw = !strcmp(nd->op, "DepthwiseConv2dNative");
     bool mm = !strcmp(nd->op, "MatMul"), bmm = dense_batch_matmul(nd);
-    if (gone[s] || (!conv && !dw && !mm && !bmm) || nd->n_in != 2) continue;
+    bool ein = !strcmp(nd->op, "Einsum");
+    if (gone[s] || (!conv && !dw && !mm && !bmm && !ein) || nd->n_in != 2) continue;
     const eng_tensor *w = const_of(p, p->base[nd->in[1].node] + nd->in[1].index);
     /* Rank of the weight, and the most a per-channel constant may have (not
      * above the output's, or broadcasting would add dims; a batch matmul's
@@ -485,7 +655,14 @@ static void fuse(eng_plan *p) {
     int64_t ch = -1;
     /* A float constant weight: the output is then float (or the op fails). */
     if (!w || w->dtype != ENG_DT_FLOAT) continue;
-    if (w->shape.rank == rank) {
+    eng_shape after = {.rank = -1};
+    if (ein) {
+      /* A dense-layer Einsum: its n columns are the output's last dims
+       * (the weight's free dims), which a per-channel constant must match
+       * as after a Reshape. */
+      if (!eng_einsum_const_b_dims(eng_attr_str(nd, "equation", ""), &w->shape, &after)) continue;
+      ch = eng_shape_numel(&after);
+    } else if (w->shape.rank == rank) {
       if (conv) ch = w->shape.dim[3];
       if (dw) ch = w->shape.dim[2] * w->shape.dim[3];
       if (mm) ch = w->shape.dim[eng_node_attr_bool(nd, "transpose_b", false) ? 0 : 1];
@@ -501,10 +678,27 @@ static void fuse(eng_plan *p) {
      * step, reading the product; the ops after it move into the product's
      * epilogue and the Reshape's result stands for the last of them. */
     int reshape_step = -1;
-    eng_shape after = {.rank = -1};
-    int swish[4], n_swish = 0;
+    int swish[8], n_swish = 0;
     while (e.n < ENG_EPI_MAX) {
       const eng_tensor *beta;
+      /* GELU (its tanh form), the chain's last op; not after a depthwise
+       * convolution, whose kernel does not have it. */
+      int ng = 8, gk = EPI_GELU_TANH;
+      int gl = dw ? -1 : gelu_at(p, readers, reader, v, swish, e.op[e.n].c);
+      if (gl < 0 && !dw) {
+        ng = 5;
+        gk = EPI_GELU_ERFC;
+        gl = gelu_erfc_at(p, readers, reader, v, swish, e.op[e.n].c);
+      }
+      for (int i = 0; i < ng && gl >= 0; i++)
+        if (gone[swish[i]]) gl = -1;
+      if (gl >= 0) {
+        e.op[e.n].kind = gk;
+        e.op[e.n++].k = (eng_tensor){0};
+        n_swish = ng;
+        v = gl;
+        break;
+      }
       int sw = swish_at(p, readers, v, swish, &n_swish, &beta);
       for (int i = 0; i < n_swish && sw >= 0; i++)
         if (gone[swish[i]]) sw = -1;
@@ -634,14 +828,15 @@ static void pack_weights(eng_plan *p) {
       scale = eng_tensor_data(&e->op[0].k);
       nscale = eng_tensor_numel(&e->op[0].k);
     }
-    if (mm || bmm) {
-      bool tb = eng_node_attr_bool(nd, mm ? "transpose_b" : "adj_y", false);
-      p->packed[s] = eng_model_pack(p->m, w, w->shape.dim[tb ? 1 : 0], w->shape.dim[tb ? 0 : 1], tb,
-                                    scale, nscale);
-    } else {
-      const int64_t *d = w->shape.dim;
-      p->packed[s] = eng_model_pack(p->m, w, d[0] * d[1] * d[2], d[3], false, scale, nscale);
-    }
+    bool tb = (mm || bmm) && eng_node_attr_bool(nd, mm ? "transpose_b" : "adj_y", false);
+    const int64_t *d = w->shape.dim;
+    int64_t k = mm || bmm ? d[tb ? 1 : 0] : d[0] * d[1] * d[2], n = mm || bmm ? d[tb ? 0 : 1] : d[3];
+    p->packed[s] = eng_model_pack(p->m, w, k, n, tb, scale, nscale);
+    /* A weight held only packed (a shape plan built after its original was
+     * freed) has only the forms packed so far: without its scaled form,
+     * the unscaled one, the multiply staying in the epilogue. */
+    if (!p->packed[s] && scale && eng_tensor_hollow(w))
+      p->packed[s] = eng_model_pack(p->m, w, k, n, tb, NULL, 0);
   }
 }
 

@@ -35,6 +35,35 @@ static void epilogue_rows(const eng_epilogue *e, float *restrict y, int64_t n, i
         }
         continue;
       }
+      if (kind == EPI_GELU_TANH) {
+        const float *gc = e->op[i].c;
+        float t[256];
+        for (int64_t j0 = 0; j0 < c; j0 += 256) {
+          int64_t w = c - j0 < 256 ? c - j0 : 256;
+          float *restrict x = row + j0;
+          eng_vmath_powi(x, t, w, 3);
+          for (int64_t j = 0; j < w; j++) t[j] = t[j] * gc[0];
+          for (int64_t j = 0; j < w; j++) t[j] = x[j] + t[j];
+          for (int64_t j = 0; j < w; j++) t[j] = t[j] * gc[1];
+          eng_vmath_tanh(t, t, w);
+          for (int64_t j = 0; j < w; j++) t[j] = t[j] + gc[2];
+          for (int64_t j = 0; j < w; j++) x[j] = (x[j] * gc[3]) * t[j];
+        }
+        continue;
+      }
+      if (kind == EPI_GELU_ERFC) {
+        const float *gc = e->op[i].c;
+        float t[256];
+        for (int64_t j0 = 0; j0 < c; j0 += 256) {
+          int64_t w = c - j0 < 256 ? c - j0 : 256;
+          float *restrict x = row + j0;
+          for (int64_t j = 0; j < w; j++) t[j] = -x[j];
+          for (int64_t j = 0; j < w; j++) t[j] = t[j] * gc[0];
+          eng_vmath_erfc(t, t, w);
+          for (int64_t j = 0; j < w; j++) x[j] = (x[j] * gc[1]) * t[j];
+        }
+        continue;
+      }
       const float *restrict k = kp[i];
       if (scalar[i]) {
         float v = k[0];
@@ -61,7 +90,8 @@ const eng_gemm_epi *eng_kgemm_epi(eng_kctx *c, eng_gemm_epi *buf) {
   if (!e) return NULL;
   static const int kinds[] = {
       [EPI_ADD] = ENG_GEMM_ADD,   [EPI_SUB] = ENG_GEMM_SUB,     [EPI_MUL] = ENG_GEMM_MUL,
-      [EPI_RELU] = ENG_GEMM_RELU, [EPI_RELU6] = ENG_GEMM_RELU6, [EPI_SWISH] = ENG_GEMM_SWISH};
+      [EPI_RELU] = ENG_GEMM_RELU, [EPI_RELU6] = ENG_GEMM_RELU6, [EPI_SWISH] = ENG_GEMM_SWISH,
+      [EPI_GELU_TANH] = ENG_GEMM_GELU_TANH, [EPI_GELU_ERFC] = ENG_GEMM_GELU_ERFC};
   /* The leading multiply is already in weights packed prescaled. */
   int skip = c->packed && eng_gemm_prescaled(c->packed) ? 1 : 0;
   buf->n = e->n - skip;
@@ -70,6 +100,8 @@ const eng_gemm_epi *eng_kgemm_epi(eng_kctx *c, eng_gemm_epi *buf) {
     buf->op[i].kind = kinds[e->op[i + skip].kind];
     buf->op[i].k = NULL;
     buf->op[i].s = e->op[i + skip].kind == EPI_SWISH ? 1.0f : 0.0f; /* swish's beta */
+    if (e->op[i + skip].kind == EPI_GELU_TANH || e->op[i + skip].kind == EPI_GELU_ERFC)
+      buf->op[i].k = e->op[i + skip].c;
     if (k->buf && eng_tensor_numel(k) == 1)
       buf->op[i].s = *(const float *)eng_tensor_data(k);
     else if (k->buf)

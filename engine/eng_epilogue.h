@@ -1,7 +1,7 @@
 /* eng_epilogue (internal to engine/): elementwise per-channel ops fused
- * after a Conv2D, DepthwiseConv2dNative or MatMul step (bias, batch-norm
- * scale and shift, ReLU / ReLU6, swish), applied in place to the step's
- * output.
+ * after a Conv2D, DepthwiseConv2dNative, MatMul, dense BatchMatMul or
+ * dense-layer Einsum step (bias, batch-norm scale and shift, ReLU / ReLU6,
+ * swish, GELU), applied in place to the step's output.
  *
  * The compiler (eng_compile.c) builds an epilogue at load and hangs it on
  * the step (eng_plan.h); at run time a kernel that can apply it while its
@@ -18,7 +18,18 @@
 /* EPI_SWISH: y = y * sigmoid(y * k), k a scalar (Keras's beta; empty: 1),
  * the sigmoid eng_vmath_sigmoid's, so that it matches the Sigmoid and Mul
  * kernels it replaces bit for bit; always an epilogue's last op. */
-enum { EPI_ADD, EPI_SUB, EPI_MUL, EPI_RELU, EPI_RELU6, EPI_SWISH };
+/* EPI_GELU_TANH: TensorFlow's approximate GELU as its graph computes it,
+ * with c = {a, b, one, half} its constants (0.044715, sqrt(2/pi), 1, 0.5):
+ *   y = (half * x) * (one + tanh(b * (x + a * x^3)))
+ * x^3 as the Pow kernel's fast path computes it (eng_vmath_powi), tanh as
+ * the Tanh kernel's (eng_vmath_tanh), every other operation one float add
+ * or multiply in that order, so that it matches the eight kernels it
+ * replaces bit for bit; always an epilogue's last op, never after a
+ * depthwise convolution (its kernel has no GELU). */
+/* EPI_GELU_ERFC: its exact form, c = {s, half} (0.7071068, 0.5):
+ *   y = (half * x) * erfc((-x) * s)
+ * the erfc eng_vmath_erfc's; the same rules. */
+enum { EPI_ADD, EPI_SUB, EPI_MUL, EPI_RELU, EPI_RELU6, EPI_SWISH, EPI_GELU_TANH, EPI_GELU_ERFC };
 
 #define ENG_EPI_MAX 8
 
@@ -27,6 +38,7 @@ typedef struct eng_epilogue {
   struct {
     int kind;
     eng_tensor k; /* float constant: one value or one per channel; empty for activations */
+    float c[4];   /* EPI_GELU_TANH's or EPI_GELU_ERFC's constants */
   } op[ENG_EPI_MAX];
   int out_value; /* value index the result is stored as */
 } eng_epilogue;

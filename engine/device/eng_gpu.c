@@ -1114,6 +1114,8 @@ const char *eng_gpu_op_name(int i) {
  * one pass. */
 static int apply_epi(gx *g, const eng_epilogue *e, eng_dev_val *y) {
   if (y->dtype != ENG_DT_FLOAT || e->n > ENG_DEV_EPI_MAX) return G_DECLINE;
+  for (int i = 0; i < e->n; i++)
+    if (e->op[i].kind >= EPI_GELU_TANH) return G_DECLINE;
   int64_t n = eng_shape_numel(&y->shape), c = y->shape.rank ? y->shape.dim[y->shape.rank - 1] : 1;
   if (n <= 0 || c <= 0) return G_OK;
   static const int kinds[] = {[EPI_ADD] = ENG_DE_ADD,
@@ -1166,6 +1168,9 @@ static td_code step(gx *g, int s) {
   int res = G_DECLINE;
   eng_dev_val outs[16];
   const eng_epilogue *epi = p->epi ? p->epi[s] : NULL;
+  /* A fused GELU has no device form: the step runs on the CPU. */
+  for (int i = 0; epi && i < epi->n; i++)
+    if (epi->op[i].kind >= EPI_GELU_TANH) fn = NULL;
   if (fn && g->nd->n_out <= 16 && !(g->op->flags & (ENG_OP_STATEFUL | ENG_OP_REF_INPUT0))) {
     bool refs = false;
     for (int k = 0; k < g->nd->n_in; k++) refs |= g->r.values[vin(g, k)].is_ref;

@@ -304,3 +304,15 @@ bool eng_einsum_const_b(const char *eq, const eng_shape *b, int64_t *k, int64_t 
   *trans_b = g.tb;
   return true;
 }
+
+bool eng_einsum_const_b_dims(const char *eq, const eng_shape *b, eng_shape *free) {
+  int64_t k, n;
+  bool tb;
+  char lab[3][ENG_MAX_RANK];
+  int cnt[3];
+  if (!eng_einsum_const_b(eq, b, &k, &n, &tb) || !split(eq, lab, cnt)) return false;
+  free->rank = 0;
+  for (int i = 0; i < cnt[1]; i++)
+    if (label_at(lab[0], cnt[0], lab[1][i]) < 0) free->dim[free->rank++] = b->dim[i];
+  return true;
+}

@@ -66,6 +66,11 @@ bool eng_einsum_in_place(const eng_einsum *e, const eng_shape *a, const eng_shap
  * order of the labels, not on their sizes, which is what makes "every A"
  * hold; equations with an ellipsis are not considered. */
 bool eng_einsum_const_b(const char *eq, const eng_shape *b, int64_t *k, int64_t *n, bool *trans_b);
+/* For such an equation, the sizes of B's free labels in B's order (*free:
+ * n as a shape), which are the output's last dims in that order: a
+ * per-channel constant over the product's n columns matches them. False
+ * when eng_einsum_const_b is. */
+bool eng_einsum_const_b_dims(const char *eq, const eng_shape *b, eng_shape *free);
 /* Whether eng_einsum_plan can plan eq for some shapes (the load-time
  * check): UNIMPLEMENTED naming the equation when it cannot. */
 td_code eng_einsum_check(const char *eq, td_err *err);

@@ -14,8 +14,9 @@
  * convolution's input read in place (one segment per window row). The
  * fused epilogue runs op by op over the whole block once the k loop is
  * done (one dispatch per op and block), with separate
- * add/sub/mul/max/min instructions (no contraction), so it rounds exactly
- * as the separate kernels would. */
+ * add/sub/mul/max/min instructions (no contraction), and swish's sigmoid
+ * and GELU's cube, tanh and erfc as eng_vmath computes them, so it rounds
+ * exactly as the separate kernels would. */
 #include "eng_gemm.h"
 
 #include <immintrin.h>
@@ -189,7 +190,7 @@ int64_t eng_gemm_n(const eng_packed *p) { return p->n; }
 /* The micro-kernel, for one vector type (VT, W floats) and NV vectors per
  * row, over R rows. `cols` (1..NR) columns of the block are real. */
 #define KERNEL(NAME, TGT, VT, MT, W, NV, R, ZERO, LOAD, BCAST, FMA, MASK, MLOAD, STOREU, MSTORE, \
-               SET1, EPI)                                                                        \
+               SET1, EPI, GELU, GELUE)                                                           \
   __attribute__((target(TGT))) static void NAME(                                                 \
       const float *const *arow, int64_t nseg, int64_t sst, int64_t slen, const float *bp,        \
       float *c, int64_t ldc, int64_t cols, const eng_gemm_epi *epi, int64_t col0) {              \
@@ -231,6 +232,18 @@ int64_t eng_gemm_n(const eng_packed *p) { return p->n; }
         case ENG_GEMM_SWISH:                                                                     \
           EPI_ALL(EPI, ENG_GEMM_SWISH, R, NV);                                                   \
           break;                                                                                 \
+        case ENG_GEMM_GELU_TANH: {                                                               \
+          const float *gc = epi->op[i].k;                                                        \
+          UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < NV; v++)                 \
+              acc[r][v] = GELU(acc[r][v], gc);                                                   \
+          break;                                                                                 \
+        }                                                                                        \
+        case ENG_GEMM_GELU_ERFC: {                                                               \
+          const float *gc = epi->op[i].k;                                                        \
+          UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < NV; v++)                 \
+              acc[r][v] = GELUE(acc[r][v], gc);                                                  \
+          break;                                                                                 \
+        }                                                                                        \
         default:                                                                                 \
           EPI_ALL(EPI, ENG_GEMM_RELU6, R, NV);                                                   \
           break;                                                                                 \
@@ -268,6 +281,22 @@ __attribute__((target("avx512f"))) static inline __m512 epi512(int kind, __m512 
   }
 }
 
+/* GELU's tanh form, operation by operation as eng_epilogue.h says. */
+__attribute__((target("avx512f"))) static inline __m512 gelu512(__m512 x, const float *c) {
+  __m512 t = _mm512_mul_ps(eng_vmath_cube16(x), _mm512_set1_ps(c[0]));
+  t = _mm512_mul_ps(_mm512_add_ps(x, t), _mm512_set1_ps(c[1]));
+  t = _mm512_add_ps(eng_vmath_tanh16(t), _mm512_set1_ps(c[2]));
+  return _mm512_mul_ps(_mm512_mul_ps(x, _mm512_set1_ps(c[3])), t);
+}
+
+/* GELU's exact form; -x flips the sign bit, as the Neg kernel's -x does. */
+__attribute__((target("avx512f"))) static inline __m512 gelue512(__m512 x, const float *c) {
+  __m512 n = _mm512_castsi512_ps(
+      _mm512_xor_si512(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u)));
+  __m512 t = eng_vmath_erfc16(_mm512_mul_ps(n, _mm512_set1_ps(c[0])));
+  return _mm512_mul_ps(_mm512_mul_ps(x, _mm512_set1_ps(c[1])), t);
+}
+
 __attribute__((target("avx512f"))) static inline __mmask16 mask512(int64_t cw) {
   return cw >= 16 ? (__mmask16)0xFFFF : cw <= 0 ? (__mmask16)0 : (__mmask16)((1u << cw) - 1);
 }
@@ -275,7 +304,7 @@ __attribute__((target("avx512f"))) static inline __mmask16 mask512(int64_t cw) {
 #define K512(NAME, NV, R)                                                                         \
   KERNEL(NAME, "avx512f", __m512, __mmask16, 16, NV, R, _mm512_setzero_ps, _mm512_load_ps,        \
          bcast512, _mm512_fmadd_ps, mask512, mload512, _mm512_storeu_ps,   \
-         _mm512_mask_storeu_ps, _mm512_set1_ps, epi512)
+         _mm512_mask_storeu_ps, _mm512_set1_ps, epi512, gelu512, gelue512)
 #define bcast512(p) _mm512_set1_ps(*(p))
 #define mload512(p, m) _mm512_maskz_loadu_ps((m), (p))
 
@@ -318,6 +347,19 @@ __attribute__((target("avx2,fma"))) static inline __m256 epi256(int kind, __m256
   }
 }
 
+__attribute__((target("avx2,fma"))) static inline __m256 gelu256(__m256 x, const float *c) {
+  __m256 t = _mm256_mul_ps(eng_vmath_cube8(x), _mm256_set1_ps(c[0]));
+  t = _mm256_mul_ps(_mm256_add_ps(x, t), _mm256_set1_ps(c[1]));
+  t = _mm256_add_ps(eng_vmath_tanh8(t), _mm256_set1_ps(c[2]));
+  return _mm256_mul_ps(_mm256_mul_ps(x, _mm256_set1_ps(c[3])), t);
+}
+
+__attribute__((target("avx2,fma"))) static inline __m256 gelue256(__m256 x, const float *c) {
+  __m256 n = _mm256_xor_ps(x, _mm256_set1_ps(-0.0f));
+  __m256 t = eng_vmath_erfc8(_mm256_mul_ps(n, _mm256_set1_ps(c[0])));
+  return _mm256_mul_ps(_mm256_mul_ps(x, _mm256_set1_ps(c[1])), t);
+}
+
 /* Lane l on when l < cw (the sign bit of l - cw). */
 __attribute__((target("avx2,fma"))) static inline __m256i mask256(int64_t cw) {
   int c = cw > 8 ? 8 : cw < 0 ? 0 : (int)cw;
@@ -327,7 +369,7 @@ __attribute__((target("avx2,fma"))) static inline __m256i mask256(int64_t cw) {
 #define K256(NAME, NV, R)                                                                         \
   KERNEL(NAME, "avx2,fma", __m256, __m256i, 8, NV, R, _mm256_setzero_ps, _mm256_load_ps,          \
          _mm256_broadcast_ss, _mm256_fmadd_ps, mask256, _mm256_maskload_ps, _mm256_storeu_ps,     \
-         _mm256_maskstore_ps, _mm256_set1_ps, epi256)
+         _mm256_maskstore_ps, _mm256_set1_ps, epi256, gelu256, gelue256)
 
 K256(k256_1, 2, 1)
 K256(k256_2, 2, 2)

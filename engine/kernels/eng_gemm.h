@@ -58,8 +58,21 @@ int64_t eng_gemm_n(const eng_packed *p);
  * (a fused bias / batch-norm / activation chain), in order. k is a vector
  * over the n columns, or NULL for the scalar s; activations ignore both,
  * except swish, v * sigmoid(v * s) (s: Keras's beta, 1 for silu), whose
- * sigmoid is eng_vmath_sigmoid's to the bit (eng_vmath_sigmoid16/8). */
-enum { ENG_GEMM_ADD, ENG_GEMM_SUB, ENG_GEMM_MUL, ENG_GEMM_RELU, ENG_GEMM_RELU6, ENG_GEMM_SWISH };
+ * sigmoid is eng_vmath_sigmoid's to the bit (eng_vmath_sigmoid16/8), and
+ * GELU's tanh and exact forms, k then pointing at their constants
+ * (eng_epilogue.h's EPI_GELU_TANH: the cube eng_vmath_powi's, the tanh
+ * eng_vmath_tanh's, eng_vmath_tanh16/8; EPI_GELU_ERFC: the erfc
+ * eng_vmath_erfc's, eng_vmath_erfc16/8). */
+enum {
+  ENG_GEMM_ADD,
+  ENG_GEMM_SUB,
+  ENG_GEMM_MUL,
+  ENG_GEMM_RELU,
+  ENG_GEMM_RELU6,
+  ENG_GEMM_SWISH,
+  ENG_GEMM_GELU_TANH,
+  ENG_GEMM_GELU_ERFC
+};
 #define ENG_GEMM_EPI_MAX 8
 typedef struct eng_gemm_epi {
   int n;

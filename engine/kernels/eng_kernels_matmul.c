@@ -13,7 +13,9 @@
  * [batch, free, contracted] / [batch, contracted, free], multiplied, and the
  * result permuted to the output's order, or, when each operand already is
  * a strided matrix per batch index, multiplied in place; a constant B of
- * a dense layer (EinsumDense) is packed once at load like MatMul's.
+ * a dense layer (EinsumDense) is packed once at load like MatMul's, and
+ * its fused epilogue runs in the packed kernel's registers (or, on the
+ * other paths, over the output's last n columns afterwards).
  * Equations outside that form (repeated labels, one operand, labels summed
  * away) fail with UNIMPLEMENTED naming the equation. */
 #include <cblas.h>
@@ -21,6 +23,7 @@
 #include <string.h>
 
 #include "eng_einsum.h"
+#include "eng_epilogue.h"
 #include "eng_gemm.h"
 #include "eng_kernels.h"
 #include "eng_pool.h"
@@ -357,7 +360,8 @@ static bool einsum_in_place(eng_kctx *c, const eng_einsum *e, td_code *rc) {
   float *od = eng_tensor_data(&c->out[0]);
   *rc = TD_OK;
   if (packed) {
-    eng_gemm_run(ad, g.lda, g.m, c->packed, od, g.ldc, NULL);
+    eng_gemm_epi ge;
+    eng_gemm_run(ad, g.lda, g.m, c->packed, od, g.ldc, eng_kgemm_epi(c, &ge));
     return true;
   }
   if (eng_tensor_hollow(b)) {
@@ -373,6 +377,8 @@ static bool einsum_in_place(eng_kctx *c, const eng_einsum *e, td_code *rc) {
   return true;
 }
 
+static td_code einsum(eng_kctx *c, const eng_einsum *pe);
+
 td_code eng_k_einsum(eng_kctx *c) {
   const char *eq = eng_attr_str(c->node, "equation", "");
   if (c->n_in != 2) return eng_kfail(c, TD_UNIMPLEMENTED, "Einsum equation '%s' is not supported", eq);
@@ -381,6 +387,17 @@ td_code eng_k_einsum(eng_kctx *c) {
   td_code prc = eng_einsum_plan(eq, &a->shape, &b->shape, &e, c->err);
   if (prc && c->err) return td_err_prefix(c->err, "node '%s' (%s)", c->node->name, c->node->op);
   if (prc) return prc;
+  td_code rc = einsum(c, &e);
+  /* A fused epilogue (a dense layer's: eng_einsum_const_b held, so the
+   * output's last dims are its n columns) that no packed product took. */
+  if (!rc && c->epi && !c->epi_done && c->out[0].dtype == ENG_DT_FLOAT && e.n > 0)
+    eng_kepilogue(c, eng_tensor_data(&c->out[0]), eng_tensor_numel(&c->out[0]) / e.n, e.n);
+  return rc;
+}
+
+static td_code einsum(eng_kctx *c, const eng_einsum *pe) {
+  const eng_tensor *a = &c->in[0], *b = &c->in[1];
+  eng_einsum e = *pe;
   if (a->dtype == ENG_DT_FLOAT && b->dtype == ENG_DT_FLOAT) {
     td_code frc;
     if (einsum_in_place(c, &e, &frc)) return frc;

@@ -96,6 +96,29 @@ __attribute__((target("avx2,fma"))) __m256 eng_vmath_sigmoid8(__m256 x) {
 
 VMATH(eng_vmath_sigmoid, sigmoidf, sigmoid512, sigmoid256)
 
+__attribute__((target("avx512f"))) __m512 eng_vmath_tanh16(__m512 x) { return _ZGVeN16v_tanhf(x); }
+
+/* As sigmoid8_512: eng_vmath_tanh runs 16 lanes on such a CPU. */
+__attribute__((target("avx512f"))) static __m256 tanh8_512(__m256 x) {
+  __m512 w = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_setzero_pd(), _mm256_castps_pd(x), 0));
+  return _mm512_castps512_ps256(_ZGVeN16v_tanhf(w));
+}
+
+__attribute__((target("avx2,fma"))) __m256 eng_vmath_tanh8(__m256 x) {
+  return eng_isa_active() == ENG_ISA_AVX512 ? tanh8_512(x) : _ZGVdN8v_tanhf(x);
+}
+
+__attribute__((target("avx512f"))) __m512 eng_vmath_erfc16(__m512 x) { return _ZGVeN16v_erfcf(x); }
+
+__attribute__((target("avx512f"))) static __m256 erfc8_512(__m256 x) {
+  __m512 w = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_setzero_pd(), _mm256_castps_pd(x), 0));
+  return _mm512_castps512_ps256(_ZGVeN16v_erfcf(w));
+}
+
+__attribute__((target("avx2,fma"))) __m256 eng_vmath_erfc8(__m256 x) {
+  return eng_isa_active() == ENG_ISA_AVX512 ? erfc8_512(x) : _ZGVdN8v_erfcf(x);
+}
+
 /* The compiler vectorises these loops (-O3) for each target: the
  * conversions and products are exact IEEE operations, so every variant
  * gives the same bits. */

@@ -33,6 +33,13 @@ void eng_vmath_sigmoid(const float *x, float *y, int64_t n);
  * CPUs with AVX-512. */
 __attribute__((target("avx512f"))) __m512 eng_vmath_sigmoid16(__m512 x);
 __attribute__((target("avx2,fma"))) __m256 eng_vmath_sigmoid8(__m256 x);
+/* The same for tanh (GELU's tanh form in registers): each lane exactly as
+ * eng_vmath_tanh computes it on this CPU. */
+__attribute__((target("avx512f"))) __m512 eng_vmath_tanh16(__m512 x);
+__attribute__((target("avx2,fma"))) __m256 eng_vmath_tanh8(__m256 x);
+/* And for erfc (GELU's exact form). */
+__attribute__((target("avx512f"))) __m512 eng_vmath_erfc16(__m512 x);
+__attribute__((target("avx2,fma"))) __m256 eng_vmath_erfc8(__m256 x);
 
 /* y = x^e for e 2 or 3 (Pow with a constant exponent: GELU's tanh form
  * cubes its input): x * x (* x) in double, rounded once to float. A
@@ -43,6 +50,22 @@ __attribute__((target("avx2,fma"))) __m256 eng_vmath_sigmoid8(__m256 x);
  * underflow to (signed) zero and overflow to inf come out as powf's. The
  * same bits on every instruction set. */
 void eng_vmath_powi(const float *x, float *y, int64_t n, int e);
+/* One vector's x^3 as eng_vmath_powi computes it (for kernels). */
+__attribute__((target("avx512f"))) static inline __m512 eng_vmath_cube16(__m512 x) {
+  __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(x));
+  __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
+  lo = _mm512_mul_pd(_mm512_mul_pd(lo, lo), lo);
+  hi = _mm512_mul_pd(_mm512_mul_pd(hi, hi), hi);
+  __m512d r = _mm512_castps_pd(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo)));
+  return _mm512_castpd_ps(_mm512_insertf64x4(r, _mm256_castps_pd(_mm512_cvtpd_ps(hi)), 1));
+}
+__attribute__((target("avx2,fma"))) static inline __m256 eng_vmath_cube8(__m256 x) {
+  __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(x));
+  __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1));
+  lo = _mm256_mul_pd(_mm256_mul_pd(lo, lo), lo);
+  hi = _mm256_mul_pd(_mm256_mul_pd(hi, hi), hi);
+  return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(lo)), _mm256_cvtpd_ps(hi), 1);
+}
 
 /* Softmax (or log-softmax when log) over each of `rows` rows of d floats:
  * y = exp(x - max) / sum, the exponent clamped below at -87 (exp(-87) is

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "eng_graph.h"
+#include "eng_isa.h"
 #include "eng_model.h"
 #include "eng_plan.h"
 
@@ -758,6 +759,50 @@ START_TEST(prepare_builds_the_batch1_plan_sharing_packed_weights) {
 }
 END_TEST
 
+/* A shape plan built after the model freed a weight's original (kept only
+ * packed): the Shape of the product is computed by running the product,
+ * which then reads the general plan's packed weight. */
+START_TEST(shape_plan_after_release_reads_the_packed_weight) {
+  eng_graph *g = eng_graph_create();
+  placeholder(g, "x");
+  int vh = node(g, "v", "VarHandleOp", 1, NULL);
+  eng_attr *a = eng_graph_add_attr(g, vh, "dtype");
+  a->kind = ENG_ATTR_TYPE;
+  a->type = ENG_DT_FLOAT;
+  node(g, "W", "ReadVariableOp", 1, "v", NULL);
+  konst(g, "s", 0, NULL, (float[]){2});
+  node(g, "mm", "MatMul", 1, "x", "W", NULL);
+  node(g, "sh", "Shape", 1, "mm", NULL);
+  node(g, "r", "Reshape", 1, "mm", "sh", NULL);
+  node(g, "y", "Mul", 1, "r", "s", NULL);
+  eng_model *m;
+  td_err err;
+  ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
+  eng_tensor w = tensor(2, (int64_t[]){2, 3}, (float[]){1, 2, 3, -4, 5, -6});
+  ck_assert_int_eq(eng_model_slot_write(m, eng_model_node_slot(m, vh), &w, &err), TD_OK);
+  eng_tensor_release(&w);
+  const char *in[] = {"x:0"}, *out[] = {"y:0"};
+  eng_plan *p;
+  ck_assert_int_eq(eng_plan_create(m, 1, in, 1, out, 0, NULL, &p, &err), TD_OK);
+  size_t freed = eng_model_release_packed_sources(m, 1, &p);
+  eng_tensor x = tensor(2, (int64_t[]){1, 2}, (float[]){1, 2}), y = {0};
+  ck_assert_msg(eng_plan_run(p, &x, &y, &err) == TD_OK, "%s", err.msg);
+  const float want[] = {-14, 24, -18}; /* ([1,2] W) * 2 */
+  for (int i = 0; i < 3; i++) ck_assert_float_eq(((float *)eng_tensor_data(&y))[i], want[i]);
+  /* Packed (AVX2 or AVX-512): freed, and the shape plan was still built. */
+  ck_assert_int_eq(freed > 0, eng_isa_active() != ENG_ISA_GENERIC);
+  if (freed) {
+    eng_plan_info info = eng_plan_get_info(p);
+    ck_assert_int_eq(info.shape_plans, 1);
+    ck_assert_int_lt(info.shape_plan_steps, info.steps);
+  }
+  eng_tensor_release(&y);
+  eng_tensor_release(&x);
+  eng_plan_destroy(p);
+  eng_model_destroy(m);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("eng_compile");
   TCase *tc = tcase_create("compile");
@@ -772,6 +817,7 @@ int main(void) {
   tcase_add_test(tc, pools_match_naive);
   tcase_add_test(tc, shape_arithmetic_folds_per_input_shape);
   tcase_add_test(tc, prepare_builds_the_batch1_plan_sharing_packed_weights);
+  tcase_add_test(tc, shape_plan_after_release_reads_the_packed_weight);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

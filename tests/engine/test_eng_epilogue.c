@@ -1,12 +1,18 @@
-/* eng_epilogue's swish: a Conv2D (1x1 on the packed GEMM, 3x3 in place),
+/* eng_epilogue's swish and GELU. Swish: a Conv2D (1x1 on the packed GEMM, 3x3 in place),
  * a depthwise convolution (multiplier 1 on eng_dwconv, 2 row by row) and
  * a MatMul followed by a batch-norm pair and Keras's silu (Mul by beta,
  * Sigmoid, Mul, IdentityN) fuse the swish into the producer's epilogue and
  * give the same bits as the unfused Sigmoid and Mul kernels (the same
  * graph with the pre-swish value fetched, which keeps the swish out of the
  * epilogue). The GEMM and depthwise kernels of every instruction set this
- * CPU has (AVX2 on an AVX-512 CPU included) match eng_vmath_sigmoid too. */
+ * CPU has (AVX2 on an AVX-512 CPU included) match eng_vmath_sigmoid too.
+ * GELU (TensorFlow's tanh and exact forms): after a MatMul's bias and
+ * after a dense-layer Einsum's, fused into the product's epilogue with the
+ * bits of the separate kernels; the GEMM kernels and the row-by-row
+ * epilogue match eng_vmath_powi, eng_vmath_tanh and eng_vmath_erfc on
+ * edge values. */
 #include <check.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,12 +225,193 @@ START_TEST(kernels_match_vmath_sigmoid) {
 }
 END_TEST
 
+/* --- GELU's tanh form ------------------------------------------------------ */
+
+static void scalar(eng_graph *g, const char *name, float v) {
+  int id = node(g, name, "Const", 1, NULL);
+  eng_attr *a = eng_graph_add_attr(g, id, "value");
+  a->kind = ENG_ATTR_TENSOR;
+  ck_assert_int_eq(eng_tensor_alloc(&a->tensor, ENG_DT_FLOAT, &(eng_shape){.rank = 0}, NULL),
+                   TD_OK);
+  *(float *)eng_tensor_data(&a->tensor) = v;
+}
+
+/* x -> MatMul(W) (or a dense-layer Einsum) -> bias = v -> TensorFlow's
+ * gelu(v, approximate=True) as its graph has it (tests/fixtures' BERT):
+ * 0.5 * v * (1 + tanh(0.7978846 * (v + 0.044715 * v^3))). */
+static eng_graph *gelu_graph(bool einsum, bool exact, const int64_t *wd, int wrank,
+                             const int64_t *bd, int brank) {
+  eng_graph *g = eng_graph_create();
+  int x = node(g, "x", "Placeholder", 1, NULL);
+  eng_attr *a = eng_graph_add_attr(g, x, "dtype");
+  a->kind = ENG_ATTR_TYPE;
+  a->type = ENG_DT_FLOAT;
+  konst(g, "W", wrank, wd, 1, 0.1f);
+  konst(g, "b", brank, bd, 3, 0.3f);
+  int op = node(g, "op", einsum ? "Einsum" : "MatMul", 1, "x", "W", NULL);
+  if (einsum) str_attr(g, op, "equation", "abc,cde->abde");
+  node(g, "v", einsum ? "AddV2" : "BiasAdd", 1, "op", "b", NULL);
+  scalar(g, "half", 0.5f);
+  node(g, "mul", "Mul", 1, "half", "v", NULL);
+  if (exact) { /* 0.5 * v * erfc(-v * 0.70710677) */
+    scalar(g, "s", 0.7071067811865476f);
+    node(g, "neg", "Neg", 1, "v", NULL);
+    node(g, "q", "Mul", 1, "neg", "s", NULL);
+    node(g, "erfc", "Erfc", 1, "q", NULL);
+    node(g, "y", "Mul", 1, "mul", "erfc", NULL);
+    return g;
+  }
+  scalar(g, "three", 3.0f);
+  scalar(g, "a", 0.044715f);
+  scalar(g, "bb", 0.7978845608028654f);
+  scalar(g, "one", 1.0f);
+  node(g, "pow", "Pow", 1, "v", "three", NULL);
+  node(g, "mul_1", "Mul", 1, "a", "pow", NULL);
+  node(g, "add", "AddV2", 1, "v", "mul_1", NULL);
+  node(g, "mul_2", "Mul", 1, "bb", "add", NULL);
+  node(g, "tanh", "Tanh", 1, "mul_2", NULL);
+  node(g, "add_1", "AddV2", 1, "one", "tanh", NULL);
+  node(g, "y", "Mul", 1, "mul", "add_1", NULL);
+  return g;
+}
+
+static eng_tensor run_gelu(eng_graph *g, const eng_tensor *x, bool unfused, eng_plan_info *info) {
+  eng_model *m;
+  td_err err;
+  ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
+  const char *in[] = {"x:0"}, *out[] = {"y:0", "v:0"};
+  eng_plan *p;
+  ck_assert_msg(eng_plan_create(m, 1, in, unfused ? 2 : 1, out, 0, NULL, &p, &err) == TD_OK, "%s",
+                err.msg);
+  *info = eng_plan_get_info(p);
+  eng_tensor y[2] = {0};
+  ck_assert_msg(eng_plan_run(p, x, y, &err) == TD_OK, "%s", err.msg);
+  eng_tensor_release(&y[1]);
+  eng_plan_destroy(p);
+  eng_model_destroy(m);
+  return y[0];
+}
+
+static void gelu_case(const char *what, bool einsum, bool exact, int xrank, const int64_t *xd,
+                      int wrank, const int64_t *wd, int brank, const int64_t *bd) {
+  eng_tensor x = filled(xrank, xd, 5, 0.5f);
+  eng_plan_info fi, ui;
+  eng_tensor yf = run_gelu(gelu_graph(einsum, exact, wd, wrank, bd, brank), &x, false, &fi);
+  eng_tensor yu = run_gelu(gelu_graph(einsum, exact, wd, wrank, bd, brank), &x, true, &ui);
+  /* Fused: the product alone, its bias and the eight (five) GELU ops inside. */
+  ck_assert_msg(fi.steps == 1, "%s: %d steps", what, fi.steps);
+  ck_assert_msg(ui.steps == (exact ? 6 : 9), "%s: unfused, %d steps", what, ui.steps);
+  ck_assert_int_eq(eng_tensor_numel(&yf), eng_tensor_numel(&yu));
+  const float *a = eng_tensor_data(&yf), *b = eng_tensor_data(&yu);
+  for (int64_t i = 0; i < eng_tensor_numel(&yf); i++)
+    ck_assert_msg(!memcmp(&a[i], &b[i], sizeof *a), "%s: y[%lld] = %.9g fused, %.9g unfused", what,
+                  (long long)i, a[i], b[i]);
+  eng_tensor_release(&yf);
+  eng_tensor_release(&yu);
+  eng_tensor_release(&x);
+}
+
+START_TEST(gelu_fuses_with_the_same_bits) {
+  /* 45 columns: a full panel, an 8-wide one and a masked edge. */
+  for (int exact = 0; exact < 2; exact++) {
+    gelu_case("dense", false, exact, 2, (int64_t[]){29, 30}, 2, (int64_t[]){30, 45}, 1,
+              (int64_t[]){45});
+    gelu_case("dense, one row", false, exact, 2, (int64_t[]){1, 16}, 2, (int64_t[]){16, 3}, 1,
+              (int64_t[]){3});
+    /* EinsumDense's query/key/value form, a bias over its two last dims. */
+    gelu_case("einsum", true, exact, 3, (int64_t[]){2, 7, 12}, 3, (int64_t[]){12, 3, 10}, 2,
+              (int64_t[]){3, 10});
+  }
+}
+END_TEST
+
+/* GELU applied by the row-by-row epilogue and by the GEMM kernels of every
+ * instruction set this CPU runs, on inputs that reach tanh's tails, its
+ * middle, zeros, infinities, NaN, subnormals and cubes that overflow:
+ * each against the product stored, then eng_vmath_powi, eng_vmath_tanh
+ * and one multiply or add per op, as the separate kernels compute it. */
+static void gelu_ref(const float *x, float *y, int64_t n, const float *c) {
+  float *t = calloc((size_t)n, sizeof *t);
+  eng_vmath_powi(x, t, n, 3);
+  for (int64_t i = 0; i < n; i++) t[i] = c[0] * t[i];
+  for (int64_t i = 0; i < n; i++) t[i] = x[i] + t[i];
+  for (int64_t i = 0; i < n; i++) t[i] = c[1] * t[i];
+  eng_vmath_tanh(t, t, n);
+  for (int64_t i = 0; i < n; i++) t[i] = c[2] + t[i];
+  for (int64_t i = 0; i < n; i++) y[i] = (c[3] * x[i]) * t[i];
+  free(t);
+}
+
+static void gelu_erfc_ref(const float *x, float *y, int64_t n, const float *c) {
+  float *t = calloc((size_t)n, sizeof *t);
+  for (int64_t i = 0; i < n; i++) t[i] = -x[i];
+  for (int64_t i = 0; i < n; i++) t[i] = t[i] * c[0];
+  eng_vmath_erfc(t, t, n);
+  for (int64_t i = 0; i < n; i++) y[i] = (c[1] * x[i]) * t[i];
+  free(t);
+}
+
+static void same_or_nan(const char *what, const float *want, const float *got, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    ck_assert_msg(!memcmp(&want[i], &got[i], sizeof *got) || (want[i] != want[i] && got[i] != got[i]),
+                  "%s: [%lld] = %.9g, want %.9g", what, (long long)i, got[i], want[i]);
+}
+
+START_TEST(gelu_kernels_match_the_separate_ops) {
+  enum { M = 27, N = 45 };
+  static const float ct[4] = {0.044715f, 0.7978845608028654f, 1.0f, 0.5f};
+  static const float ce[4] = {0.7071067811865476f, 0.5f, 0, 0};
+  static const float edge[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-40f, -1e-40f, 1e30f,
+                               -1e30f, 3e12f, -3e12f, 1e-20f, 5.0f, -5.0f, 9.5f, -9.5f, 0.5f};
+  const int ne = (int)(sizeof edge / sizeof *edge);
+  /* A [M, 1] times a row of ones: the product is A's value in every column. */
+  float a[M], ones[N], want[M * N], got[M * N], prod[M * N];
+  for (int i = 0; i < M; i++) a[i] = i < ne ? edge[i] : val(i, 7) * 0.9f;
+  for (int j = 0; j < N; j++) ones[j] = 1.0f;
+  for (int exact = 0; exact < 2; exact++) {
+  const float *c = exact ? ce : ct;
+  void (*ref)(const float *, float *, int64_t, const float *) = exact ? gelu_erfc_ref : gelu_ref;
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) prod[i * N + j] = a[i];
+  ref(prod, want, M * N, c);
+  /* The row-by-row epilogue (eng_epilogue_apply). */
+  eng_epilogue e = {.n = 1};
+  e.op[0].kind = exact ? EPI_GELU_ERFC : EPI_GELU_TANH;
+  memcpy(e.op[0].c, c, sizeof e.op[0].c);
+  eng_tensor t;
+  ck_assert_int_eq(eng_tensor_alloc(&t, ENG_DT_FLOAT, &(eng_shape){.rank = 2, .dim = {M, N}}, NULL),
+                   TD_OK);
+  memcpy(eng_tensor_data(&t), prod, sizeof prod);
+  eng_epilogue_apply(&e, &t);
+  same_or_nan("rows", want, eng_tensor_data(&t), M * N);
+  eng_tensor_release(&t);
+  eng_gemm_epi gelu = {.n = 1,
+                       .op = {{.kind = exact ? ENG_GEMM_GELU_ERFC : ENG_GEMM_GELU_TANH, .k = c}}};
+  const eng_isa isas[] = {ENG_ISA_AVX512, ENG_ISA_AVX2};
+  for (int i = 0; i < 2; i++) {
+    eng_packed *pk = eng_gemm_pack_isa(isas[i], ones, 1, N, false, NULL, 0);
+    if (!pk) continue;
+    /* The product as stored (it sums from +0: -0 comes out +0). */
+    eng_gemm_run(a, 1, M, pk, prod, N, NULL);
+    ref(prod, want, M * N, c);
+    eng_gemm_run(a, 1, M, pk, got, N, &gelu);
+    same_or_nan(eng_isa_name(isas[i]), want, got, M * N);
+    eng_gemm_free(pk);
+  }
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("eng_epilogue");
   TCase *tc = tcase_create("swish");
   tcase_add_test(tc, swish_fuses_with_the_same_bits);
   tcase_add_test(tc, kernels_match_vmath_sigmoid);
   suite_add_tcase(s, tc);
+  TCase *tg = tcase_create("gelu");
+  tcase_add_test(tg, gelu_fuses_with_the_same_bits);
+  tcase_add_test(tg, gelu_kernels_match_the_separate_ops);
+  suite_add_tcase(s, tg);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
