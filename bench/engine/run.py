@@ -364,8 +364,10 @@ def main():
         best32 = max(tp(r[k, 32]) for k in peers) if peers else float("nan")
         rss = " / ".join("%.0f" % max(mib(r[k, 1]), mib(r[k, 32])) for k in keys)
         kept = " / ".join("%.0f" % held(r[k, 1]) for k in keys)
-        print("| %s | %s | %.2f× | %s | %.2f× | %s | %s | %.0f |%s" % (
-            m, b1, r["td", 1]["p50_us"] / best1, b32, tp(r["td", 32]) / best32, rss, kept,
+        vs1 = "%.2f×" % (r["td", 1]["p50_us"] / best1) if peers else "—"
+        vs32 = "%.2f×" % (tp(r["td", 32]) / best32) if peers else "—"
+        print("| %s | %s | %s | %s | %s | %s | %s | %.0f |%s" % (
+            m, b1, vs1, b32, vs32, rss, kept,
             r["td", 1].get("load_ms", float("nan")),
             " %s |" % r["ov", 1].get("isa", "?") if "ov" in peers else ""))
     if len(td_counts) > 1:
