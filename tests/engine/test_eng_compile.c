@@ -118,13 +118,19 @@ START_TEST(fetched_value_cuts_the_chain) {
 }
 END_TEST
 
-START_TEST(variable_reads_fold_after_restore) {
-  eng_graph *g = eng_graph_create();
-  placeholder(g, "x");
-  int vh = node(g, "v", "VarHandleOp", 1, NULL);
+/* A float resource variable named `name`; returns its node. */
+static int float_var(eng_graph *g, const char *name) {
+  int vh = node(g, name, "VarHandleOp", 1, NULL);
   eng_attr *a = eng_graph_add_attr(g, vh, "dtype");
   a->kind = ENG_ATTR_TYPE;
   a->type = ENG_DT_FLOAT;
+  return vh;
+}
+
+START_TEST(variable_reads_fold_after_restore) {
+  eng_graph *g = eng_graph_create();
+  placeholder(g, "x");
+  int vh = float_var(g, "v");
   node(g, "read", "ReadVariableOp", 1, "v", NULL);
   node(g, "y", "Mul", 1, "x", "read", NULL);
   eng_model *m;
@@ -765,10 +771,7 @@ END_TEST
 START_TEST(shape_plan_after_release_reads_the_packed_weight) {
   eng_graph *g = eng_graph_create();
   placeholder(g, "x");
-  int vh = node(g, "v", "VarHandleOp", 1, NULL);
-  eng_attr *a = eng_graph_add_attr(g, vh, "dtype");
-  a->kind = ENG_ATTR_TYPE;
-  a->type = ENG_DT_FLOAT;
+  int vh = float_var(g, "v");
   node(g, "W", "ReadVariableOp", 1, "v", NULL);
   konst(g, "s", 0, NULL, (float[]){2});
   node(g, "mm", "MatMul", 1, "x", "W", NULL);
