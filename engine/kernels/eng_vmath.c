@@ -37,7 +37,8 @@ __attribute__((target("avx512f"))) static void map512(f512 f, const float *x, fl
   }
 }
 
-__attribute__((target("avx2,fma"))) static void map256(f256 f, const float *x, float *y, int64_t n) {
+__attribute__((target("avx2,fma"))) static void map256(f256 f, const float *x, float *y,
+                                                       int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, f(_mm256_loadu_ps(x + i)));
   if (i < n) {
@@ -67,38 +68,65 @@ VMATH(eng_vmath_erfc, erfcf, _ZGVeN16v_erfcf, _ZGVdN8v_erfcf)
 VMATH(eng_vmath_exp, expf, _ZGVeN16v_expf, _ZGVdN8v_expf)
 VMATH(eng_vmath_tanh, tanhf, _ZGVeN16v_tanhf, _ZGVdN8v_tanhf)
 
-/* 1 / (1 + exp(-x)), the scalar formula on vectors. */
-__attribute__((target("avx512f"))) static __m512 sigmoid512(__m512 x) {
-  __m512 one = _mm512_set1_ps(1.0f);
-  return _mm512_div_ps(one,
-                       _mm512_add_ps(one, _ZGVeN16v_expf(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+/* The sigmoid of eng_vmath.h on one float: the vector forms' operations
+ * in the same order (fmaf is the fused multiply-add, rintf the nearest
+ * integer, ties to even, as the vector rounding), so the same bits. */
+float eng_vmath_sigmoid1(float x) {
+  float v = 0.0f - x;
+  if (isnan(v)) return v;
+  v = ENG_VMATH_EXP_HI < v ? ENG_VMATH_EXP_HI : v;
+  v = ENG_VMATH_EXP_LO > v ? ENG_VMATH_EXP_LO : v;
+  float n = rintf(v * ENG_VMATH_LOG2E);
+  float r = fmaf(-n, ENG_VMATH_LN2_HI, v);
+  r = fmaf(-n, ENG_VMATH_LN2_LO, r);
+  float p = fmaf(1.0f / 5040, r, 1.0f / 720);
+  p = fmaf(p, r, 1.0f / 120);
+  p = fmaf(p, r, 1.0f / 24);
+  p = fmaf(p, r, 1.0f / 6);
+  p = fmaf(p, r, 0.5f);
+  p = fmaf(p, r, 1.0f);
+  p = fmaf(p, r, 1.0f);
+  int32_t ni = (int32_t)n, n1 = (ni - (ni & 1)) / 2, n2 = ni - n1; /* n1 = floor(ni / 2) */
+  uint32_t b1 = (uint32_t)(n1 + 127) << 23, b2 = (uint32_t)(n2 + 127) << 23;
+  float s1, s2;
+  memcpy(&s1, &b1, sizeof s1);
+  memcpy(&s2, &b2, sizeof s2);
+  float e = p * s1 * s2;
+  return 1.0f / (1.0f + e);
 }
 
-__attribute__((target("avx2,fma"))) static __m256 sigmoid256(__m256 x) {
-  __m256 one = _mm256_set1_ps(1.0f);
-  return _mm256_div_ps(one,
-                       _mm256_add_ps(one, _ZGVdN8v_expf(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+__attribute__((target("avx512f"))) static void sigmoid512(const float *x, float *y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, eng_vmath_sigmoid16(_mm512_loadu_ps(x + i)));
+  if (i < n) {
+    __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(y + i, m, eng_vmath_sigmoid16(_mm512_maskz_loadu_ps(m, x + i)));
+  }
 }
 
-static float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
-
-__attribute__((target("avx512f"))) __m512 eng_vmath_sigmoid16(__m512 x) { return sigmoid512(x); }
-
-/* The upper lanes zero, so they stay off the vector exp's slow path. */
-__attribute__((target("avx512f"))) static __m256 sigmoid8_512(__m256 x) {
-  __m512 w = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_setzero_pd(), _mm256_castps_pd(x), 0));
-  return _mm512_castps512_ps256(sigmoid512(w));
+__attribute__((target("avx2,fma"))) static void sigmoid256(const float *x, float *y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, eng_vmath_sigmoid8(_mm256_loadu_ps(x + i)));
+  for (; i < n; i++) y[i] = eng_vmath_sigmoid1(x[i]);
 }
 
-__attribute__((target("avx2,fma"))) __m256 eng_vmath_sigmoid8(__m256 x) {
-  return eng_isa_active() == ENG_ISA_AVX512 ? sigmoid8_512(x) : sigmoid256(x);
+void eng_vmath_sigmoid(const float *x, float *y, int64_t n) {
+  switch (eng_isa_active()) {
+    case ENG_ISA_AVX512:
+      sigmoid512(x, y, n);
+      return;
+    case ENG_ISA_AVX2:
+      sigmoid256(x, y, n);
+      return;
+    default:
+      for (int64_t i = 0; i < n; i++) y[i] = eng_vmath_sigmoid1(x[i]);
+  }
 }
-
-VMATH(eng_vmath_sigmoid, sigmoidf, sigmoid512, sigmoid256)
 
 __attribute__((target("avx512f"))) __m512 eng_vmath_tanh16(__m512 x) { return _ZGVeN16v_tanhf(x); }
 
-/* As sigmoid8_512: eng_vmath_tanh runs 16 lanes on such a CPU. */
+/* On an AVX-512 CPU eng_vmath_tanh runs 16 lanes, so the 8-lane form does
+ * too, its upper lanes zero (off the vector tanh's slow path). */
 __attribute__((target("avx512f"))) static __m256 tanh8_512(__m256 x) {
   __m512 w = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_setzero_pd(), _mm256_castps_pd(x), 0));
   return _mm512_castps512_ps256(_ZGVeN16v_tanhf(w));

@@ -2,13 +2,12 @@
  * elementwise kernels whose scalar libm calls dominated a profile (GELU's
  * erfc, softmax's exp, swish's sigmoid).
  *
- * The vector bodies are glibc's libmvec (x86-64 glibc 2.35 and later; -lm
- * already brings it in as needed), reached through its vector-function ABI
- * names: AVX-512 (16 floats) or AVX2 (8 floats) as eng_isa_active says, the
- * last partial vector through a zero-padded copy, and plain libm where it
- * says generic. libmvec documents at most 4 ulp of error for these (libm's
- * scalar versions: 1 to 2), well inside the 1e-5 relative bound the op tests
- * and the zoo's 1e-4 hold the engine to.
+ * Except the sigmoid (below), the vector bodies are glibc's libmvec (x86-64
+ * glibc 2.35 and later; -lm already brings it in as needed), reached through its vector-function
+ * ABI names: AVX-512 (16 floats) or AVX2 (8 floats) as eng_isa_active says, the last partial vector
+ * through a zero-padded copy, and plain libm where it says generic. libmvec documents at most 4 ulp
+ * of error for these (libm's scalar versions: 1 to 2), well inside the 1e-5 relative bound the op
+ * tests and the zoo's 1e-4 hold the engine to.
  *
  * y may equal x. Pure functions; any thread may call them. */
 #ifndef ENG_VMATH_H
@@ -25,14 +24,76 @@ void eng_vmath_tanh(const float *x, float *y, int64_t n);
 /* y = 1 / (1 + exp(-x)) (swish's gate: EfficientNet's activations). */
 void eng_vmath_sigmoid(const float *x, float *y, int64_t n);
 
-/* One vector's sigmoid, each lane exactly as eng_vmath_sigmoid computes it
- * on this CPU, for kernels that apply swish (x * sigmoid(x)) in registers
- * and must match the Sigmoid kernel bit for bit. The 8-lane form serves
- * AVX2 code on any CPU with AVX2: on an AVX-512 CPU it computes with the
- * 16-lane function eng_vmath_sigmoid uses there. The 16-lane form only on
- * CPUs with AVX-512. */
-__attribute__((target("avx512f"))) __m512 eng_vmath_sigmoid16(__m512 x);
-__attribute__((target("avx2,fma"))) __m256 eng_vmath_sigmoid8(__m256 x);
+/* Sigmoid: y = 1 / (1 + exp(-x)), the exp our own, not libmvec's, so that
+ * kernels applying swish (x * sigmoid(x)) in registers inline it (a call
+ * into libmvec made the GEMM spill its accumulators around every vector).
+ * exp(v): v clamped to [-104, 89] (NaN kept), v = n ln2 + r with n the
+ * nearest integer to v log2(e) and r by two fused steps (ln2 split in a
+ * short high part and the rest), exp(r) by its Taylor series to r^7 in
+ * Horner form (one FMA per term), times 2^n as two exact powers of two
+ * (2^(n/2) then the rest) so that overflow gives inf and a subnormal
+ * result is rounded once. At most 2.6e-7 relative error against the
+ * correctly rounded value where the result is normal; +inf, -inf, +-0 and
+ * NaN give 1, 0, 0.5 and NaN. Every form below (16 lanes, 8 lanes, one
+ * float) performs the same IEEE operations lane by lane, so all give the
+ * same bits on any CPU: a fused swish matches the Sigmoid kernel, and the
+ * instruction set changes nothing. */
+#define ENG_VMATH_EXP_LO -104.0f
+#define ENG_VMATH_EXP_HI 89.0f
+#define ENG_VMATH_LOG2E 1.44269504088896341f
+#define ENG_VMATH_LN2_HI 0.693145751953125f
+#define ENG_VMATH_LN2_LO 1.428606820309417232e-6f
+
+__attribute__((target("avx512f"))) static inline __m512 eng_vmath_sigmoid16(__m512 x) {
+  __m512 v = _mm512_sub_ps(_mm512_setzero_ps(), x);
+  /* min/max return their second operand when one is NaN: NaN goes through. */
+  v = _mm512_max_ps(_mm512_set1_ps(ENG_VMATH_EXP_LO),
+                    _mm512_min_ps(_mm512_set1_ps(ENG_VMATH_EXP_HI), v));
+  __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(v, _mm512_set1_ps(ENG_VMATH_LOG2E)),
+                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(ENG_VMATH_LN2_HI), v);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(ENG_VMATH_LN2_LO), r);
+  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.0f / 5040), r, _mm512_set1_ps(1.0f / 720));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  __m512i ni = _mm512_cvtps_epi32(n), n1 = _mm512_srai_epi32(ni, 1);
+  __m512i n2 = _mm512_sub_epi32(ni, n1), bias = _mm512_set1_epi32(127);
+  __m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23));
+  __m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23));
+  __m512 e = _mm512_mul_ps(_mm512_mul_ps(p, s1), s2), one = _mm512_set1_ps(1.0f);
+  return _mm512_div_ps(one, _mm512_add_ps(one, e));
+}
+
+__attribute__((target("avx2,fma"))) static inline __m256 eng_vmath_sigmoid8(__m256 x) {
+  __m256 v = _mm256_sub_ps(_mm256_setzero_ps(), x);
+  v = _mm256_max_ps(_mm256_set1_ps(ENG_VMATH_EXP_LO),
+                    _mm256_min_ps(_mm256_set1_ps(ENG_VMATH_EXP_HI), v));
+  __m256 n = _mm256_round_ps(_mm256_mul_ps(v, _mm256_set1_ps(ENG_VMATH_LOG2E)),
+                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(ENG_VMATH_LN2_HI), v);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(ENG_VMATH_LN2_LO), r);
+  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(1.0f / 5040), r, _mm256_set1_ps(1.0f / 720));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  __m256i ni = _mm256_cvtps_epi32(n), n1 = _mm256_srai_epi32(ni, 1);
+  __m256i n2 = _mm256_sub_epi32(ni, n1), bias = _mm256_set1_epi32(127);
+  __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+  __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+  __m256 e = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2), one = _mm256_set1_ps(1.0f);
+  return _mm256_div_ps(one, _mm256_add_ps(one, e));
+}
+
+/* One float, for the generic kernels (eng_vmath.c). */
+float eng_vmath_sigmoid1(float x);
+
 /* The same for tanh (GELU's tanh form in registers): each lane exactly as
  * eng_vmath_tanh computes it on this CPU. */
 __attribute__((target("avx512f"))) __m512 eng_vmath_tanh16(__m512 x);
