@@ -6,7 +6,8 @@
  * (two or one ymm per row; the 8-wide one also serves AVX-512 CPUs for the
  * last few columns). A block is 12 rows (6 for AVX2's two-ymm rows, which
  * have only 16 registers); edge rows use the same kernel with a smaller R
- * (instantiated for every R), edge columns masked loads and stores. Panels
+ * (instantiated for every R) or, on AVX-512, one row more (13) for the
+ * last calls of a product; edge columns masked loads and stores. Panels
  * are zero-padded to NR columns so loads never read past the end.
  *
  * A row of A is read through a pointer per row and a list of segments, so
@@ -185,7 +186,7 @@ int64_t eng_gemm_n(const eng_packed *p) { return p->n; }
 
 /* Fully unrolled, so that accumulator arrays indexed by row and vector
  * number are register variables. */
-#define UNROLL _Pragma("GCC unroll 12")
+#define UNROLL _Pragma("GCC unroll 13")
 
 /* The micro-kernel, for one vector type (VT, W floats) and NV vectors per
  * row, over R rows. `cols` (1..NR) columns of the block are real. */
@@ -320,6 +321,7 @@ K512(k512_9, 2, 9)
 K512(k512_10, 2, 10)
 K512(k512_11, 2, 11)
 K512(k512_12, 2, 12)
+K512(k512_13, 2, 13)
 K512(k512h_1, 1, 1)
 K512(k512h_2, 1, 2)
 K512(k512h_3, 1, 3)
@@ -332,6 +334,7 @@ K512(k512h_9, 1, 9)
 K512(k512h_10, 1, 10)
 K512(k512h_11, 1, 11)
 K512(k512h_12, 1, 12)
+K512(k512h_13, 1, 13)
 
 /* --- AVX2 ---------------------------------------------------------------------- */
 
@@ -390,17 +393,32 @@ K256(k256h_10, 1, 10)
 K256(k256h_11, 1, 11)
 K256(k256h_12, 1, 12)
 
-static const kern_fn kernels[MAX_PANEL_KINDS][MR + 1] = {
-    [P512_32] = {NULL, k512_1, k512_2, k512_3, k512_4, k512_5, k512_6, k512_7, k512_8, k512_9, k512_10, k512_11, k512_12},
-    [P512_16] = {NULL, k512h_1, k512h_2, k512h_3, k512h_4, k512h_5, k512h_6, k512h_7, k512h_8, k512h_9, k512h_10, k512h_11, k512h_12},
+/* Index MR + 1: the AVX-512 kernels of one row more (29 of the 32 zmm
+ * registers in the k loop), which take up a few rows left over at the end
+ * of a product (see block) so that they do not cost a pass over every
+ * panel of B of their own. */
+static const kern_fn kernels[MAX_PANEL_KINDS][MR + 2] = {
+    [P512_32] = {NULL, k512_1, k512_2, k512_3, k512_4, k512_5, k512_6, k512_7, k512_8, k512_9, k512_10, k512_11, k512_12, k512_13},
+    [P512_16] = {NULL, k512h_1, k512h_2, k512h_3, k512h_4, k512h_5, k512h_6, k512h_7, k512h_8, k512h_9, k512h_10, k512h_11, k512h_12, k512h_13},
     [P256_16] = {NULL, k256_1, k256_2, k256_3, k256_4, k256_5, k256_6},
     [P256_8] = {NULL, k256h_1, k256h_2, k256h_3, k256h_4, k256h_5, k256h_6, k256h_7, k256h_8, k256h_9, k256h_10, k256h_11, k256h_12},
 };
 static const int64_t kind_mr[MAX_PANEL_KINDS] = {12, 12, 6, 12};
 
 /* Rows of A per block: the block stays in L2 while every panel of B passes
- * over it. */
+ * over it. When a product's last block would have at most TAIL_ROWS rows,
+ * the block before it takes them (up to ROW_BLOCK + TAIL_ROWS rows): with
+ * the kernels of MR + 1 rows, 49 to 52 rows are four calls per panel
+ * instead of five, the fifth for one to four rows (a 7x7 feature map is 49
+ * rows, 14x14 is 4 x 48 + 4). */
 #define ROW_BLOCK 48
+#define TAIL_ROWS 4
+
+static int64_t row_blocks(int64_t m) {
+  int64_t blocks = (m + ROW_BLOCK - 1) / ROW_BLOCK;
+  if (blocks > 1 && m - (blocks - 1) * ROW_BLOCK <= TAIL_ROWS) blocks--;
+  return blocks;
+}
 
 /* One product, as the pool's chunks see it. rows == NULL: row r of A is
  * a + r * lda. */
@@ -413,26 +431,35 @@ typedef struct gemm_args {
   float *c;
   int64_t ldc;
   const eng_gemm_epi *epi;
+  int64_t blocks;  /* row blocks (row_blocks) */
   int64_t pgroups; /* panel groups per row block (chunks: row blocks x groups) */
 } gemm_args;
 
-/* Row block rb (ROW_BLOCK rows from rb * ROW_BLOCK), panels [p0, p1). */
+/* Row block rb (ROW_BLOCK rows from rb * ROW_BLOCK; the last one to the
+ * end), panels [p0, p1). A block is cut into calls of the panel kind's
+ * rows, except that where the rows left after the full calls are no more
+ * than those calls, the last calls take one row more each instead (on the
+ * kinds with such kernels). Which call computes a row never changes its
+ * arithmetic. */
 static void block(const gemm_args *g, int64_t rb, int64_t p0, int64_t p1) {
   const eng_packed *b = g->b;
-  int64_t r0 = rb * ROW_BLOCK, nrows = g->m - r0 < ROW_BLOCK ? g->m - r0 : ROW_BLOCK;
+  int64_t r0 = rb * ROW_BLOCK, nrows = rb == g->blocks - 1 ? g->m - r0 : ROW_BLOCK;
   for (int64_t pn = p0; pn < p1; pn++) {
     int kind = b->kind[pn];
     const float *bp = b->data + b->off[pn];
     int64_t col0 = b->col0[pn], nr = kind_nr[kind];
     int64_t cols = b->n - col0 < nr ? b->n - col0 : nr;
-    int64_t kmr = kind_mr[kind];
-    for (int64_t r = 0; r < nrows; r += kmr) {
-      int64_t mr = nrows - r < kmr ? nrows - r : kmr;
-      const float *ap[MR];
+    int64_t kmr = kind_mr[kind], full = nrows / kmr, left = nrows % kmr;
+    /* The first call of one row more, or none. */
+    int64_t wide = left && left <= full && kernels[kind][kmr + 1] ? full - left : full + 1;
+    for (int64_t r = 0, call = 0; r < nrows; call++) {
+      int64_t mr = call >= wide ? kmr + 1 : nrows - r < kmr ? nrows - r : kmr;
+      const float *ap[MR + 1];
       for (int64_t i = 0; i < mr; i++)
         ap[i] = g->rows ? g->rows[r0 + r + i] : g->a + (r0 + r + i) * g->lda;
       kernels[kind][mr](ap, g->nseg, g->sst, g->slen, bp, g->c + (r0 + r) * g->ldc + col0, g->ldc,
                         cols, g->epi, col0);
+      r += mr;
     }
   }
 }
@@ -456,8 +483,8 @@ static void run(const float *a, int64_t lda, const float *const *rows, int64_t m
                 int64_t sst, int64_t slen, const eng_packed *b, float *c, int64_t ldc,
                 const eng_gemm_epi *epi) {
   if (epi && !epi->n) epi = NULL;
-  gemm_args g = {a, lda, rows, m, nseg, sst, slen, b, c, ldc, epi, 1};
-  int64_t blocks = (m + ROW_BLOCK - 1) / ROW_BLOCK;
+  int64_t blocks = row_blocks(m);
+  gemm_args g = {a, lda, rows, m, nseg, sst, slen, b, c, ldc, epi, blocks, 1};
   int threads = eng_pool_threads(NULL);
   if (threads < 2 || m * b->n * b->k < PAR_MIN_MACS) {
     for (int64_t rb = 0; rb < blocks; rb++) block(&g, rb, 0, b->panels);

@@ -19,7 +19,7 @@ static float val(int64_t i, int salt) { return (float)((i * 37 + salt * 11) % 17
 static const eng_isa isas[] = {ENG_ISA_AVX512, ENG_ISA_AVX2};
 
 START_TEST(matches_naive) {
-  const int64_t ms[] = {1, 2, 5, 6, 7, 13, 50}, ns[] = {1, 8, 15, 16, 17, 24, 32, 33, 56, 70},
+  const int64_t ms[] = {1, 2, 5, 6, 7, 13, 25, 49, 50, 53, 100}, ns[] = {1, 8, 15, 16, 17, 24, 32, 33, 56, 70},
                 ks[] = {1, 3, 40};
   for (int ii = 0; ii < 2; ii++)
   for (int tb = 0; tb < 2; tb++)
@@ -65,6 +65,38 @@ START_TEST(matches_naive) {
           free(b);
           free(c);
         }
+}
+END_TEST
+
+/* However a product's rows are cut into kernel calls (12 rows, 13 for the
+ * last calls on AVX-512, the last row block absorbing a short tail), each
+ * row comes out bit for bit as the same row computed alone. */
+START_TEST(row_split_bit_exact) {
+  const int64_t ms[] = {13, 25, 49, 52, 100, 196}, n = 70, k = 40;
+  float *a = malloc(sizeof *a * (size_t)(196 * k)), *b = malloc(sizeof *b * (size_t)(k * n));
+  float *c = malloc(sizeof *c * (size_t)(196 * n)), *one = malloc(sizeof *one * (size_t)n);
+  for (int64_t i = 0; i < 196 * k; i++) a[i] = val(i, 4);
+  for (int64_t i = 0; i < k * n; i++) b[i] = val(i, 5);
+  float bias[70];
+  for (int64_t j = 0; j < n; j++) bias[j] = val(j, 6);
+  eng_gemm_epi epi = {2, {{ENG_GEMM_ADD, bias, 0}, {ENG_GEMM_RELU, NULL, 0}}};
+  for (int ii = 0; ii < 2; ii++) {
+    eng_packed *p = eng_gemm_pack_isa(isas[ii], b, k, n, false, NULL, 0);
+    if (!p) continue;
+    for (size_t im = 0; im < sizeof ms / sizeof *ms; im++) {
+      eng_gemm_run(a, k, ms[im], p, c, n, &epi);
+      for (int64_t i = 0; i < ms[im]; i++) {
+        eng_gemm_run(a + i * k, k, 1, p, one, n, &epi);
+        ck_assert_msg(!memcmp(one, c + i * n, sizeof *one * (size_t)n), "%s m%lld row %lld",
+                      eng_isa_name(isas[ii]), (long long)ms[im], (long long)i);
+      }
+    }
+    eng_gemm_free(p);
+  }
+  free(a);
+  free(b);
+  free(c);
+  free(one);
 }
 END_TEST
 
@@ -228,6 +260,7 @@ int main(void) {
   Suite *s = suite_create("eng_gemm");
   TCase *tc = tcase_create("gemm");
   tcase_add_test(tc, matches_naive);
+  tcase_add_test(tc, row_split_bit_exact);
   tcase_add_test(tc, rows_and_segments);
   tcase_add_test(tc, prescaled_columns);
   tcase_add_test(tc, dynamic_matches_packed);
