@@ -101,11 +101,7 @@ static float epi1(int kind, float v, float k) {
     case ENG_GEMM_SUB: return v - k;
     case ENG_GEMM_MUL: return v * k;
     case ENG_GEMM_RELU: return v > 0 ? v : 0;
-    case ENG_GEMM_SWISH: {
-      float t = v * k, sg;
-      eng_vmath_sigmoid(&t, &sg, 1); /* the Sigmoid kernel's bits */
-      return v * sg;
-    }
+    case ENG_GEMM_SWISH: return v * eng_vmath_sigmoid1(v * k); /* the Sigmoid kernel's bits */
     default: return v > 0 ? (v < 6 ? v : 6) : 0;
   }
 }

@@ -37,8 +37,7 @@ __attribute__((target("avx512f"))) static void map512(f512 f, const float *x, fl
   }
 }
 
-__attribute__((target("avx2,fma"))) static void map256(f256 f, const float *x, float *y,
-                                                       int64_t n) {
+__attribute__((target("avx2,fma"))) static void map256(f256 f, const float *x, float *y, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, f(_mm256_loadu_ps(x + i)));
   if (i < n) {

@@ -3,11 +3,12 @@
  * erfc, softmax's exp, swish's sigmoid).
  *
  * Except the sigmoid (below), the vector bodies are glibc's libmvec (x86-64
- * glibc 2.35 and later; -lm already brings it in as needed), reached through its vector-function
- * ABI names: AVX-512 (16 floats) or AVX2 (8 floats) as eng_isa_active says, the last partial vector
- * through a zero-padded copy, and plain libm where it says generic. libmvec documents at most 4 ulp
- * of error for these (libm's scalar versions: 1 to 2), well inside the 1e-5 relative bound the op
- * tests and the zoo's 1e-4 hold the engine to.
+ * glibc 2.35 and later; -lm already brings it in as needed), reached through
+ * its vector-function ABI names: AVX-512 (16 floats) or AVX2 (8 floats) as
+ * eng_isa_active says, the last partial vector through a zero-padded copy,
+ * and plain libm where it says generic. libmvec documents at most 4 ulp of
+ * error for these (libm's scalar versions: 1 to 2), well inside the 1e-5
+ * relative bound the op tests and the zoo's 1e-4 hold the engine to.
  *
  * y may equal x. Pure functions; any thread may call them. */
 #ifndef ENG_VMATH_H
