@@ -16,6 +16,7 @@
 #define DW_TARGET "avx512f"
 #define DW_W 16
 #define DW_PX 4 /* pixels per row of the two-row kernel: 9 + 8 + 1 of 32 zmm */
+#define DW_NB 2 /* channel blocks of the one-row kernel: 2 x 8 accumulators */
 typedef __m512 dw_v512;
 typedef __mmask16 dw_m512;
 #define dw_v dw_v512
@@ -24,6 +25,8 @@ typedef __mmask16 dw_m512;
 #define DW_ZERO() _mm512_setzero_ps()
 #define DW_SET1(s) _mm512_set1_ps(s)
 #define DW_LOAD(p, m) _mm512_maskz_loadu_ps((m), (p))
+#define DW_LOADU(p) _mm512_loadu_ps(p)
+#define DW_STOREU(p, v) _mm512_storeu_ps((p), (v))
 #define DW_STORE(p, m, v) _mm512_mask_storeu_ps((p), (m), (v))
 #define DW_FMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
 #define DW_EPI(kind, v, k) epi512((kind), (v), (k))
@@ -46,12 +49,15 @@ __attribute__((target("avx512f"))) static inline __m512 epi512(int kind, __m512 
 #undef DW_TARGET
 #undef DW_W
 #undef DW_PX
+#undef DW_NB
 #undef dw_v
 #undef dw_m
 #undef DW_MASK
 #undef DW_ZERO
 #undef DW_SET1
 #undef DW_LOAD
+#undef DW_LOADU
+#undef DW_STOREU
 #undef DW_STORE
 #undef DW_FMA
 #undef DW_EPI
@@ -62,6 +68,7 @@ __attribute__((target("avx512f"))) static inline __m512 epi512(int kind, __m512 
 #define DW_TARGET "avx2,fma"
 #define DW_W 8
 #define DW_PX 2 /* 9 + 4 + 1 of 16 ymm */
+#define DW_NB 1
 typedef __m256 dw_v256;
 typedef __m256i dw_m256;
 #define dw_v dw_v256
@@ -70,6 +77,8 @@ typedef __m256i dw_m256;
 #define DW_ZERO() _mm256_setzero_ps()
 #define DW_SET1(s) _mm256_set1_ps(s)
 #define DW_LOAD(p, m) _mm256_maskload_ps((p), (m))
+#define DW_LOADU(p) _mm256_loadu_ps(p)
+#define DW_STOREU(p, v) _mm256_storeu_ps((p), (v))
 #define DW_STORE(p, m, v) _mm256_maskstore_ps((p), (m), (v))
 #define DW_FMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
 #define DW_EPI(kind, v, k) epi256((kind), (v), (k))

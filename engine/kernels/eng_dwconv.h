@@ -2,20 +2,23 @@
  * float32 (DepthwiseConv2dNative's common case: MobileNet's 3x3 layers),
  * with the fused bias / batch-norm / ReLU epilogue applied in registers.
  *
- * Direct kernel: for each output row and each block of channels (one
- * vector), interior output pixels are accumulated eight side by side (eight
- * independent FMA chains; each tap's weight vector is loaded once for the
- * eight), the row's remainder four, two and one at a time; the epilogue
- * runs on the accumulators and each pixel is stored once. 3x3 stride-1
- * windows (MobileNet's) take two output rows by four (AVX2: two) pixels at
- * a time instead, loading each input vector once for every accumulator it
- * feeds, with the nine weights held in registers. Pixels whose window
- * reaches into the padding take a per-pixel path that visits only the valid
- * taps. Every output sums its valid taps in tap
- * order (row-major over the window) starting from zero, whichever path
- * computes it. AVX-512 and AVX2+FMA are picked at run time (eng_isa_active),
- * with a scalar loop for generic; channel counts that are not a multiple of the vector width use
- * masked loads and stores.
+ * Direct kernel: for each output row, interior output pixels are
+ * accumulated eight side by side (eight independent FMA chains) for one
+ * block of channels (one vector) at a time. Windows 3 or 5 wide with column
+ * stride 1 or 2 keep each window row's weight vectors in registers and load
+ * each input vector of that row once for all eight pixels; other windows
+ * load each tap's weight vector once for the eight (AVX-512: two channel
+ * blocks at once). The row's remaining interior pixels go four, two and one
+ * at a time. 3x3 stride-1 windows (MobileNet's) take two output rows by
+ * four (AVX2: two) pixels at a time instead, loading each input vector once
+ * for every accumulator it feeds, with the nine weights held in registers.
+ * Pixels whose window reaches into the padding visit only the valid taps,
+ * over four channel blocks side by side. Every output sums its valid taps
+ * in tap order (row-major over the window) starting from zero, whichever
+ * path computes it, so every path gives the scalar loop's bits. AVX-512 and
+ * AVX2+FMA are picked at run time (eng_isa_active), with a scalar loop for
+ * generic; full channel blocks use plain loads and stores, the last partial
+ * one masked loads and stores.
  *
  * Large calls split their output rows over the engine's thread pool
  * (eng_pool); each output is computed as on one thread, so results are

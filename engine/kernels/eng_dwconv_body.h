@@ -3,11 +3,14 @@
  *   DW_FN(name)    the function name for this instruction set
  *   DW_TARGET      the target attribute string
  *   DW_W           floats per vector
+ *   DW_PX          pixels per row of the 3x3 two-row kernel
+ *   DW_NB          channel blocks side by side in the one-row kernel
  *   dw_v, dw_m     vector and lane-mask types
- *   DW_MASK(cw)    mask of the first cw lanes (1 <= cw <= DW_W)
+ *   DW_MASK(cw)    mask of the first cw lanes (0 <= cw <= DW_W)
  *   DW_ZERO()      DW_SET1(s)
  *   DW_LOAD(p, m)  masked load, zero in the other lanes (never faults there)
  *   DW_STORE(p, m, v)  masked store
+ *   DW_LOADU(p), DW_STOREU(p, v)  the same on all DW_W lanes
  *   DW_FMA(a, b, c)    a * b + c
  *   DW_EPI(kind, v, k) one epilogue op
  * Not a header of its own: no include guard on purpose. */
@@ -15,50 +18,109 @@
 /* Eight output pixels of one row side by side. */
 #define DW_GROUP 8
 
+/* Loads and stores of one channel block where `full` (a constant once
+ * inlined) says whether all DW_W lanes are channels, and m is the mask when
+ * they are not: plain moves on full blocks, masked ones on the last. */
+#define DW_LD(p) (full ? DW_LOADU(p) : DW_LOAD((p), m))
+#define DW_ST(p, v) (full ? DW_STOREU((p), (v)) : DW_STORE((p), m, (v)))
+
 __attribute__((target(DW_TARGET))) static inline dw_v DW_FN(epi_k)(const eng_gemm_epi *epi, int i,
                                                                     int64_t cb, dw_m m) {
   return epi->op[i].k ? DW_LOAD(epi->op[i].k + cb, m) : DW_SET1(epi->op[i].s);
 }
 
-/* One pixel whose valid taps are rows [i0, i1) and columns [j0, j1) of the
- * window; xo is the input offset of (row of tap i = 0, column of tap j = 0),
- * which may lie outside the image: only valid taps are read. */
-__attribute__((target(DW_TARGET))) static inline void DW_FN(pixel)(
-    const eng_conv_geom *g, const float *x, int64_t xo, const float *f, int64_t cb, dw_m m,
-    int64_t i0, int64_t i1, int64_t j0, int64_t j1, const eng_gemm_epi *epi, float *yp) {
-  dw_v acc = DW_ZERO();
-  for (int64_t i = i0; i < i1; i++)
-    for (int64_t j = j0; j < j1; j++)
-      acc = DW_FMA(DW_LOAD(x + xo + (i * g->dh * g->w + j * g->dw) * g->c + cb, m),
-                   DW_LOAD(f + (i * g->kw + j) * g->c + cb, m), acc);
-  for (int e = 0; epi && e < epi->n; e++)
-    acc = DW_EPI(epi->op[e].kind, acc, DW_FN(epi_k)(epi, e, cb, m));
-  DW_STORE(yp + cb, m, acc);
-}
-
-/* G neighbouring interior pixels of one row side by side (G independent
- * FMA chains; one weight load per tap for the G). xi: input at tap (i0, 0)
- * of the first pixel, xs: step between pixels. Inlined with G constant. */
+/* G neighbouring interior pixels of one row side by side, in NB channel
+ * blocks (G x NB independent FMA chains; one weight load per tap and block
+ * for the G). xi: input at tap (i0, 0) of the first pixel and block cb, xs:
+ * step between pixels. Inlined with G, NB and full constant; NB > 1 only
+ * with full blocks. */
 __attribute__((target(DW_TARGET), always_inline)) static inline void DW_FN(group)(
     const eng_conv_geom *g, const float *xi, int64_t xs, const float *f, int64_t cb, dw_m m,
-    int64_t i0, int64_t i1, const eng_gemm_epi *epi, float *yp, const int G) {
+    int64_t i0, int64_t i1, const eng_gemm_epi *epi, float *yp, const int G, const int NB,
+    const bool full) {
   const int64_t c = g->c;
-  dw_v acc[DW_GROUP];
-  for (int p = 0; p < G; p++) acc[p] = DW_ZERO();
+  dw_v acc[DW_NB][DW_GROUP];
+  for (int b = 0; b < NB; b++)
+    for (int p = 0; p < G; p++) acc[b][p] = DW_ZERO();
   for (int64_t i = i0; i < i1; i++, xi += g->dh * g->w * c) {
     const float *fi = f + i * g->kw * c + cb;
     for (int64_t j = 0; j < g->kw; j++) {
-      dw_v wv = DW_LOAD(fi + j * c, m);
       const float *xj = xi + j * g->dw * c;
-      for (int p = 0; p < G; p++) acc[p] = DW_FMA(DW_LOAD(xj + p * xs, m), wv, acc[p]);
+      for (int b = 0; b < NB; b++) {
+        dw_v wv = DW_LD(fi + j * c + b * DW_W);
+        for (int p = 0; p < G; p++)
+          acc[b][p] = DW_FMA(DW_LD(xj + p * xs + b * DW_W), wv, acc[b][p]);
+      }
+    }
+  }
+  for (int e = 0; epi && e < epi->n; e++) {
+    int kind = epi->op[e].kind;
+    for (int b = 0; b < NB; b++) {
+      dw_v k = DW_FN(epi_k)(epi, e, cb + b * DW_W, m);
+      for (int p = 0; p < G; p++) acc[b][p] = DW_EPI(kind, acc[b][p], k);
+    }
+  }
+  for (int b = 0; b < NB; b++)
+    for (int p = 0; p < G; p++) DW_ST(yp + p * c + cb + b * DW_W, acc[b][p]);
+}
+
+/* DW_GROUP neighbouring interior pixels of one row, weights stationary per
+ * window row: for each row of the window its KW weight vectors are loaded
+ * once, then the (DW_GROUP - 1) * S + KW input vectors the pixels' windows
+ * span in that row are each loaded once and multiplied into every
+ * accumulator whose window holds them (column stride S, no column
+ * dilation). An accumulator still receives its taps in window order, from
+ * zero, as in group. Inlined with KW, S and full constant. */
+__attribute__((target(DW_TARGET), always_inline)) static inline void DW_FN(wrow)(
+    const eng_conv_geom *g, const float *xi, const float *f, int64_t cb, dw_m m, int64_t i0,
+    int64_t i1, const eng_gemm_epi *epi, float *yp, const int KW, const int S, const bool full) {
+  const int64_t c = g->c;
+  dw_v acc[DW_GROUP];
+#pragma GCC unroll 8
+  for (int p = 0; p < DW_GROUP; p++) acc[p] = DW_ZERO();
+  for (int64_t i = i0; i < i1; i++, xi += g->dh * g->w * c) {
+    const float *fi = f + i * KW * c + cb;
+    dw_v wv[5];
+#pragma GCC unroll 5
+    for (int j = 0; j < KW; j++) wv[j] = DW_LD(fi + j * c);
+#pragma GCC unroll 20
+    for (int q = 0; q < (DW_GROUP - 1) * S + KW; q++) {
+      dw_v v = DW_LD(xi + q * c);
+#pragma GCC unroll 8
+      for (int p = 0; p < DW_GROUP; p++) {
+        int j = q - p * S;
+        if (j >= 0 && j < KW) acc[p] = DW_FMA(v, wv[j], acc[p]);
+      }
     }
   }
   for (int e = 0; epi && e < epi->n; e++) {
     dw_v k = DW_FN(epi_k)(epi, e, cb, m);
     int kind = epi->op[e].kind;
-    for (int p = 0; p < G; p++) acc[p] = DW_EPI(kind, acc[p], k);
+#pragma GCC unroll 8
+    for (int p = 0; p < DW_GROUP; p++) acc[p] = DW_EPI(kind, acc[p], k);
   }
-  for (int p = 0; p < G; p++) DW_STORE(yp + p * c + cb, m, acc[p]);
+#pragma GCC unroll 8
+  for (int p = 0; p < DW_GROUP; p++) DW_ST(yp + p * c + cb, acc[p]);
+}
+
+/* Whether wrow suits g's window: 3 or 5 wide, column stride 1 or 2, no
+ * column dilation. */
+static inline bool DW_FN(wrow_fits)(const eng_conv_geom *g) {
+  return g->dw == 1 && (g->kw == 3 || g->kw == 5) && (g->sw == 1 || g->sw == 2);
+}
+
+/* wrow for one block of channels, with g's window as constants (g fits). */
+__attribute__((target(DW_TARGET), always_inline)) static inline void DW_FN(wrow_any)(
+    const eng_conv_geom *g, const float *xi, const float *f, int64_t cb, dw_m m, int64_t i0,
+    int64_t i1, const eng_gemm_epi *epi, float *yp, const bool full) {
+  if (g->kw == 3 && g->sw == 1)
+    DW_FN(wrow)(g, xi, f, cb, m, i0, i1, epi, yp, 3, 1, full);
+  else if (g->kw == 3)
+    DW_FN(wrow)(g, xi, f, cb, m, i0, i1, epi, yp, 3, 2, full);
+  else if (g->sw == 1)
+    DW_FN(wrow)(g, xi, f, cb, m, i0, i1, epi, yp, 5, 1, full);
+  else
+    DW_FN(wrow)(g, xi, f, cb, m, i0, i1, epi, yp, 5, 2, full);
 }
 
 /* 3x3, stride 1, no dilation: two output rows by DW_PX interior pixels at a
@@ -68,55 +130,108 @@ __attribute__((target(DW_TARGET), always_inline)) static inline void DW_FN(group
  * FMA instead of more than one. An accumulator still receives its taps in
  * window order (input rows, then columns, ascending), from zero. Rows oh
  * and oh + 1 lie wholly inside the image; columns [ow0, ow0 + npx). */
+__attribute__((target(DW_TARGET), always_inline)) static inline void DW_FN(rows2_block)(
+    const eng_conv_geom *g, const float *x, const float *f, float *y, const eng_gemm_epi *epi,
+    int64_t n, int64_t oh, int64_t ow0, int64_t npx, int64_t cb, dw_m m, const bool full) {
+  const int64_t c = g->c, ih0 = oh - g->pt;
+  dw_v wv[3][3];
+#pragma GCC unroll 3
+  for (int i = 0; i < 3; i++)
+#pragma GCC unroll 3
+    for (int j = 0; j < 3; j++) wv[i][j] = DW_LD(f + (i * 3 + j) * c + cb);
+  for (int64_t ow = ow0; ow < ow0 + npx; ow += DW_PX) {
+    dw_v acc[2][DW_PX];
+#pragma GCC unroll 2
+    for (int o = 0; o < 2; o++)
+#pragma GCC unroll 8
+      for (int p = 0; p < DW_PX; p++) acc[o][p] = DW_ZERO();
+    const float *xb = x + (((n * g->h + ih0) * g->w + ow - g->pl) * c + cb);
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++)
+#pragma GCC unroll 10
+      for (int q = 0; q < DW_PX + 2; q++) {
+        dw_v v = DW_LD(xb + (r * g->w + q) * c);
+#pragma GCC unroll 2
+        for (int o = 0; o < 2; o++)
+#pragma GCC unroll 8
+          for (int p = 0; p < DW_PX; p++) {
+            int i = r - o, j = q - p;
+            if (i >= 0 && i < 3 && j >= 0 && j < 3) acc[o][p] = DW_FMA(v, wv[i][j], acc[o][p]);
+          }
+      }
+    for (int e = 0; epi && e < epi->n; e++) {
+      dw_v k = DW_FN(epi_k)(epi, e, cb, m);
+      int kind = epi->op[e].kind;
+#pragma GCC unroll 2
+      for (int o = 0; o < 2; o++)
+#pragma GCC unroll 8
+        for (int p = 0; p < DW_PX; p++) acc[o][p] = DW_EPI(kind, acc[o][p], k);
+    }
+#pragma GCC unroll 2
+    for (int o = 0; o < 2; o++)
+#pragma GCC unroll 8
+      for (int p = 0; p < DW_PX; p++)
+        DW_ST(y + (((n * g->oh + oh + o) * g->ow + ow + p) * c + cb), acc[o][p]);
+  }
+}
+
 __attribute__((target(DW_TARGET))) static void DW_FN(rows2)(const eng_conv_geom *g,
                                                              const float *x, const float *f,
                                                              float *y, const eng_gemm_epi *epi,
                                                              int64_t n, int64_t oh, int64_t ow0,
                                                              int64_t npx) {
-  const int64_t c = g->c, ih0 = oh - g->pt;
-  for (int64_t cb = 0; cb < c; cb += DW_W) {
-    dw_m m = DW_MASK(c - cb < DW_W ? c - cb : DW_W);
-    dw_v wv[3][3];
-#pragma GCC unroll 3
-    for (int i = 0; i < 3; i++)
-#pragma GCC unroll 3
-      for (int j = 0; j < 3; j++) wv[i][j] = DW_LOAD(f + (i * 3 + j) * c + cb, m);
-    for (int64_t ow = ow0; ow < ow0 + npx; ow += DW_PX) {
-      dw_v acc[2][DW_PX];
-#pragma GCC unroll 2
-      for (int o = 0; o < 2; o++)
-#pragma GCC unroll 8
-        for (int p = 0; p < DW_PX; p++) acc[o][p] = DW_ZERO();
-      const float *xb = x + (((n * g->h + ih0) * g->w + ow - g->pl) * c + cb);
+  for (int64_t cb = 0; cb < g->c; cb += DW_W)
+    if (g->c - cb >= DW_W)
+      DW_FN(rows2_block)(g, x, f, y, epi, n, oh, ow0, npx, cb, DW_MASK(DW_W), true);
+    else
+      DW_FN(rows2_block)(g, x, f, y, epi, n, oh, ow0, npx, cb, DW_MASK(g->c - cb), false);
+}
+
+/* One pixel whose window reaches into the padding, over every channel:
+ * four channel blocks side by side (four independent FMA chains; a single
+ * chain would wait on the FMA latency at every tap). Its valid taps are
+ * rows [i0, i1) and columns [j0, j1) of the window; xo is the input offset
+ * of (row of tap i = 0, column of tap j = 0), which may lie outside the
+ * image: only valid taps are read. */
+#define DW_EB 4
+__attribute__((target(DW_TARGET))) static void DW_FN(edge)(
+    const eng_conv_geom *g, const float *x, int64_t xo, const float *f, int64_t i0, int64_t i1,
+    int64_t j0, int64_t j1, const eng_gemm_epi *epi, float *yp) {
+  const int64_t c = g->c;
+  for (int64_t cb = 0; cb < c; cb += DW_EB * DW_W) {
+    dw_m m[DW_EB];
+    dw_v acc[DW_EB];
 #pragma GCC unroll 4
-      for (int r = 0; r < 4; r++)
-#pragma GCC unroll 10
-        for (int q = 0; q < DW_PX + 2; q++) {
-          dw_v v = DW_LOAD(xb + (r * g->w + q) * c, m);
-#pragma GCC unroll 2
-          for (int o = 0; o < 2; o++)
-#pragma GCC unroll 8
-            for (int p = 0; p < DW_PX; p++) {
-              int i = r - o, j = q - p;
-              if (i >= 0 && i < 3 && j >= 0 && j < 3) acc[o][p] = DW_FMA(v, wv[i][j], acc[o][p]);
-            }
-        }
-      for (int e = 0; epi && e < epi->n; e++) {
-        dw_v k = DW_FN(epi_k)(epi, e, cb, m);
-        int kind = epi->op[e].kind;
-#pragma GCC unroll 2
-        for (int o = 0; o < 2; o++)
-#pragma GCC unroll 8
-          for (int p = 0; p < DW_PX; p++) acc[o][p] = DW_EPI(kind, acc[o][p], k);
-      }
-#pragma GCC unroll 2
-      for (int o = 0; o < 2; o++)
-#pragma GCC unroll 8
-        for (int p = 0; p < DW_PX; p++)
-          DW_STORE(y + (((n * g->oh + oh + o) * g->ow + ow + p) * c + cb), m, acc[o][p]);
+    for (int b = 0; b < DW_EB; b++) {
+      int64_t left = c - cb - b * DW_W;
+      m[b] = DW_MASK(left <= 0 ? 0 : left < DW_W ? left : DW_W);
+      acc[b] = DW_ZERO();
     }
+    bool full = c - cb >= DW_EB * DW_W;
+    for (int64_t i = i0; i < i1; i++)
+      for (int64_t j = j0; j < j1; j++) {
+        const float *xp = x + xo + (i * g->dh * g->w + j * g->dw) * c + cb;
+        const float *fp = f + (i * g->kw + j) * c + cb;
+        if (full)
+#pragma GCC unroll 4
+          for (int b = 0; b < DW_EB; b++)
+            acc[b] = DW_FMA(DW_LOADU(xp + b * DW_W), DW_LOADU(fp + b * DW_W), acc[b]);
+        else
+#pragma GCC unroll 4
+          for (int b = 0; b < DW_EB; b++)
+            acc[b] = DW_FMA(DW_LOAD(xp + b * DW_W, m[b]), DW_LOAD(fp + b * DW_W, m[b]), acc[b]);
+      }
+    for (int e = 0; epi && e < epi->n; e++) {
+      int kind = epi->op[e].kind;
+#pragma GCC unroll 4
+      for (int b = 0; b < DW_EB; b++)
+        acc[b] = DW_EPI(kind, acc[b], DW_FN(epi_k)(epi, e, cb + b * DW_W, m[b]));
+    }
+#pragma GCC unroll 4
+    for (int b = 0; b < DW_EB; b++) DW_STORE(yp + cb + b * DW_W, m[b], acc[b]);
   }
 }
+#undef DW_EB
 
 /* Output row oh of image n, all but the interior columns [lo, from) (which
  * the two-row kernel has done when from > lo). */
@@ -134,44 +249,58 @@ __attribute__((target(DW_TARGET))) static void DW_FN(row)(const eng_conv_geom *g
   /* Input offset of (row ih0, column of output 0's tap j = 0). */
   int64_t xrow = ((n * g->h + ih0) * g->w - g->pl) * c;
   float *yrow = y + (n * g->oh + oh) * g->ow * c;
+  for (int64_t ow = 0; ow < lo; ow++) {
+    int64_t iw0 = ow * g->sw - g->pl;
+    int64_t j0 = iw0 >= 0 ? 0 : (-iw0 + g->dw - 1) / g->dw;
+    int64_t j1 = iw0 > g->w - 1 ? 0 : (g->w - 1 - iw0) / g->dw + 1;
+    if (j1 > g->kw) j1 = g->kw;
+    if (j1 < j0) j1 = j0;
+    DW_FN(edge)(g, x, xrow + ow * xs, f, i0, i1, j0, j1, epi, yrow + ow * c);
+  }
+  for (int64_t ow = hi > lo ? hi : lo; ow < g->ow; ow++) {
+    int64_t iw0 = ow * g->sw - g->pl;
+    int64_t j1 = iw0 > g->w - 1 ? 0 : (g->w - 1 - iw0) / g->dw + 1;
+    if (j1 > g->kw) j1 = g->kw;
+    /* ow >= lo, so the window starts inside the image. */
+    DW_FN(edge)(g, x, xrow + ow * xs, f, i0, i1, 0, j1, epi, yrow + ow * c);
+  }
+  const float *xi = x + (xrow + i0 * g->dh * g->w * c);
+  int64_t ow = from > lo ? from : lo;
+  /* Interior pixels eight at a time over every channel block, the rest
+   * four, two, one. */
+  bool ws = DW_FN(wrow_fits)(g);
+  for (; ws && ow + DW_GROUP <= hi; ow += DW_GROUP)
+    for (int64_t cb = 0; cb < c; cb += DW_W) {
+      bool full = c - cb >= DW_W;
+      DW_FN(wrow_any)(g, xi + ow * xs + cb, f, cb, DW_MASK(full ? DW_W : c - cb), i0, i1, epi,
+                      yrow + ow * c, full);
+    }
+  for (; ow + DW_GROUP <= hi; ow += DW_GROUP) {
+    int64_t cb = 0;
+    for (; c - cb >= DW_NB * DW_W; cb += DW_NB * DW_W)
+      DW_FN(group)(g, xi + ow * xs + cb, xs, f, cb, DW_MASK(DW_W), i0, i1, epi, yrow + ow * c,
+                   DW_GROUP, DW_NB, true);
+    for (; cb < c; cb += DW_W)
+      if (c - cb >= DW_W)
+        DW_FN(group)(g, xi + ow * xs + cb, xs, f, cb, DW_MASK(DW_W), i0, i1, epi, yrow + ow * c,
+                     DW_GROUP, 1, true);
+      else
+        DW_FN(group)(g, xi + ow * xs + cb, xs, f, cb, DW_MASK(c - cb), i0, i1, epi,
+                     yrow + ow * c, DW_GROUP, 1, false);
+  }
   for (int64_t cb = 0; cb < c; cb += DW_W) {
-    dw_m m = DW_MASK(c - cb < DW_W ? c - cb : DW_W);
-    int64_t ow = 0;
-    for (; ow < lo; ow++) {
-      int64_t iw0 = ow * g->sw - g->pl;
-      int64_t j0 = iw0 >= 0 ? 0 : (-iw0 + g->dw - 1) / g->dw;
-      int64_t j1 = iw0 > g->w - 1 ? 0 : (g->w - 1 - iw0) / g->dw + 1;
-      if (j1 > g->kw) j1 = g->kw;
-      if (j1 < j0) j1 = j0;
-      DW_FN(pixel)(g, x, xrow + ow * xs, f, cb, m, i0, i1, j0, j1, epi, yrow + ow * c);
+    bool full = c - cb >= DW_W;
+    dw_m m = DW_MASK(full ? DW_W : c - cb);
+    int64_t o = ow;
+    if (o + 4 <= hi) {
+      DW_FN(group)(g, xi + o * xs + cb, xs, f, cb, m, i0, i1, epi, yrow + o * c, 4, 1, full);
+      o += 4;
     }
-    if (from > ow) ow = from;
-    /* Interior pixels eight at a time, the rest four, two, one. */
-    for (; ow + DW_GROUP <= hi; ow += DW_GROUP)
-      DW_FN(group)(g, x + (xrow + ow * xs + i0 * g->dh * g->w * c + cb), xs, f, cb, m, i0, i1,
-                   epi, yrow + ow * c, DW_GROUP);
-    if (ow + 4 <= hi) {
-      DW_FN(group)(g, x + (xrow + ow * xs + i0 * g->dh * g->w * c + cb), xs, f, cb, m, i0, i1,
-                   epi, yrow + ow * c, 4);
-      ow += 4;
+    if (o + 2 <= hi) {
+      DW_FN(group)(g, xi + o * xs + cb, xs, f, cb, m, i0, i1, epi, yrow + o * c, 2, 1, full);
+      o += 2;
     }
-    if (ow + 2 <= hi) {
-      DW_FN(group)(g, x + (xrow + ow * xs + i0 * g->dh * g->w * c + cb), xs, f, cb, m, i0, i1,
-                   epi, yrow + ow * c, 2);
-      ow += 2;
-    }
-    if (ow < hi) {
-      DW_FN(group)(g, x + (xrow + ow * xs + i0 * g->dh * g->w * c + cb), xs, f, cb, m, i0, i1,
-                   epi, yrow + ow * c, 1);
-      ow++;
-    }
-    for (; ow < g->ow; ow++) {
-      int64_t iw0 = ow * g->sw - g->pl;
-      int64_t j1 = iw0 > g->w - 1 ? 0 : (g->w - 1 - iw0) / g->dw + 1;
-      if (j1 > g->kw) j1 = g->kw;
-      /* ow >= lo, so the window starts inside the image. */
-      DW_FN(pixel)(g, x, xrow + ow * xs, f, cb, m, i0, i1, 0, j1, epi, yrow + ow * c);
-    }
+    if (o < hi) DW_FN(group)(g, xi + o * xs + cb, xs, f, cb, m, i0, i1, epi, yrow + o * c, 1, 1, full);
   }
 }
 
@@ -205,3 +334,5 @@ __attribute__((target(DW_TARGET))) static void DW_FN(dw)(const eng_conv_geom *g,
 }
 
 #undef DW_GROUP
+#undef DW_LD
+#undef DW_ST

@@ -3,12 +3,14 @@
  * channel counts around the vector widths, 1x1 / 3x3 / 5x5 / 2x3 windows,
  * strides 1 and 2, dilation 2, SAME / VALID / asymmetric padding, rows
  * whose interior pixels end in groups of 8, 4, 2 and 1, and the in-register
- * epilogue. */
+ * epilogue; and every vector path bit for bit against the scalar loop,
+ * which sums the same taps in the same order. */
 #include <check.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "eng_dwconv.h"
 
@@ -111,6 +113,50 @@ START_TEST(matches_naive) {
 }
 END_TEST
 
+/* Same bits from every path: the vector kernels (two-row, weights-stationary
+ * and per-pixel rows, padded edges over four channel blocks, full and
+ * masked channel blocks) against the scalar loop, with a swish epilogue. */
+START_TEST(paths_agree_bitwise) {
+  const int64_t cs[] = {16, 24, 40, 72};
+  const int64_t ks[] = {3, 5};
+  int compared = 0;
+  for (size_t ic = 0; ic < sizeof cs / sizeof *cs; ic++)
+    for (size_t ik = 0; ik < 2; ik++)
+      for (int64_t s = 1; s <= 2; s++)
+        for (int64_t w = 19; w <= 37; w += 18) {
+          int64_t c = cs[ic], k = ks[ik], h = 9;
+          eng_conv_geom g = {.n = 1, .h = h, .w = w, .c = c, .kh = k, .kw = k, .sh = s,
+                             .sw = s, .dh = 1, .dw = 1};
+          same(h, k, s, 1, &g.oh, &g.pt);
+          same(w, k, s, 1, &g.ow, &g.pl);
+          int64_t nx = h * w * c, ny = g.oh * g.ow * c;
+          float *x = malloc(sizeof *x * (size_t)nx), *f = malloc(sizeof *f * (size_t)(k * k * c));
+          float *want = malloc(sizeof *want * (size_t)ny), *got = malloc(sizeof *got * (size_t)ny);
+          for (int64_t i = 0; i < nx; i++) x[i] = val(i, 4) * 0.37f;
+          for (int64_t i = 0; i < k * k * c; i++) f[i] = val(i, 5) * 0.21f;
+          eng_gemm_epi epi = {1, {{ENG_GEMM_SWISH, NULL, 1.0f}}};
+          ck_assert(eng_dwconv_run_isa(ENG_ISA_GENERIC, &g, x, f, want, &epi));
+          static const eng_isa isas[] = {ENG_ISA_AVX512, ENG_ISA_AVX2};
+          for (size_t ii = 0; ii < 2; ii++) {
+            memset(got, 0xff, sizeof *got * (size_t)ny);
+            if (!eng_dwconv_run_isa(isas[ii], &g, x, f, got, &epi)) continue;
+            for (int64_t i = 0; i < ny; i++)
+              ck_assert_msg(!memcmp(&got[i], &want[i], sizeof *got),
+                            "%s %lldx%lld c%lld k%lld s%lld: y[%lld] = %a, scalar %a",
+                            eng_isa_name(isas[ii]), (long long)h, (long long)w, (long long)c,
+                            (long long)k, (long long)s, (long long)i, got[i], want[i]);
+            compared++;
+          }
+          free(x);
+          free(f);
+          free(want);
+          free(got);
+        }
+  /* Every vector path this CPU allows was compared. */
+  ck_assert_int_eq(compared, 32 * (eng_isa_allows(ENG_ISA_AVX512) + eng_isa_allows(ENG_ISA_AVX2)));
+}
+END_TEST
+
 START_TEST(default_path_runs) {
   eng_conv_geom g = {.n = 1, .h = 4, .w = 4, .c = 2, .kh = 3, .kw = 3, .sh = 1, .sw = 1,
                      .dh = 1, .dw = 1, .oh = 2, .ow = 2};
@@ -126,6 +172,7 @@ int main(void) {
   Suite *s = suite_create("eng_dwconv");
   TCase *tc = tcase_create("dwconv");
   tcase_add_test(tc, matches_naive);
+  tcase_add_test(tc, paths_agree_bitwise);
   tcase_add_test(tc, default_path_runs);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
