@@ -29,12 +29,14 @@ static int64_t batch_of(const eng_plan *p, const eng_tensor *in) {
 
 /* One run of p, whole or a slice: its shape-specialised plan when there is
  * one, on the model's device or the CPU. decide > 0 (CPU only): the run
- * also records every value's shape and dtype and decides from them whether
- * p may run as slices of that batch. */
+ * is of p itself, not a specialisation (whose constants may have been
+ * folded from this batch's size, which a slice's would not share), records
+ * every value's shape and dtype, and decides from them whether p may run
+ * as slices of that batch. */
 static td_code run_once(const eng_plan *p, const eng_tensor *in, eng_tensor *out, int64_t decide,
                         td_err *err) {
   const eng_plan *rp = p;
-  if (p->can_specialise) {
+  if (p->can_specialise && !decide) {
     const eng_plan *sp = eng_plan_specialised((eng_plan *)p, in);
     if (sp) rp = sp;
   }
@@ -66,7 +68,8 @@ static td_code run_once(const eng_plan *p, const eng_tensor *in, eng_tensor *out
     int64_t bytes = 0;
     if (!rc) {
       bool ok = eng_slice_separable(rp, r.shapes, r.dtypes, decide, &bytes);
-      atomic_store(&((eng_plan *)p)->slice_bytes, ok ? (long long)bytes : -1LL);
+      long long each = ok ? (long long)eng_slice_size(bytes, eng_slice_weight_bytes(rp)) : -1LL;
+      atomic_store(&((eng_plan *)p)->slice_each, each);
     }
     free(r.shapes);
     free(r.dtypes);
@@ -171,11 +174,10 @@ static td_code run_slices(const eng_plan *p, const eng_tensor *in, eng_tensor *o
 
 td_code eng_plan_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, td_err *err) {
   int64_t batch = p->can_specialise && !eng_model_dev(p->m) ? batch_of(p, in) : 0;
-  if (batch < 2 * ENG_SLICE_MIN) return run_once(p, in, out, 0, err);
-  long long bytes = atomic_load(&((eng_plan *)p)->slice_bytes);
-  int64_t chunk = bytes > 0 ? eng_slice_size(bytes, batch) : batch;
-  if (chunk < batch) return run_slices(p, in, out, batch, chunk, err);
-  return run_once(p, in, out, bytes == 0 ? batch : 0, err);
+  if (batch < 2) return run_once(p, in, out, 0, err);
+  long long each = atomic_load(&((eng_plan *)p)->slice_each);
+  if (each > 0 && each < batch) return run_slices(p, in, out, batch, each, err);
+  return run_once(p, in, out, each == 0 ? batch : 0, err);
 }
 
 bool eng_plan_on_host(const eng_plan *p) { return !eng_model_dev(p->m); }

@@ -600,7 +600,9 @@ td_code eng_model_run(eng_model *m, int n_feeds, const eng_feed *feeds, int n_fe
 /* --- what a plan runs (eng_model.h) ------------------------------------- */
 
 eng_plan_info eng_plan_get_info(const eng_plan *p) {
-  eng_plan_info info = {.steps = p->n_steps, .consts = p->n_consts};
+  eng_plan_info info = {.steps = p->n_steps,
+                        .consts = p->n_consts,
+                        .slice_examples = atomic_load(&((eng_plan *)p)->slice_each)};
   for (int s = 0; p->epi && s < p->n_steps; s++)
     if (p->epi[s]) info.fused_ops += p->epi[s]->n;
   if (p->can_specialise) {

@@ -103,14 +103,17 @@ void eng_plan_prepare(eng_plan *p, int64_t batch);
 
 /* What compiling did to a plan (for `tensord inspect` and benchmarks):
  * steps left to run per request, values computed once at load, and ops
- * fused into the epilogue of a Conv2D/DepthwiseConv2dNative/MatMul, and
- * the shape-specialised plans built so far (see eng_plan_run). */
+ * fused into the epilogue of a Conv2D/DepthwiseConv2dNative/MatMul, the
+ * shape-specialised plans built so far (see eng_plan_run), and how its
+ * large batches run (batch slicing, decided by its first run at a batch
+ * of two or more). */
 typedef struct eng_plan_info {
   int steps;
   int consts;
   int fused_ops;
-  int shape_plans;      /* plans specialised to input shapes so far */
-  int shape_plan_steps; /* steps per request in the first of them */
+  int shape_plans;          /* plans specialised to input shapes so far */
+  int shape_plan_steps;     /* steps per request in the first of them */
+  long long slice_examples; /* examples per batch slice; 0 not decided yet, -1 runs whole */
 } eng_plan_info;
 eng_plan_info eng_plan_get_info(const eng_plan *p);
 /* The distinct ops of the plan's steps, in run order, with their counts

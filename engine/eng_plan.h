@@ -64,8 +64,8 @@ struct eng_plan {
   int n_specs;
   struct eng_spec *specs;
   /* Batch slicing (eng_slice.h): 0 not decided yet, -1 never, else the
-   * largest per-example activation in bytes. */
-  atomic_llong slice_bytes;
+   * examples per slice (eng_slice_size; the run caps it at its batch). */
+  atomic_llong slice_each;
 };
 
 /* One shape specialisation of a plan: the input shapes and dtypes it is

@@ -70,9 +70,14 @@ static bool reshape_keeps_batch(const eng_graph *g, const eng_node *rs) {
 bool eng_slice_separable(const eng_plan *p, const eng_shape *shapes, const eng_dtype *dtypes,
                          int64_t batch, int64_t *bytes) {
   const eng_graph *g = eng_model_graph(p->m);
+  /* dep: the value has the batch as dim 0 and depends on it; shp: the
+   * value is computed from the shape of such a value (Shape, then the
+   * slicing and packing of Keras's Reshape layer). */
   bool *dep = calloc((size_t)p->n_values + 1, sizeof *dep);
-  if (!dep || batch < 2) {
+  bool *shp = calloc((size_t)p->n_values + 1, sizeof *shp);
+  if (!dep || !shp || batch < 2) {
     free(dep);
+    free(shp);
     return false;
   }
   bool ok = true;
@@ -81,9 +86,25 @@ bool eng_slice_separable(const eng_plan *p, const eng_shape *shapes, const eng_d
   for (int s = 0; s < p->n_steps && ok; s++) {
     const eng_node *nd = eng_graph_node(g, p->steps[s]);
     eng_slice_kind kind = p->ops[s]->slice;
-    bool any = false;
-    for (int k = 0; k < nd->n_in; k++) any |= dep[p->base[nd->in[k].node] + nd->in[k].index];
-    if (!any) continue; /* constants only: the same for every slice */
+    bool any = false, of_shape = false;
+    for (int k = 0; k < nd->n_in; k++) {
+      any |= dep[p->base[nd->in[k].node] + nd->in[k].index];
+      of_shape |= shp[p->base[nd->in[k].node] + nd->in[k].index];
+    }
+    if (!any && !of_shape) continue; /* constants only: the same for every slice */
+    if (!any || (!of_shape && nd->n_in == 1 && !strcmp(nd->op, "Shape"))) {
+      /* A batch-dependent shape, or its first element sliced out and
+       * packed with constants: each slice computes its own, and only the
+       * Reshape of reshape_keeps_batch may read the result. */
+      ok = nd->n_out == 1 && (any || !strcmp(nd->op, "StridedSlice") || !strcmp(nd->op, "Pack")) &&
+           !(p->epi && p->epi[s]);
+      if (ok) shp[p->base[p->steps[s]]] = true;
+      continue;
+    }
+    if (of_shape && !(kind == ENG_SLICE_RESHAPE && reshape_keeps_batch(g, nd))) {
+      ok = false;
+      break;
+    }
     const eng_epilogue *epi = p->epi ? p->epi[s] : NULL;
     int v0 = epi ? epi->out_value : p->base[p->steps[s]];
     const eng_shape *os = &shapes[v0];
@@ -160,12 +181,23 @@ bool eng_slice_separable(const eng_plan *p, const eng_shape *shapes, const eng_d
         dep[v] && shapes[v].rank >= 1 && shapes[v].dim[0] == batch && eng_dtype_size(dtypes[v]) > 0;
   }
   free(dep);
+  free(shp);
   *bytes = most > 0 ? most : 1;
   return ok;
 }
 
-int64_t eng_slice_size(int64_t bytes, int64_t batch) {
-  int64_t c = SLICE_BUDGET_BYTES / (bytes > 0 ? bytes : 1);
-  if (c < ENG_SLICE_MIN) c = ENG_SLICE_MIN;
-  return c < batch ? c : batch;
+int64_t eng_slice_weight_bytes(const eng_plan *p) {
+  int64_t sum = 0;
+  for (int i = 0; i < p->n_consts; i++) {
+    const eng_tensor *t = &p->const_tensor[i];
+    sum += eng_tensor_numel(t) * (int64_t)eng_dtype_size(t->dtype);
+  }
+  return sum;
+}
+
+int64_t eng_slice_size(int64_t bytes, int64_t weights) {
+  if (bytes < 1) bytes = 1;
+  int64_t least = weights <= ENG_SLICE_WEIGHT_RATIO * bytes ? 1 : ENG_SLICE_MIN;
+  int64_t c = SLICE_BUDGET_BYTES / bytes;
+  return c < least ? least : c;
 }

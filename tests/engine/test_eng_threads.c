@@ -474,9 +474,7 @@ START_TEST(batch_slices_same_bits) {
   eng_threads_set(1);
   /* The first run at this batch is whole and decides that it may slice. */
   ck_assert_msg(eng_plan_run(p, &x, &want, &err) == TD_OK, "%s", err.msg);
-  long long bytes = atomic_load(&p->slice_bytes);
-  ck_assert_int_gt(bytes, 0);
-  ck_assert_int_eq(eng_slice_size(bytes, batch), 3);
+  ck_assert_int_eq(atomic_load(&p->slice_each), 3);
   ck_assert_int_eq(want.shape.rank, 2);
   ck_assert_int_eq(want.shape.dim[0], batch);
   for (int t = 1; t <= 3; t++) {
@@ -497,6 +495,107 @@ START_TEST(batch_slices_same_bits) {
 }
 END_TEST
 
+/* A rank-0 int32 tensor. */
+static void scalar_int(eng_tensor *t, int32_t v) {
+  eng_shape s = eng_shape_make(0, NULL);
+  ck_assert_int_eq(eng_tensor_alloc(t, ENG_DT_INT32, &s, NULL), TD_OK);
+  *(int32_t *)eng_tensor_data(t) = v;
+}
+
+/* x [b, 48, 48, 32] scaled by a squeeze-and-excitation gate as Keras
+ * writes it: Mean over [1, 2], Reshape to [Shape(m)[0], 1, 1, 32] (the
+ * batch read back from the run-time shape), Sigmoid, Mul. With
+ * `scale_by_batch` the output is also multiplied by that batch size as a
+ * float, which no slicing may change. */
+static eng_graph *se_graph(bool scale_by_batch) {
+  eng_graph *g = eng_graph_create();
+  gnode(g, "x", "Placeholder", "dtype=t:1", 0, NULL);
+  eng_tensor ax = {0}, b0 = {0}, e0 = {0}, st = {0}, one = {0}, ch = {0};
+  ints(&ax, 2, (const int32_t[]){1, 2});
+  ints(&b0, 1, (const int32_t[]){0});
+  ints(&e0, 1, (const int32_t[]){1});
+  ints(&st, 1, (const int32_t[]){1});
+  scalar_int(&one, 1);
+  scalar_int(&ch, 32);
+  gconst(g, "ax", ax);
+  gconst(g, "b0", b0);
+  gconst(g, "e0", e0);
+  gconst(g, "st", st);
+  gconst(g, "one", one);
+  gconst(g, "ch", ch);
+  gnode(g, "m", "Mean", "keep_dims=b:0", 2, (const char *[]){"x", "ax"});
+  gnode(g, "sh", "Shape", "out_type=t:3", 1, (const char *[]){"m"});
+  gnode(g, "n", "StridedSlice", "shrink_axis_mask=i:1", 4,
+        (const char *[]){"sh", "b0", "e0", "st"});
+  gnode(g, "pk", "Pack", "N=i:4;axis=i:0", 4, (const char *[]){"n", "one", "one", "ch"});
+  gnode(g, "r", "Reshape", NULL, 2, (const char *[]){"m", "pk"});
+  gnode(g, "gate", "Sigmoid", NULL, 1, (const char *[]){"r"});
+  gnode(g, "y", "Mul", NULL, 2, (const char *[]){"x", "gate"});
+  if (scale_by_batch) {
+    gnode(g, "nf", "Cast", "DstT=t:1", 1, (const char *[]){"n"});
+    gnode(g, "z", "Mul", NULL, 2, (const char *[]){"y", "nf"});
+  }
+  return g;
+}
+
+/* Runs g's plan (x:0 -> out) at batch 10, whole, then at one to three
+ * threads: the decision is `want_each` examples per slice, and every run
+ * gives the whole batch's bits. */
+static void sliced_same_bits(eng_graph *g, const char *out, long long want_each) {
+  eng_model *m;
+  eng_plan *p;
+  td_err err;
+  ck_assert_msg(eng_model_create(g, NULL, NULL, &m, &err) == TD_OK, "%s", err.msg);
+  ck_assert_msg(eng_plan_create(m, 1, (const char *[]){"x:0"}, 1, (const char *[]){out}, 0, NULL,
+                                &p, &err) == TD_OK,
+                "%s", err.msg);
+  eng_tensor x = {0}, want = {0};
+  tensor(&x, 4, (const int64_t[]){10, 48, 48, 32}, 62);
+  eng_threads_set(1);
+  ck_assert_msg(eng_plan_run(p, &x, &want, &err) == TD_OK, "%s", err.msg);
+  ck_assert_int_eq(eng_plan_get_info(p).slice_examples, want_each);
+  for (int t = 1; t <= 3; t++) {
+    eng_tensor got = {0};
+    eng_threads_set(t);
+    ck_assert_msg(eng_plan_run(p, &x, &got, &err) == TD_OK, "%s", err.msg);
+    ck_assert(eng_shape_equal(&want.shape, &got.shape));
+    ck_assert_msg(!memcmp(eng_tensor_data(&want), eng_tensor_data(&got),
+                          sizeof(float) * (size_t)eng_tensor_numel(&want)),
+                  "run at %d threads differs from the whole batch", t);
+    eng_tensor_release(&got);
+  }
+  eng_threads_set(1);
+  eng_tensor_release(&want);
+  eng_tensor_release(&x);
+  eng_plan_destroy(p);
+  eng_model_destroy(m);
+}
+
+START_TEST(batch_slices_keras_reshape) {
+  /* The gate's Reshape takes each slice's own batch from its run-time
+   * shape: the plan slices (288 KiB per example: 3 per slice). */
+  sliced_same_bits(se_graph(false), "y:0", 3);
+  /* A value computed from that batch that is not such a Reshape keeps
+   * the plan whole. */
+  sliced_same_bits(se_graph(true), "z:0", -1);
+}
+END_TEST
+
+START_TEST(slice_size_rule) {
+  /* As many examples as fit 1 MiB of the largest activation... */
+  ck_assert_int_eq(eng_slice_size(288 << 10, 36 << 10), 3);
+  ck_assert_int_eq(eng_slice_size(1, 0), (int64_t)1 << 20);
+  /* ...else two, or one where the weights are at most 8x that activation:
+   * MobileNetV2 224^2 (a 112x112x96 expansion, 14 MB of weights) runs one
+   * example per slice, ResNet50 224^2 (112x112x64, ~100 MB) two. */
+  const int64_t mnv2 = 112 * 112 * 96 * 4, rn50 = 112 * 112 * 64 * 4;
+  ck_assert_int_eq(eng_slice_size(mnv2, 14000000), 1);
+  ck_assert_int_eq(eng_slice_size(rn50, 102000000), ENG_SLICE_MIN);
+  ck_assert_int_eq(eng_slice_size(mnv2, ENG_SLICE_WEIGHT_RATIO * mnv2), 1);
+  ck_assert_int_eq(eng_slice_size(mnv2, ENG_SLICE_WEIGHT_RATIO * mnv2 + 1), ENG_SLICE_MIN);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("eng_threads");
   TCase *tc = tcase_create("same_bits");
@@ -511,6 +610,8 @@ int main(void) {
   tcase_add_test(tc, broadcast_to_matches_loop);
   tcase_add_test(tc, rows_same_bits);
   tcase_add_test(tc, batch_slices_same_bits);
+  tcase_add_test(tc, batch_slices_keras_reshape);
+  tcase_add_test(tc, slice_size_rule);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
