@@ -36,9 +36,10 @@
  * weights total at most this many times the largest per-example
  * activation: then a single example's working set fits where two do not,
  * and the extra weight reads cost less than the activations kept in cache.
- * (Zen 5 VM, one thread, batch 32: MobileNetV2 224^2, weights about 3x
- * its largest activation, 1.19x the throughput of slices of two;
- * EfficientNetB0 224^2, about 4x, 1.06x; ResNet50 224^2, about 30x, 0.97x.) */
+ * (Zen 5 VM, one thread, batch 32, slices of one against two: MobileNetV2
+ * 224^2, weights about 3x its largest activation, 1.05-1.19x the
+ * throughput in two interleaved runs; EfficientNetB0 224^2, about 4x,
+ * level; ResNet50 224^2, about 30x, 0.97x.) */
 #define ENG_SLICE_WEIGHT_RATIO 8
 
 /* Decides from a run of p at batch `batch` (shapes[v], dtypes[v] recorded
