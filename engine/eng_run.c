@@ -6,6 +6,9 @@
 #include <string.h>
 #include <threads.h>
 
+#include "eng_profile.h"
+#include "td_clock.h"
+
 /* The run loop's value table lives in a per-thread scratch block that only
  * grows, so a warm run makes no allocation of its own (tensor buffers come
  * from eng_tensor's per-thread cache). A nested run on the same thread (a
@@ -159,13 +162,16 @@ td_code eng_run_step_cpu(eng_run *r, int s, td_err *err) {
     eng_kctx ctx = {.node = nd, .node_id = id, .model = p->m, .n_in = nd->n_in, .in = kin,
                     .n_out = nd->n_out, .out = kout, .err = err, .epi = epi,
                     .packed = p->packed ? p->packed[s] : NULL};
+    struct eng_prof_live *prof = eng_profile_live(p->m);
+    uint64_t t0 = prof ? td_now_ns() : 0;
     rc = op->cpu(&ctx);
     if (rc && err && !strstr(err->msg, nd->name)) td_err_prefix(err, "node '%s' (%s)", nd->name, nd->op);
+    if (!rc && epi && !ctx.epi_done) eng_epilogue_apply(epi, &kout[0]);
+    if (prof && !rc) eng_profile_count(prof, id, t0, kin, nd->n_in, &kout[0], epi ? epi->n : 0);
     for (int k = 0; k < nd->n_in; k++) {
       const eng_tensor *v = &values[p->base[nd->in[k].node] + nd->in[k].index];
       if (kin[k].buf != v->buf) eng_tensor_release(&kin[k]);
     }
-    if (!rc && epi && !ctx.epi_done) eng_epilogue_apply(epi, &kout[0]);
     for (int o = 0; o < nd->n_out; o++) {
       int vi = o == 0 && epi ? epi->out_value : p->base[id] + o;
       if (!rc && flow && !kout[o].buf) r->dead[vi] = true; /* Switch's untaken side */

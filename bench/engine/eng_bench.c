@@ -14,7 +14,12 @@
  *   eng_bench ZOO_JSON MODEL BATCH ITERS THREADS [MODE]
  *
  * MODE "sgemm" ignores the model and times OpenBLAS on a large square sgemm
- * (2048^3) for the GFLOP/s reference. */
+ * (2048^3) for the GFLOP/s reference. MODE "profile" also counts the timed
+ * runs node by node (eng_profile.h) and prints, after the summary line, one
+ * JSON line per node that ran: its name, op, microseconds per run, runs per
+ * run (batch slices run a node once each), fused epilogue ops, and the
+ * shapes of its first two inputs and its output (bench/engine/profile.py
+ * reads them). */
 #include <cJSON.h>
 #include <cblas.h>
 #include <stdio.h>
@@ -26,6 +31,7 @@
 
 #include "eng_isa.h"
 #include "eng_model.h"
+#include "eng_profile.h"
 #include "eng_threads.h"
 #include "ldr_servable.h"
 
@@ -122,13 +128,44 @@ static int bench_sgemm(int threads) {
   return 0;
 }
 
+static void print_shape(const char *key, const eng_shape *s) {
+  printf(", \"%s\": ", key);
+  if (s->rank < 0) {
+    printf("null");
+    return;
+  }
+  printf("[");
+  for (int d = 0; d < s->rank; d++) printf("%s%lld", d ? ", " : "", (long long)s->dim[d]);
+  printf("]");
+}
+
+/* One profile line: node i of the profile, per timed run. */
+static void print_node(const eng_profile *pf, int i, int iters) {
+  const eng_profile_node *r = &pf->node[i];
+  if (!r->calls) return;
+  const eng_node *nd = eng_graph_node(pf->g, i);
+  cJSON *name = cJSON_CreateString(nd->name), *op = cJSON_CreateString(nd->op);
+  char *jn = cJSON_PrintUnformatted(name), *jo = cJSON_PrintUnformatted(op);
+  printf("{\"profile\": %s, \"op\": %s, \"us\": %.2f, \"calls\": %.2f, \"fused\": %d", jn, jo,
+         r->ns / 1e3 / iters, (double)r->calls / iters, r->fused);
+  print_shape("in0", &r->in0);
+  print_shape("in1", &r->in1);
+  print_shape("out", &r->out);
+  printf("}\n");
+  free(jn);
+  free(jo);
+  cJSON_Delete(name);
+  cJSON_Delete(op);
+}
+
 int main(int argc, char **argv) {
   if (argc < 6) {
-    fprintf(stderr, "usage: %s ZOO_JSON MODEL BATCH ITERS THREADS [sgemm]\n", argv[0]);
+    fprintf(stderr, "usage: %s ZOO_JSON MODEL BATCH ITERS THREADS [sgemm|profile]\n", argv[0]);
     return 2;
   }
   int batch = atoi(argv[3]), iters = atoi(argv[4]), threads = atoi(argv[5]);
   if (argc > 6 && !strcmp(argv[6], "sgemm")) return bench_sgemm(threads);
+  bool profile = argc > 6 && !strcmp(argv[6], "profile");
   eng_threads_set(threads);
   char *text = slurp(argv[1]);
   cJSON *zoo = text ? cJSON_Parse(text) : NULL;
@@ -173,6 +210,10 @@ int main(int argc, char **argv) {
   double cpu0 = 0, wall0 = 0;
   for (int i = 0; i < warm + iters; i++) {
     if (i == warm) {
+      if (profile && eng_profile_begin(sig->plan, &err)) {
+        fprintf(stderr, "profile: %s\n", err.msg);
+        return 1;
+      }
       cpu0 = cpu_us();
       wall0 = now_us();
     }
@@ -185,6 +226,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < sig->n_outputs; k++) eng_tensor_release(&out[k]);
   }
   double cpu_per_wall = (cpu_us() - cpu0) / (now_us() - wall0);
+  eng_profile *pf = profile ? eng_profile_end() : NULL;
   eng_plan_info info = eng_plan_get_info(sig->plan);
   double sum = 0;
   for (int i = 0; i < iters; i++) sum += lat[i];
@@ -199,6 +241,8 @@ int main(int argc, char **argv) {
       argv[2], batch, threads, lat[iters / 2], lat[(int)(iters * 0.99)], mean, batch * 1e6 / mean,
       load_ms, peak_rss_kb(), rss_kb(), info.steps, info.consts, info.fused_ops,
       info.shape_plan_steps, info.slice_examples, eng_isa_name(eng_isa_active()), cpu_per_wall);
+  for (int i = 0; pf && i < pf->n_nodes; i++) print_node(pf, i, iters);
+  eng_profile_free(pf);
   for (int k = 0; k < 16; k++) eng_tensor_release(&in[k]);
   free(lat);
   ldr_servable_unref(sv);

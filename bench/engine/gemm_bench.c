@@ -3,6 +3,9 @@
  * models, on GEMM_BENCH_THREADS threads of the engine's pool (default 1).
  * GEMM_BENCH_COLD=1 gives each call a freshly allocated C (as a model's
  * output buffers are: first-touch page faults included in the time).
+ * GEMM_BENCH_EVICT=MB reads and writes MB megabytes of other memory
+ * before each call, outside the timing, so that A, B and C start out of
+ * cache, as they do inside a model whose other layers ran in between.
  *
  * usage: gemm_bench [SECONDS] [SHAPE...]
  *   SHAPE is MxKxN (plain A, rows k apart) or conv:MxSEGxLENxN (A read in
@@ -75,9 +78,18 @@ static int one(const char *shape, double secs) {
   int iters = 1;
   const char *ce = getenv("GEMM_BENCH_COLD");
   bool cold = ce && atoi(ce);
+  const char *ee = getenv("GEMM_BENCH_EVICT");
+  size_t evict = ee ? (size_t)atoi(ee) << 20 : 0;
+  char *junk = evict ? malloc(evict) : NULL;
+  if (junk) memset(junk, 1, evict);
   for (int rep = -1; rep < 5; rep++) {
-    double t0 = now();
+    double t0 = now(), away = 0;
     for (int i = 0; i < iters; i++) {
+      if (junk) { /* outside the timing */
+        double e0 = now();
+        for (size_t j = 0; j < evict; j += 64) junk[j]++;
+        away += now() - e0;
+      }
       if (cold) {
         free(c);
         if (!(c = malloc(sizeof *c * (size_t)(m * n)))) {
@@ -90,7 +102,7 @@ static int one(const char *shape, double secs) {
       else
         eng_gemm_run(a, k, m, p, c, n, NULL);
     }
-    double dt = now() - t0;
+    double dt = now() - t0 - away;
     if (rep < 0) { /* warm-up: size the repetitions to about secs / 5 each */
       iters = (int)(secs / 5 / (dt > 1e-7 ? dt : 1e-7)) + 1;
       continue;
@@ -104,7 +116,7 @@ static int one(const char *shape, double secs) {
          shape, m, k, n, t[2] * 1e6, flops / t[2] * 1e-9);
   fflush(stdout);
   eng_gemm_free(p);
-  free(a), free(b), free(c), free(rows);
+  free(a), free(b), free(c), free(rows), free(junk);
   return 0;
 bad:
   fprintf(stderr, "gemm_bench: bad shape '%s' (MxKxN or conv:MxSEGxLENxN)\n", shape);
