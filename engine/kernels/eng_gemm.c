@@ -188,6 +188,14 @@ int64_t eng_gemm_n(const eng_packed *p) { return p->n; }
  * number are register variables. */
 #define UNROLL _Pragma("GCC unroll 13")
 
+/* How far ahead in the packed panel the k loop prefetches: B is read
+ * once per row call and, inside a model, arrives from memory (the other
+ * layers' weights pushed it out). Each k step touches the line(s) this far
+ * ahead, which runs into the next panel at a panel's end. 8 KiB measured
+ * best of 0, 1, 4 and 8 KiB with caches evicted before each call
+ * (gemm_bench's GEMM_BENCH_EVICT) on the real-size models' shapes. */
+#define GEMM_PF_BYTES 8192
+
 /* The micro-kernel, for one vector type (VT, W floats) and NV vectors per
  * row, over R rows. `cols` (1..NR) columns of the block are real. */
 #define KERNEL(NAME, TGT, VT, MT, W, NV, R, ZERO, LOAD, BCAST, FMA, MASK, MLOAD, STOREU, MSTORE, \
@@ -202,6 +210,8 @@ int64_t eng_gemm_n(const eng_packed *p) { return p->n; }
       UNROLL for (int r = 0; r < R; r++) ap[r] = arow[r] + s * sst;                              \
       for (int64_t kk = 0; kk < slen; kk++, bp += W * NV) {                                      \
         VT b[NV];                                                                                \
+        UNROLL for (int v = 0; v < NV; v++) if (v * W * 4 % 64 == 0)                             \
+            _mm_prefetch((const char *)(bp + v * W) + GEMM_PF_BYTES, _MM_HINT_T0);               \
         UNROLL for (int v = 0; v < NV; v++) b[v] = LOAD(bp + v * W);                             \
         UNROLL for (int r = 0; r < R; r++) {                                                     \
           VT av = BCAST(ap[r] + kk);                                                             \
@@ -433,6 +443,7 @@ typedef struct gemm_args {
   const eng_gemm_epi *epi;
   int64_t blocks;  /* row blocks (row_blocks) */
   int64_t pgroups; /* panel groups per row block (chunks: row blocks x groups) */
+  bool rows_outer; /* block: rows outside, panels inside (rows_outer_ok) */
 } gemm_args;
 
 /* Row block rb (ROW_BLOCK rows from rb * ROW_BLOCK; the last one to the
@@ -444,11 +455,12 @@ typedef struct gemm_args {
 static void block(const gemm_args *g, int64_t rb, int64_t p0, int64_t p1) {
   const eng_packed *b = g->b;
   int64_t r0 = rb * ROW_BLOCK, nrows = rb == g->blocks - 1 ? g->m - r0 : ROW_BLOCK;
-  for (int64_t pn = p0; pn < p1; pn++) {
-    int kind = b->kind[pn];
-    const float *bp = b->data + b->off[pn];
-    int64_t col0 = b->col0[pn], nr = kind_nr[kind];
-    int64_t cols = b->n - col0 < nr ? b->n - col0 : nr;
+  /* Panel by panel, each over all the block's rows; or, when B is small
+   * (rows_outer), call by call, each over all the panels, so that the
+   * block's rows of C are written whole, one after the other. */
+  int64_t q0 = g->rows_outer ? 0 : p0, q1 = g->rows_outer ? 1 : p1;
+  for (int64_t q = q0; q < q1; q++) {
+    int kind = b->kind[g->rows_outer ? p0 : q];
     int64_t kmr = kind_mr[kind], full = nrows / kmr, left = nrows % kmr;
     /* The first call of one row more, or none. */
     int64_t wide = left && left <= full && kernels[kind][kmr + 1] ? full - left : full + 1;
@@ -457,8 +469,14 @@ static void block(const gemm_args *g, int64_t rb, int64_t p0, int64_t p1) {
       const float *ap[MR + 1];
       for (int64_t i = 0; i < mr; i++)
         ap[i] = g->rows ? g->rows[r0 + r + i] : g->a + (r0 + r + i) * g->lda;
-      kernels[kind][mr](ap, g->nseg, g->sst, g->slen, bp, g->c + (r0 + r) * g->ldc + col0, g->ldc,
-                        cols, g->epi, col0);
+      for (int64_t pn = g->rows_outer ? p0 : q; pn < (g->rows_outer ? p1 : q + 1); pn++) {
+        int pk = b->kind[pn];
+        const float *bp = b->data + b->off[pn];
+        int64_t col0 = b->col0[pn], nr = kind_nr[pk];
+        int64_t cols = b->n - col0 < nr ? b->n - col0 : nr;
+        kernels[pk][mr](ap, g->nseg, g->sst, g->slen, bp, g->c + (r0 + r) * g->ldc + col0,
+                        g->ldc, cols, g->epi, col0);
+      }
       r += mr;
     }
   }
@@ -468,6 +486,24 @@ static void chunk(void *arg, int64_t i) {
   const gemm_args *g = arg;
   int64_t rb = i / g->pgroups, grp = i % g->pgroups, np = g->b->panels;
   block(g, rb, grp * np / g->pgroups, (grp + 1) * np / g->pgroups);
+}
+
+/* Whether block may run a product rows outside, panels inside: B small
+ * enough to stay in L1 and L2 while the block's row calls pass over all of
+ * it (then only the order of C's writes changes: a short-k product
+ * writes whole rows one after the other rather than a strip of each per
+ * panel), and every panel cut into the same calls (one row-block kind). */
+#define ROWS_OUTER_MAX_B (96 << 10)
+
+static bool rows_outer_ok(const eng_packed *b) {
+  if (b->k * b->n * (int64_t)sizeof(float) > ROWS_OUTER_MAX_B) return false;
+  int k0 = b->kind[0];
+  for (int64_t pn = 1; pn < b->panels; pn++) {
+    int k = b->kind[pn];
+    if (kind_mr[k] != kind_mr[k0] || !kernels[k][kind_mr[k] + 1] != !kernels[k0][kind_mr[k0] + 1])
+      return false;
+  }
+  return true;
 }
 
 /* Below this many multiply-adds a product runs on one thread: waking a
@@ -484,7 +520,7 @@ static void run(const float *a, int64_t lda, const float *const *rows, int64_t m
                 const eng_gemm_epi *epi) {
   if (epi && !epi->n) epi = NULL;
   int64_t blocks = row_blocks(m);
-  gemm_args g = {a, lda, rows, m, nseg, sst, slen, b, c, ldc, epi, blocks, 1};
+  gemm_args g = {a, lda, rows, m, nseg, sst, slen, b, c, ldc, epi, blocks, 1, rows_outer_ok(b)};
   int threads = eng_pool_threads(NULL);
   if (threads < 2 || m * b->n * b->k < PAR_MIN_MACS) {
     for (int64_t rb = 0; rb < blocks; rb++) block(&g, rb, 0, b->panels);
