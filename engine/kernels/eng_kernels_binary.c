@@ -1,11 +1,14 @@
 /* Elementwise binary arithmetic with NumPy broadcasting.
  *
- * Equal shapes and a single-element side take one flat loop; everything
- * else (a bias over the last axis, a per-row scale, masks) walks the output
- * a row at a time with eng_bcast (dims merged where both inputs allow; in a
- * row each input is contiguous or one repeated element). Large outputs are
- * split over the engine's pool in ranges of elements (whole rows when
- * broadcasting). */
+ * Equal shapes and a single-element side take one flat loop; so does a
+ * side that is a block of the output's trailing dims (an image's
+ * per-channel mean and scale, a squeeze-and-excitation gate of one
+ * example), against a copy of it repeated to a few KiB so that the loop
+ * runs long rows even over three channels. Everything else (a per-row
+ * scale, masks) walks the output a row at a time with eng_bcast (dims
+ * merged where both inputs allow; in a row each input is contiguous or one
+ * repeated element). Large outputs are split over the engine's pool in
+ * ranges of elements (whole rows when broadcasting). */
 #include <complex.h>
 #include <math.h>
 #include <string.h>
@@ -58,7 +61,7 @@ td_code eng_s_binary(const eng_node *n, const eng_shape *in, eng_shape *out, td_
 
 /* One loop, as the pool's chunks see it: the output's elements [e0, e1)
  * (whole broadcast rows in the row-at-a-time mode). */
-enum { FLAT, B_ONE, A_ONE, ROWS };
+enum { FLAT, B_ONE, A_ONE, TILE_B, TILE_A, ROWS };
 typedef struct bin_job bin_job;
 typedef void (*bin_range)(const bin_job *j, int64_t e0, int64_t e1);
 struct bin_job {
@@ -66,10 +69,14 @@ struct bin_job {
   eng_tensor *o;
   int mode;
   eng_bcast it0;
-  int64_t n, len, per;
-  bool ra, rb; /* ROWS: whether a / b advance along the row */
+  int64_t n, len, per; /* len: ROWS' row length, or TILE's period */
+  bool ra, rb;         /* ROWS: whether a / b advance along the row */
   bin_range fn;
+  const void *tile;    /* TILE_B / TILE_A: the small side, repeated to len elements */
 };
+
+/* Bytes of the small side's repeated copy (on the stack of run_loop). */
+#define TILE_REP_BYTES 4096
 
 /* One function per (type, op): op is a constant inside, so APPLY folds to
  * one operation and the flat loops vectorize. */
@@ -91,6 +98,20 @@ struct bin_job {
     if (j->mode == A_ONE) {                                                                 \
       T v = x[0];                                                                           \
       for (int64_t i = e0; i < e1; i++) z[i] = APPLYF(op, v, y[i]);                          \
+      return;                                                                               \
+    }                                                                                       \
+    if (j->mode == TILE_B || j->mode == TILE_A) {                                           \
+      const T *t = j->tile, *f = j->mode == TILE_B ? x : y;                                 \
+      for (int64_t i = e0; i < e1;) {                                                       \
+        int64_t o = i % j->len, cnt = j->len - o < e1 - i ? j->len - o : e1 - i;            \
+        const T *fr = f + i, *tr = t + o;                                                   \
+        T *zr = z + i;                                                                      \
+        if (j->mode == TILE_B)                                                              \
+          for (int64_t k = 0; k < cnt; k++) zr[k] = APPLYF(op, fr[k], tr[k]);               \
+        else                                                                                \
+          for (int64_t k = 0; k < cnt; k++) zr[k] = APPLYF(op, tr[k], fr[k]);               \
+        i += cnt;                                                                           \
+      }                                                                                     \
       return;                                                                               \
     }                                                                                       \
     /* General broadcasting, a row (the innermost merged dim) at a time. */                \
@@ -125,11 +146,36 @@ static void bin_chunk(void *arg, int64_t c) {
  * short costs less than waking a helper). */
 #define PAR_MIN_ELEMS (1 << 16)
 
+/* Whether element i of out reads element i % numel(t) of t: t's dims,
+ * after its leading 1s, are out's last dims. */
+static bool trailing_block(const eng_shape *t, const eng_shape *out) {
+  if (t->rank > out->rank) return false;
+  int i = 0;
+  while (i < t->rank && t->dim[i] == 1) i++;
+  for (int k = i; k < t->rank; k++)
+    if (t->dim[k] != out->dim[out->rank - t->rank + k]) return false;
+  return true;
+}
+
+/* TILE mode's small side: t repeated into rep (TILE_REP_BYTES) when that
+ * holds at least two copies, else t itself. */
+static void tile_of(bin_job *j, const eng_tensor *t, unsigned char *rep) {
+  size_t es = eng_dtype_size(t->dtype), nt = (size_t)eng_tensor_numel(t);
+  j->tile = eng_tensor_data(t);
+  j->len = (int64_t)nt;
+  if (2 * nt * es > TILE_REP_BYTES) return;
+  size_t copies = TILE_REP_BYTES / (nt * es);
+  for (size_t i = 0; i < copies; i++) memcpy(rep + i * nt * es, j->tile, nt * es);
+  j->tile = rep;
+  j->len = (int64_t)(copies * nt);
+}
+
 /* Picks the loop's mode and runs fn over the output, split over the
  * engine's pool when it is large: each element is computed the same way
  * at any thread count. */
 static void run_loop(const eng_tensor *a, const eng_tensor *b, eng_tensor *o, bin_range fn) {
   bin_job j = {.a = a, .b = b, .o = o, .fn = fn, .n = eng_tensor_numel(o)};
+  _Alignas(64) unsigned char rep[TILE_REP_BYTES];
   int64_t na = eng_tensor_numel(a), nb = eng_tensor_numel(b);
   if (j.n <= 0) return;
   if (na == j.n && nb == j.n && eng_shape_equal(&a->shape, &b->shape))
@@ -138,7 +184,13 @@ static void run_loop(const eng_tensor *a, const eng_tensor *b, eng_tensor *o, bi
     j.mode = B_ONE;
   else if (na == 1 && nb == j.n)
     j.mode = A_ONE;
-  else {
+  else if (na == j.n && nb > 0 && trailing_block(&b->shape, &o->shape)) {
+    j.mode = TILE_B;
+    tile_of(&j, b, rep);
+  } else if (nb == j.n && na > 0 && trailing_block(&a->shape, &o->shape)) {
+    j.mode = TILE_A;
+    tile_of(&j, a, rep);
+  } else {
     j.mode = ROWS;
     const eng_shape *in[2] = {&a->shape, &b->shape};
     eng_bcast_init(&j.it0, &o->shape, 2, in);

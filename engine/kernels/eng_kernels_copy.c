@@ -81,6 +81,33 @@ void eng_copy_nd(int rank, const int64_t *dims, size_t es, const char *src, cons
     memcpy(dst, src, es);
     return;
   }
+  /* Dims of 1 go, and a dim that both sides step through as one run with
+   * the dim inside it merges into it (an image's width and channels under
+   * a Pad of its height and width, a transpose's untouched inner dims):
+   * fewer, longer rows, the same bytes. */
+  int64_t md[ENG_MAX_RANK], ms[ENG_MAX_RANK], mt[ENG_MAX_RANK];
+  int mr = 0;
+  for (int d = 0; d < rank; d++) {
+    if (dims[d] == 1) continue;
+    if (mr && ms[mr - 1] == sst[d] * dims[d] && mt[mr - 1] == dstst[d] * dims[d]) {
+      md[mr - 1] *= dims[d];
+      ms[mr - 1] = sst[d];
+      mt[mr - 1] = dstst[d];
+      continue;
+    }
+    md[mr] = dims[d];
+    ms[mr] = sst[d];
+    mt[mr] = dstst[d];
+    mr++;
+  }
+  if (!mr) { /* one element */
+    memcpy(dst, src, es);
+    return;
+  }
+  rank = mr;
+  dims = md;
+  sst = ms;
+  dstst = mt;
   copy_args a = {rank, dims, sst, dstst, es, src, dst};
   int64_t rows = total / dims[rank - 1];
   bool disjoint = true;

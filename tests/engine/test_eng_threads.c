@@ -3,7 +3,8 @@
  * fixed inputs: the packed GEMM (plain, row pointers with segments, the
  * fused epilogue, B packed per call), depthwise convolution on every code
  * path, and the Conv2D, DepthwiseConv2dNative, MatMul, BatchMatMulV2,
- * Einsum, Pow, elementwise arithmetic, strided copy (Transpose, Pad,
+ * Einsum, Pow, elementwise arithmetic (and its trailing-block broadcast
+ * against an element-by-element reference), strided copy (Transpose, Pad,
  * Slice, BroadcastTo), Softmax, reduction, BiasAdd, SelectV2 and unary
  * kernels at sizes that take each of their split paths; and a plan whose
  * batch runs as slices side by side gives its whole-batch run's bits. */
@@ -304,6 +305,54 @@ START_TEST(binary_same_bits) {
 }
 END_TEST
 
+START_TEST(binary_tiles_match_elementwise) {
+  /* A side that is a block of the output's trailing dims (three channels,
+   * with and without leading 1s, two trailing dims, one period longer
+   * than the kernel's repeated copy) on either side: element i of the
+   * output is x[i] op t[i % numel(t)], at one thread and at two. */
+  static const struct {
+    int xr, tr;
+    int64_t xd[4], td[4];
+  } cases[] = {
+      {4, 1, {2, 30, 30, 3}, {3}},
+      {4, 4, {2, 30, 30, 3}, {1, 1, 1, 3}},
+      {4, 2, {2, 30, 30, 3}, {30, 3}},
+      {3, 4, {2, 3, 1500}, {1, 1, 1, 1500}},
+  };
+  const char *ops[] = {"Sub", "RealDiv", "AddV2", "Mul"};
+  for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++)
+    for (int left = 0; left < 2; left++)
+      for (size_t oi = 0; oi < sizeof ops / sizeof *ops; oi++) {
+        eng_tensor x = {0}, t = {0}, in[2], got = {0};
+        tensor(&x, cases[ci].xr, cases[ci].xd, 40 + (int)ci);
+        tensor(&t, cases[ci].tr, cases[ci].td, 50 + (int)ci);
+        const float *xv = eng_tensor_data(&x), *tv = eng_tensor_data(&t);
+        for (float *p = eng_tensor_data(&t); p < tv + eng_tensor_numel(&t); p++)
+          if (*p == 0) *p = 0.5f; /* no division by zero */
+        in[0] = left ? t : x;
+        in[1] = left ? x : t;
+        int64_t n = eng_tensor_numel(&x), nt = eng_tensor_numel(&t);
+        for (int th = 1; th <= 2; th++) {
+          eng_threads_set(th);
+          run_op(ops[oi], "", 2, in, 0, &got);
+          ck_assert_int_eq(eng_tensor_numel(&got), n);
+          const float *z = eng_tensor_data(&got);
+          for (int64_t i = 0; i < n; i++) {
+            float a = left ? tv[i % nt] : xv[i], b = left ? xv[i] : tv[i % nt];
+            float want = oi == 0 ? a - b : oi == 1 ? a / b : oi == 2 ? a + b : a * b;
+            ck_assert_msg(!memcmp(&want, &z[i], sizeof want), "%s case %zu (%s) at %d threads: "
+                          "element %lld", ops[oi], ci, left ? "tile on the left" : "tile on the right",
+                          th, (long long)i);
+          }
+          eng_tensor_release(&got);
+        }
+        eng_tensor_release(&x);
+        eng_tensor_release(&t);
+      }
+  eng_threads_set(1);
+}
+END_TEST
+
 /* A vector of int32 values (a perm, axes, a shape). */
 static void ints(eng_tensor *t, int n, const int32_t *v) {
   int64_t d[1] = {n};
@@ -579,6 +628,7 @@ int main(void) {
   tcase_add_test(tc, matmul_same_bits);
   tcase_add_test(tc, pow_same_bits);
   tcase_add_test(tc, binary_same_bits);
+  tcase_add_test(tc, binary_tiles_match_elementwise);
   tcase_add_test(tc, copies_same_bits);
   tcase_add_test(tc, broadcast_to_matches_loop);
   tcase_add_test(tc, rows_same_bits);
