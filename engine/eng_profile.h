@@ -9,7 +9,7 @@
  * its output the first time it ran. A node whose kernel runs a nested plan
  * (While, If) counts that plan's time, and the nested steps count too.
  * Steps that run on a device are not counted. Runs of other models are
- * not slowed beyond one relaxed atomic load per step.
+ * not slowed beyond one atomic load per step.
  *
  * One profile at a time: begin fails while one is running. Call begin and
  * end when no run of the model is in flight (end does not wait for runs).

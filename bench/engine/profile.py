@@ -57,7 +57,7 @@ def td_nodes(a):
             kh, kw, ci, co = n["in1"]
             b, oh, ow, _ = n["out"]
             sig = conv_sig(kh, kw, ci, co, oh, ow, n["in0"][1] // oh)
-            sig["flop"] *= b
+            sig["flop"] *= b * n["calls"]  # batch slices: one call per slice
             cls = "conv 1x1" if kh == kw == 1 else "conv kxk"
         elif op.startswith("DepthwiseConv2dNative") or op == "_DepthwiseConv2dNativePadded":
             cls = "depthwise"
