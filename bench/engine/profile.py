@@ -82,12 +82,8 @@ def child_ort(a):
     sess = ort.InferenceSession(bench.onnx_path(a.model), so, providers=["CPUExecutionProvider"])
     names = {i.name.split(":")[0]: i.name for i in sess.get_inputs()}
     feeds = {names[k]: bench.zoo_input(s, a.batch) for k, s in entry["inputs"].items()}
-    for _ in range(3):
-        sess.run(None, feeds)
-    path = sess.end_profiling()
-    # The profiler cannot be restarted in a session: time a fresh one whose
-    # warm-up is left out by counting only the last a.iters runs.
-    sess = ort.InferenceSession(bench.onnx_path(a.model), so, providers=["CPUExecutionProvider"])
+    # The profiler runs from the session's start: three warm-up runs, then
+    # only the last a.iters runs are counted.
     for _ in range(3 + a.iters):
         sess.run(None, feeds)
     path = sess.end_profiling()

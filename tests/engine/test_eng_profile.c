@@ -14,22 +14,8 @@
 #include "eng_threads.h"
 #include "td_opcase.h"
 
-static int gnode(eng_graph *g, const char *name, const char *op, const char *attrs, int n_in,
-                 const char *const *in) {
-  int id = eng_graph_add_node(g, name, op, NULL);
-  ck_assert_int_ge(id, 0);
-  eng_graph_node(g, id)->n_out = 1;
-  for (int k = 0; k < n_in; k++) {
-    eng_edge e;
-    ck_assert_int_eq(eng_graph_parse_edge(g, in[k], &e, NULL), TD_OK);
-    ck_assert_int_eq(eng_graph_add_input(g, id, e, NULL), TD_OK);
-  }
-  if (attrs) td_opcase_attrs(g, id, attrs);
-  return id;
-}
-
 static void gconst(eng_graph *g, const char *name, int rank, const int64_t *dims, eng_dtype dt) {
-  int id = gnode(g, name, "Const", NULL, 0, NULL);
+  int id = td_opcase_node(g, name, "Const", NULL, 0, NULL);
   eng_attr *a = eng_graph_add_attr(g, id, "value");
   a->kind = ENG_ATTR_TENSOR;
   eng_shape s = eng_shape_make(rank, dims);
@@ -48,13 +34,14 @@ static void gconst(eng_graph *g, const char *name, int rank, const int64_t *dims
  * slices of 3, 3, 3 and 1 (test_eng_threads.c), a batch of 1 whole. */
 static void build(eng_model **m, eng_plan **p) {
   eng_graph *g = eng_graph_create();
-  gnode(g, "x", "Placeholder", "dtype=t:1", 0, NULL);
+  td_opcase_node(g, "x", "Placeholder", "dtype=t:1", 0, NULL);
   gconst(g, "w", 4, (const int64_t[]){3, 3, 32, 32}, ENG_DT_FLOAT);
   gconst(g, "ax", 1, (const int64_t[]){2}, ENG_DT_INT32);
-  gnode(g, "conv", "Conv2D", "strides=li:1,1,1,1;padding=s:SAME", 2, (const char *[]){"x", "w"});
-  gnode(g, "relu", "Relu", NULL, 1, (const char *[]){"conv"});
-  gnode(g, "sm", "Softmax", NULL, 1, (const char *[]){"relu"});
-  gnode(g, "y", "Mean", NULL, 2, (const char *[]){"sm", "ax"});
+  td_opcase_node(g, "conv", "Conv2D", "strides=li:1,1,1,1;padding=s:SAME", 2,
+                 (const char *[]){"x", "w"});
+  td_opcase_node(g, "relu", "Relu", NULL, 1, (const char *[]){"conv"});
+  td_opcase_node(g, "sm", "Softmax", NULL, 1, (const char *[]){"relu"});
+  td_opcase_node(g, "y", "Mean", NULL, 2, (const char *[]){"sm", "ax"});
   td_err err;
   ck_assert_msg(eng_model_create(g, NULL, NULL, m, &err) == TD_OK, "%s", err.msg);
   ck_assert_msg(eng_plan_create(*m, 1, (const char *[]){"x:0"}, 1, (const char *[]){"y:0"}, 0, NULL,

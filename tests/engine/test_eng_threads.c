@@ -340,9 +340,9 @@ START_TEST(binary_tiles_match_elementwise) {
           for (int64_t i = 0; i < n; i++) {
             float a = left ? tv[i % nt] : xv[i], b = left ? xv[i] : tv[i % nt];
             float want = oi == 0 ? a - b : oi == 1 ? a / b : oi == 2 ? a + b : a * b;
-            ck_assert_msg(!memcmp(&want, &z[i], sizeof want), "%s case %zu (%s) at %d threads: "
-                          "element %lld", ops[oi], ci, left ? "tile on the left" : "tile on the right",
-                          th, (long long)i);
+            ck_assert_msg(!memcmp(&want, &z[i], sizeof want),
+                          "%s case %zu (%s) at %d threads: element %lld", ops[oi], ci,
+                          left ? "tile on the left" : "tile on the right", th, (long long)i);
           }
           eng_tensor_release(&got);
         }
@@ -471,24 +471,9 @@ START_TEST(rows_same_bits) {
 }
 END_TEST
 
-/* A node of g with inputs (edge names) and attrs in td_opcase's form. */
-static int gnode(eng_graph *g, const char *name, const char *op, const char *attrs, int n_in,
-                 const char *const *in) {
-  int id = eng_graph_add_node(g, name, op, NULL);
-  ck_assert_int_ge(id, 0);
-  eng_graph_node(g, id)->n_out = 1;
-  for (int k = 0; k < n_in; k++) {
-    eng_edge e;
-    ck_assert_int_eq(eng_graph_parse_edge(g, in[k], &e, NULL), TD_OK);
-    ck_assert_int_eq(eng_graph_add_input(g, id, e, NULL), TD_OK);
-  }
-  if (attrs) td_opcase_attrs(g, id, attrs);
-  return id;
-}
-
 /* A Const node holding t (the graph takes it). */
 static void gconst(eng_graph *g, const char *name, eng_tensor t) {
-  int id = gnode(g, name, "Const", NULL, 0, NULL);
+  int id = td_opcase_node(g, name, "Const", NULL, 0, NULL);
   eng_attr *a = eng_graph_add_attr(g, id, "value");
   a->kind = ENG_ATTR_TENSOR;
   a->tensor = t;
@@ -508,7 +493,7 @@ static void scalar_int(eng_tensor *t, int32_t v) {
  * float, which no slicing may change. */
 static eng_graph *se_graph(bool scale_by_batch) {
   eng_graph *g = eng_graph_create();
-  gnode(g, "x", "Placeholder", "dtype=t:1", 0, NULL);
+  td_opcase_node(g, "x", "Placeholder", "dtype=t:1", 0, NULL);
   eng_tensor ax = {0}, b0 = {0}, e0 = {0}, st = {0}, one = {0}, ch = {0};
   ints(&ax, 2, (const int32_t[]){1, 2});
   ints(&b0, 1, (const int32_t[]){0});
@@ -522,17 +507,17 @@ static eng_graph *se_graph(bool scale_by_batch) {
   gconst(g, "st", st);
   gconst(g, "one", one);
   gconst(g, "ch", ch);
-  gnode(g, "m", "Mean", "keep_dims=b:0", 2, (const char *[]){"x", "ax"});
-  gnode(g, "sh", "Shape", "out_type=t:3", 1, (const char *[]){"m"});
-  gnode(g, "n", "StridedSlice", "shrink_axis_mask=i:1", 4,
+  td_opcase_node(g, "m", "Mean", "keep_dims=b:0", 2, (const char *[]){"x", "ax"});
+  td_opcase_node(g, "sh", "Shape", "out_type=t:3", 1, (const char *[]){"m"});
+  td_opcase_node(g, "n", "StridedSlice", "shrink_axis_mask=i:1", 4,
         (const char *[]){"sh", "b0", "e0", "st"});
-  gnode(g, "pk", "Pack", "N=i:4;axis=i:0", 4, (const char *[]){"n", "one", "one", "ch"});
-  gnode(g, "r", "Reshape", NULL, 2, (const char *[]){"m", "pk"});
-  gnode(g, "gate", "Sigmoid", NULL, 1, (const char *[]){"r"});
-  gnode(g, "y", "Mul", NULL, 2, (const char *[]){"x", "gate"});
+  td_opcase_node(g, "pk", "Pack", "N=i:4;axis=i:0", 4, (const char *[]){"n", "one", "one", "ch"});
+  td_opcase_node(g, "r", "Reshape", NULL, 2, (const char *[]){"m", "pk"});
+  td_opcase_node(g, "gate", "Sigmoid", NULL, 1, (const char *[]){"r"});
+  td_opcase_node(g, "y", "Mul", NULL, 2, (const char *[]){"x", "gate"});
   if (scale_by_batch) {
-    gnode(g, "nf", "Cast", "DstT=t:1", 1, (const char *[]){"n"});
-    gnode(g, "z", "Mul", NULL, 2, (const char *[]){"y", "nf"});
+    td_opcase_node(g, "nf", "Cast", "DstT=t:1", 1, (const char *[]){"n"});
+    td_opcase_node(g, "z", "Mul", NULL, 2, (const char *[]){"y", "nf"});
   }
   return g;
 }
@@ -579,16 +564,17 @@ START_TEST(batch_slices_same_bits) {
    * runs as slices of 3, 3, 3 and 1 examples, run side by side on the
    * pool's threads. */
   eng_graph *g = eng_graph_create();
-  gnode(g, "x", "Placeholder", "dtype=t:1", 0, NULL);
+  td_opcase_node(g, "x", "Placeholder", "dtype=t:1", 0, NULL);
   eng_tensor w = {0}, ax = {0};
   tensor(&w, 4, (const int64_t[]){3, 3, 32, 32}, 60);
   ints(&ax, 2, (const int32_t[]){1, 2});
   gconst(g, "w", w);
   gconst(g, "ax", ax);
-  gnode(g, "conv", "Conv2D", "strides=li:1,1,1,1;padding=s:SAME", 2, (const char *[]){"x", "w"});
-  gnode(g, "relu", "Relu", NULL, 1, (const char *[]){"conv"});
-  gnode(g, "sm", "Softmax", NULL, 1, (const char *[]){"relu"});
-  gnode(g, "y", "Mean", NULL, 2, (const char *[]){"sm", "ax"});
+  td_opcase_node(g, "conv", "Conv2D", "strides=li:1,1,1,1;padding=s:SAME", 2,
+                 (const char *[]){"x", "w"});
+  td_opcase_node(g, "relu", "Relu", NULL, 1, (const char *[]){"conv"});
+  td_opcase_node(g, "sm", "Softmax", NULL, 1, (const char *[]){"relu"});
+  td_opcase_node(g, "y", "Mean", NULL, 2, (const char *[]){"sm", "ax"});
   sliced_same_bits(g, "y:0", 2, 3);
 }
 END_TEST

@@ -11,6 +11,20 @@ const td_opcase td_opcases[] = {
 };
 const int td_n_opcases = (int)(sizeof td_opcases / sizeof td_opcases[0]);
 
+int td_opcase_node(eng_graph *g, const char *name, const char *op, const char *attrs, int n_in,
+                   const char *const *in) {
+  int id = eng_graph_add_node(g, name, op, NULL);
+  ck_assert_int_ge(id, 0);
+  eng_graph_node(g, id)->n_out = 1;
+  for (int k = 0; k < n_in; k++) {
+    eng_edge e;
+    ck_assert_int_eq(eng_graph_parse_edge(g, in[k], &e, NULL), TD_OK);
+    ck_assert_int_eq(eng_graph_add_input(g, id, e, NULL), TD_OK);
+  }
+  if (attrs) td_opcase_attrs(g, id, attrs);
+  return id;
+}
+
 void td_opcase_attrs(eng_graph *g, int id, const char *spec) {
   char buf[512];
   snprintf(buf, sizeof buf, "%s", spec);

@@ -33,6 +33,10 @@ extern const int td_n_opcases;
 
 /* Adds the attributes of an attrs spec to node id. */
 void td_opcase_attrs(eng_graph *g, int id, const char *spec);
+/* Adds a node of one output to g: inputs by edge name ("x", "n:1"),
+ * attrs in td_opcase_attrs's form or NULL. Returns its id. */
+int td_opcase_node(eng_graph *g, const char *name, const char *op, const char *attrs, int n_in,
+                   const char *const *in);
 /* A tensor holding v's values. */
 void td_opcase_tensor(const td_tv *v, eng_tensor *t);
 /* Element i of a numeric or bool tensor, as a double (complex tensors:
