@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_device.h"
 #include "eng_einsum.h"
 #include "eng_gemm.h"
 #include "eng_plan.h"
@@ -323,6 +324,11 @@ static void fold_pads(eng_plan *p) {
       readers[v]++;
       reader[v] = s;
     }
+    int ev = eng_epilogue_input(p->epi ? p->epi[s] : NULL);
+    if (ev >= 0) {
+      readers[ev]++;
+      reader[ev] = s;
+    }
   }
   for (int s = 0; s < p->n_steps; s++) {
     const eng_node *nd = eng_graph_node(g, p->steps[s]);
@@ -360,6 +366,8 @@ static void scale_dw_filters(eng_plan *p) {
   for (int s = 0; s < p->n_steps; s++) {
     const eng_node *nd = eng_graph_node(g, p->steps[s]);
     for (int k = 0; k < nd->n_in; k++) readers[p->base[nd->in[k].node] + nd->in[k].index]++;
+    int ev = eng_epilogue_input(p->epi[s]);
+    if (ev >= 0) readers[ev]++;
   }
   for (int s = 0; s < p->n_steps; s++) {
     eng_epilogue *e = p->epi[s];
@@ -631,8 +639,12 @@ static void fuse(eng_plan *p) {
   int *readers = calloc((size_t)p->n_values + 1, sizeof *readers);
   int *reader = malloc(sizeof *reader * ((size_t)p->n_values + 1));
   bool *gone = calloc((size_t)p->n_steps + 1, sizeof *gone);
+  /* made[v]: the step that stores value v (-1: fed or constant), moved to
+   * a product's step when its epilogue takes over the value. */
+  int *made = malloc(sizeof *made * ((size_t)p->n_values + 1));
   p->epi = calloc((size_t)p->n_steps + 1, sizeof *p->epi);
-  if (!readers || !reader || !gone || !p->epi) goto out;
+  if (!readers || !reader || !gone || !made || !p->epi) goto out;
+  for (int v = 0; v < p->n_values; v++) made[v] = -1;
   for (int s = 0; s < p->n_steps; s++) {
     const eng_node *nd = eng_graph_node(g, p->steps[s]);
     for (int k = 0; k < nd->n_in; k++) {
@@ -640,7 +652,11 @@ static void fuse(eng_plan *p) {
       readers[v]++;
       reader[v] = s;
     }
+    for (int o = 0; o < nd->n_out; o++) made[p->base[p->steps[s]] + o] = s;
   }
+  /* A run-time addend (a residual's shortcut) only on the CPU, and only
+   * into a product's epilogue, whose kernels all take it. */
+  bool host = !eng_device_active();
   for (int s = 0; s < p->n_steps; s++) {
     const eng_node *nd = eng_graph_node(g, p->steps[s]);
     bool conv = !strcmp(nd->op, "Conv2D"), dw = !strcmp(nd->op, "DepthwiseConv2dNative");
@@ -736,6 +752,10 @@ static void fuse(eng_plan *p) {
         kind = EPI_ADD;
       else if ((!strcmp(cn->op, "Add") || !strcmp(cn->op, "AddV2")) && k)
         kind = EPI_ADD;
+      else if ((!strcmp(cn->op, "Add") || !strcmp(cn->op, "AddV2")) && host && !dw &&
+               reshape_step < 0 && other >= 0 && !k && made[other] < s &&
+               eng_epilogue_input(&e) < 0)
+        kind = EPI_ADD_VALUE; /* computed before this step: it can read it */
       else if (!strcmp(cn->op, "Sub") && first && k)
         kind = EPI_SUB;
       else if (!strcmp(cn->op, "Mul") && k)
@@ -745,11 +765,17 @@ static void fuse(eng_plan *p) {
       else if (!strcmp(cn->op, "Relu6") && cn->n_in == 1 && first)
         kind = EPI_RELU6;
       if (kind < 0) break;
-      if (kind != EPI_RELU && kind != EPI_RELU6 &&
+      if (kind != EPI_RELU && kind != EPI_RELU6 && kind != EPI_ADD_VALUE &&
           !(after.rank < 0 ? channel_const(k, ch, krank) : channel_const_in(k, ch, &after)))
         break;
+      if (kind == EPI_ADD_VALUE) {
+        e.in_value = other;
+        e.in_node = p->steps[cs];
+      }
       e.op[e.n].kind = kind;
-      e.op[e.n].k = k && kind != EPI_RELU && kind != EPI_RELU6 ? eng_tensor_share(k) : (eng_tensor){0};
+      e.op[e.n].k = k && kind != EPI_RELU && kind != EPI_RELU6 && kind != EPI_ADD_VALUE
+                        ? eng_tensor_share(k)
+                        : (eng_tensor){0};
       absorbed[e.n++] = cs;
       v = p->base[p->steps[cs]];
     }
@@ -774,6 +800,7 @@ static void fuse(eng_plan *p) {
       continue;
     }
     *p->epi[s] = e;
+    made[e.out_value] = s;
     for (int i = 0; i < e.n - (n_swish > 0); i++) gone[absorbed[i]] = true;
     for (int i = 0; i < n_swish; i++) gone[swish[i]] = true;
   }
@@ -782,6 +809,7 @@ out:
   free(readers);
   free(reader);
   free(gone);
+  free(made);
 }
 
 static void recount_uses(eng_plan *p) {
@@ -791,6 +819,8 @@ static void recount_uses(eng_plan *p) {
   for (int s = 0; s < p->n_steps; s++) {
     const eng_node *nd = eng_graph_node(g, p->steps[s]);
     for (int k = 0; k < nd->n_in; k++) p->uses[p->base[nd->in[k].node] + nd->in[k].index]++;
+    int ev = eng_epilogue_input(p->epi ? p->epi[s] : NULL);
+    if (ev >= 0) p->uses[ev]++;
   }
 }
 

@@ -2,12 +2,17 @@
 #include "eng_epilogue.h"
 
 #include "eng_gemm.h"
+#include "eng_kernels.h"
+#include "eng_model.h"
 #include "eng_vmath.h"
 
-static void epilogue_rows(const eng_epilogue *e, float *restrict y, int64_t n, int64_t c) {
+/* Ops [i0, i1) of e over n floats of rows of c at y; add: the
+ * EPI_ADD_VALUE operand's floats laid out as y's (or NULL). */
+static void epilogue_rows(const eng_epilogue *e, int i0, int i1, float *restrict y,
+                          const float *add, int64_t n, int64_t c) {
   const float *kp[ENG_EPI_MAX];
   bool scalar[ENG_EPI_MAX];
-  for (int i = 0; i < e->n; i++) {
+  for (int i = i0; i < i1; i++) {
     kp[i] = e->op[i].k.buf ? eng_tensor_data(&e->op[i].k) : NULL;
     scalar[i] = kp[i] && eng_tensor_numel(&e->op[i].k) == 1;
   }
@@ -15,8 +20,13 @@ static void epilogue_rows(const eng_epilogue *e, float *restrict y, int64_t n, i
    * while it is in L1. */
   for (int64_t r = 0; r < n; r += c) {
     float *restrict row = y + r;
-    for (int i = 0; i < e->n; i++) {
+    for (int i = i0; i < i1; i++) {
       int kind = e->op[i].kind;
+      if (kind == EPI_ADD_VALUE) {
+        const float *restrict ar = add + r;
+        for (int64_t j = 0; j < c; j++) row[j] = row[j] + ar[j];
+        continue;
+      }
       if (kind == EPI_RELU) {
         for (int64_t j = 0; j < c; j++) row[j] = row[j] > 0 ? row[j] : 0;
         continue;
@@ -79,27 +89,86 @@ static void epilogue_rows(const eng_epilogue *e, float *restrict y, int64_t n, i
   }
 }
 
-void eng_epilogue_apply(const eng_epilogue *e, eng_tensor *t) {
-  if (!e->n) return; /* a Reshape's: it only renames the value */
+int eng_epilogue_input(const eng_epilogue *e) {
+  for (int i = 0; e && i < e->n; i++)
+    if (e->op[i].kind == EPI_ADD_VALUE) return e->in_value;
+  return -1;
+}
+
+/* The index of e's EPI_ADD_VALUE op, or -1. */
+static int add_at(const eng_epilogue *e) {
+  for (int i = 0; i < e->n; i++)
+    if (e->op[i].kind == EPI_ADD_VALUE) return i;
+  return -1;
+}
+
+/* Whether the operand can be added element for element to y. */
+static bool add_fits(const eng_tensor *add, const eng_tensor *y) {
+  return add && add->buf && y->buf && add->dtype == ENG_DT_FLOAT && y->dtype == ENG_DT_FLOAT &&
+         eng_shape_equal(&add->shape, &y->shape);
+}
+
+static void apply_ops(const eng_epilogue *e, int i0, int i1, eng_tensor *t, const eng_tensor *add) {
   int64_t n = eng_tensor_numel(t), c = t->shape.rank ? t->shape.dim[t->shape.rank - 1] : 1;
-  if (n > 0 && c > 0) epilogue_rows(e, eng_tensor_data(t), n, c);
+  if (n > 0 && c > 0 && i0 < i1)
+    epilogue_rows(e, i0, i1, eng_tensor_data(t), add ? eng_tensor_data(add) : NULL, n, c);
+}
+
+void eng_epilogue_apply(const eng_epilogue *e, eng_tensor *t, const eng_tensor *add) {
+  apply_ops(e, 0, e->n, t, add); /* n 0: a Reshape's, which only renames the value */
+}
+
+td_code eng_epilogue_after(eng_kctx *c) {
+  const eng_epilogue *e = c->epi;
+  int at = add_at(e);
+  if (at < 0 || add_fits(c->epi_in, &c->out[0])) {
+    eng_epilogue_apply(e, &c->out[0], at < 0 ? NULL : c->epi_in);
+    return TD_OK;
+  }
+  if (!c->epi_in || !c->epi_in->buf)
+    return td_err_set(c->err, TD_INTERNAL, "node '%s': the fused add's operand was not computed",
+                      c->node->name);
+  apply_ops(e, c->epi_part, at, &c->out[0], NULL);
+  eng_tensor ab[2] = {c->out[0], *c->epi_in}, sum = {0};
+  eng_kctx k = *c;
+  k.node = eng_graph_node(eng_model_graph(c->model), e->in_node);
+  k.node_id = e->in_node;
+  k.n_in = 2;
+  k.in = ab;
+  k.n_out = 1;
+  k.out = &sum;
+  k.epi = NULL;
+  k.epi_in = NULL;
+  td_code rc = eng_k_add(&k);
+  if (rc) return rc;
+  eng_tensor_release(&c->out[0]);
+  c->out[0] = sum;
+  if (sum.dtype == ENG_DT_FLOAT) apply_ops(e, at + 1, e->n, &c->out[0], NULL);
+  return TD_OK;
 }
 
 const eng_gemm_epi *eng_kgemm_epi(eng_kctx *c, eng_gemm_epi *buf) {
   const eng_epilogue *e = c->epi;
   if (!e) return NULL;
+  /* An operand that does not fit: the ops before it only (the run loop
+   * does the rest), as a leading multiply may be in the packed weights. */
+  int at = add_at(e), upto = at >= 0 && !add_fits(c->epi_in, &c->out[0]) ? at : e->n;
   static const int kinds[] = {
       [EPI_ADD] = ENG_GEMM_ADD,   [EPI_SUB] = ENG_GEMM_SUB,     [EPI_MUL] = ENG_GEMM_MUL,
       [EPI_RELU] = ENG_GEMM_RELU, [EPI_RELU6] = ENG_GEMM_RELU6, [EPI_SWISH] = ENG_GEMM_SWISH,
-      [EPI_GELU_TANH] = ENG_GEMM_GELU_TANH, [EPI_GELU_ERFC] = ENG_GEMM_GELU_ERFC};
+      [EPI_GELU_TANH] = ENG_GEMM_GELU_TANH, [EPI_GELU_ERFC] = ENG_GEMM_GELU_ERFC,
+      [EPI_ADD_VALUE] = ENG_GEMM_ADD_AT};
   /* The leading multiply is already in weights packed prescaled. */
   int skip = c->packed && eng_gemm_prescaled(c->packed) ? 1 : 0;
-  buf->n = e->n - skip;
+  buf->n = upto - skip;
   for (int i = 0; i < buf->n; i++) {
     const eng_tensor *k = &e->op[i + skip].k;
     buf->op[i].kind = kinds[e->op[i + skip].kind];
     buf->op[i].k = NULL;
     buf->op[i].s = e->op[i + skip].kind == EPI_SWISH ? 1.0f : 0.0f; /* swish's beta */
+    buf->op[i].off = 0;
+    if (e->op[i + skip].kind == EPI_ADD_VALUE) /* the operand beside out[0], byte for byte */
+      buf->op[i].off = (intptr_t)eng_tensor_data(c->epi_in) - (intptr_t)eng_tensor_data(&c->out[0]);
     if (e->op[i + skip].kind == EPI_GELU_TANH || e->op[i + skip].kind == EPI_GELU_ERFC)
       buf->op[i].k = e->op[i + skip].c;
     if (k->buf && eng_tensor_numel(k) == 1)
@@ -107,12 +176,25 @@ const eng_gemm_epi *eng_kgemm_epi(eng_kctx *c, eng_gemm_epi *buf) {
     else if (k->buf)
       buf->op[i].k = eng_tensor_data(k); /* one per channel: checked when fused */
   }
-  c->epi_done = true;
+  if (upto < e->n)
+    c->epi_part = upto;
+  else
+    c->epi_done = true;
   return buf;
 }
 
 void eng_kepilogue(eng_kctx *c, float *y, int64_t rows, int64_t ch) {
   if (!c->epi) return;
-  if (rows > 0 && ch > 0) epilogue_rows(c->epi, y, rows * ch, ch);
+  const float *add = NULL;
+  int at = add_at(c->epi);
+  if (at >= 0 && !add_fits(c->epi_in, &c->out[0])) {
+    /* The ops before the operand only; the run loop does the rest. */
+    if (rows > 0 && ch > 0) epilogue_rows(c->epi, 0, at, y, NULL, rows * ch, ch);
+    c->epi_part = at;
+    return;
+  }
+  if (at >= 0)
+    add = (const float *)eng_tensor_data(c->epi_in) + (y - (float *)eng_tensor_data(&c->out[0]));
+  if (rows > 0 && ch > 0) epilogue_rows(c->epi, 0, c->epi->n, y, add, rows * ch, ch);
   c->epi_done = true;
 }

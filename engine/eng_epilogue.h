@@ -29,7 +29,24 @@
 /* EPI_GELU_ERFC: its exact form, c = {s, half} (0.7071068, 0.5):
  *   y = (half * x) * erfc((-x) * s)
  * the erfc eng_vmath_erfc's; the same rules. */
-enum { EPI_ADD, EPI_SUB, EPI_MUL, EPI_RELU, EPI_RELU6, EPI_SWISH, EPI_GELU_TANH, EPI_GELU_ERFC };
+/* EPI_ADD_VALUE: y = y + r, r a run-time value of the plan (in_value: a
+ * residual block's shortcut), at most one per epilogue, only after a
+ * Conv2D, MatMul, dense BatchMatMul or Einsum on the CPU (a device has no
+ * form of it). The step reads r as it reads its inputs (uses, release,
+ * slicing). Where r has the output's shape and is float, the kernel adds
+ * it element for element where it applies the rest; otherwise the run
+ * loop runs the Add kernel itself, broadcasting as the graph's Add would. */
+enum {
+  EPI_ADD,
+  EPI_SUB,
+  EPI_MUL,
+  EPI_RELU,
+  EPI_RELU6,
+  EPI_SWISH,
+  EPI_GELU_TANH,
+  EPI_GELU_ERFC,
+  EPI_ADD_VALUE
+};
 
 #define ENG_EPI_MAX 8
 
@@ -41,17 +58,34 @@ typedef struct eng_epilogue {
     float c[4];   /* EPI_GELU_TANH's or EPI_GELU_ERFC's constants */
   } op[ENG_EPI_MAX];
   int out_value; /* value index the result is stored as */
+  int in_value;  /* with an EPI_ADD_VALUE op: the value it adds, */
+  int in_node;   /* and the Add node it stands for (named in its errors) */
 } eng_epilogue;
 
+/* The run-time value e reads (EPI_ADD_VALUE's), or -1; e may be NULL. */
+int eng_epilogue_input(const eng_epilogue *e);
+
 /* Applies an epilogue in place to a float tensor whose last dim is the
- * channel dim. */
-void eng_epilogue_apply(const eng_epilogue *e, eng_tensor *t);
+ * channel dim; add is the EPI_ADD_VALUE operand, of t's shape (NULL
+ * without one). */
+void eng_epilogue_apply(const eng_epilogue *e, eng_tensor *t, const eng_tensor *add);
+/* For the run loop: applies the kernel context's epilogue to its out[0]
+ * after a kernel that did not. An EPI_ADD_VALUE operand not of out[0]'s
+ * shape and dtype runs as the Add kernel (eng_k_add, broadcasting; out[0]
+ * is replaced by the sum), between the ops before and after it. Fails only
+ * as that Add would. */
+td_code eng_epilogue_after(eng_kctx *c);
 
 /* For kernels. Applies the kernel's fused epilogue (if any) to `rows` rows
- * of ch floats just written, and marks it done. */
+ * of ch floats just written into out[0], and marks it done; with an
+ * EPI_ADD_VALUE operand not of out[0]'s shape and dtype, only the ops
+ * before it (kctx's epi_part; the run loop does the rest). */
 void eng_kepilogue(eng_kctx *c, float *y, int64_t rows, int64_t ch);
 /* The kernel's fused epilogue as eng_gemm applies it in registers (over n
- * output channels); NULL when there is none. Marks it done. */
+ * output channels), for a product written into out[0] (allocated first);
+ * NULL when there is none. Marks it done; with an EPI_ADD_VALUE operand
+ * not of out[0]'s shape and dtype, it holds the ops before it only (and
+ * sets epi_part instead). */
 struct eng_gemm_epi;
 const struct eng_gemm_epi *eng_kgemm_epi(eng_kctx *c, struct eng_gemm_epi *buf);
 

@@ -48,6 +48,11 @@ typedef struct eng_kctx {
    * epi_done; otherwise the run loop applies it afterwards. */
   const struct eng_epilogue *epi;
   bool epi_done;
+  /* Its EPI_ADD_VALUE operand (eng_epilogue.h), or NULL; epi_part: when
+   * the operand did not fit and the kernel applied the ops before it only,
+   * their count. */
+  const eng_tensor *epi_in;
+  int epi_part;
   /* Input 1 (a constant weight) packed at load for eng_gemm, or NULL. */
   const struct eng_packed *packed;
 } eng_kctx;

@@ -19,9 +19,10 @@
  * (consts: value index and tensor; the run loop starts with them in the
  * table and their producing steps are gone), and some steps carry an
  * epilogue: elementwise per-channel ops (bias, batch-norm scale and shift,
- * ReLU, swish, GELU; eng_epilogue.h) applied in place to the step's output 0, which is
- * then stored as the value of the last fused node instead of the step's
- * own. MatMul, Conv2D and dense-layer Einsum steps with a constant weight
+ * ReLU, swish, GELU; eng_epilogue.h) and at most one add of a run-time value
+ * (a residual's shortcut, which the step then reads like an input: uses[]
+ * counts it) applied in place to the step's output 0, which is then stored
+ * as the value of the last fused node instead of the step's own. MatMul, Conv2D and dense-layer Einsum steps with a constant weight
  * also get it packed for eng_gemm, and a Pad feeding a VALID depthwise convolution becomes
  * the op table's plan-internal _PadView / _DepthwiseConv2dNativePadded. */
 #ifndef ENG_PLAN_H

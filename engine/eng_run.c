@@ -93,6 +93,8 @@ void eng_run_drop_inputs(eng_run *r, int s) {
   const eng_plan *p = r->p;
   const eng_node *nd = eng_graph_node(r->g, p->steps[s]);
   for (int k = 0; k < nd->n_in; k++) drop_use(r->values, r->left, p->base[nd->in[k].node] + nd->in[k].index);
+  int ev = eng_epilogue_input(p->epi ? p->epi[s] : NULL);
+  if (ev >= 0) drop_use(r->values, r->left, ev);
 }
 
 /* Ops that pass a tensor along (or store it) without reading its data. */
@@ -159,19 +161,30 @@ td_code eng_run_step_cpu(eng_run *r, int s, td_err *err) {
   }
   if (!rc) {
     const eng_epilogue *epi = p->epi ? p->epi[s] : NULL;
+    /* A fused run-time addend, read as the inputs are. */
+    int ev = eng_epilogue_input(epi);
+    eng_tensor addend = ev >= 0 ? values[ev] : (eng_tensor){0};
+    if (ev >= 0 && !addend.buf)
+      rc = td_err_set(err, TD_INTERNAL, "node '%s': the fused add's operand was not computed",
+                      nd->name);
+    else if (ev >= 0 && addend.is_ref &&
+             (rc = eng_model_slot_read(p->m, eng_tensor_handle(&values[ev]), &addend, err)))
+      addend = (eng_tensor){0};
     eng_kctx ctx = {.node = nd, .node_id = id, .model = p->m, .n_in = nd->n_in, .in = kin,
                     .n_out = nd->n_out, .out = kout, .err = err, .epi = epi,
+                    .epi_in = ev >= 0 ? &addend : NULL,
                     .packed = p->packed ? p->packed[s] : NULL};
     struct eng_prof_live *prof = eng_profile_live(p->m);
     uint64_t t0 = prof ? td_now_ns() : 0;
-    rc = op->cpu(&ctx);
+    if (!rc) rc = op->cpu(&ctx);
+    if (!rc && epi && !ctx.epi_done) rc = eng_epilogue_after(&ctx);
     if (rc && err && !strstr(err->msg, nd->name)) td_err_prefix(err, "node '%s' (%s)", nd->name, nd->op);
-    if (!rc && epi && !ctx.epi_done) eng_epilogue_apply(epi, &kout[0]);
     if (prof && !rc) eng_profile_count(prof, id, t0, kin, nd->n_in, &kout[0], epi ? epi->n : 0);
     for (int k = 0; k < nd->n_in; k++) {
       const eng_tensor *v = &values[p->base[nd->in[k].node] + nd->in[k].index];
       if (kin[k].buf != v->buf) eng_tensor_release(&kin[k]);
     }
+    if (addend.buf && addend.buf != values[ev].buf) eng_tensor_release(&addend);
     for (int o = 0; o < nd->n_out; o++) {
       int vi = o == 0 && epi ? epi->out_value : p->base[id] + o;
       if (!rc && flow && !kout[o].buf) r->dead[vi] = true; /* Switch's untaken side */

@@ -91,6 +91,9 @@ bool eng_slice_separable(const eng_plan *p, const eng_shape *shapes, const eng_d
       any |= dep[p->base[nd->in[k].node] + nd->in[k].index];
       of_shape |= shp[p->base[nd->in[k].node] + nd->in[k].index];
     }
+    /* A fused run-time addend is read as an input of the output's shape. */
+    int ev = eng_epilogue_input(p->epi ? p->epi[s] : NULL);
+    if (ev >= 0 && (dep[ev] || shp[ev])) any = true;
     if (!any && !of_shape) continue; /* constants only: the same for every slice */
     if (!any || (!of_shape && nd->n_in == 1 && !strcmp(nd->op, "Shape"))) {
       /* A batch-dependent shape, or its first element sliced out and
@@ -121,7 +124,7 @@ bool eng_slice_separable(const eng_plan *p, const eng_shape *shapes, const eng_d
       if (dep[v])
         ok = shapes[v].rank >= 1 && shapes[v].dim[0] == batch && eng_dtype_size(dtypes[v]) > 0;
     }
-    if (!ok || nd->n_in > 8) {
+    if (!ok || nd->n_in > 8 || (ev >= 0 && !dep[ev])) {
       ok = false;
       break;
     }

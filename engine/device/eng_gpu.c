@@ -1168,7 +1168,8 @@ static td_code step(gx *g, int s) {
   int res = G_DECLINE;
   eng_dev_val outs[16];
   const eng_epilogue *epi = p->epi ? p->epi[s] : NULL;
-  /* A fused GELU has no device form: the step runs on the CPU. */
+  /* A fused GELU or run-time add has no device form: the step runs on the
+   * CPU (the compiler fuses no run-time add where a device is active). */
   for (int i = 0; epi && i < epi->n; i++)
     if (epi->op[i].kind >= EPI_GELU_TANH) fn = NULL;
   if (fn && g->nd->n_out <= 16 && !(g->op->flags & (ENG_OP_STATEFUL | ENG_OP_REF_INPUT0))) {
@@ -1195,6 +1196,8 @@ static td_code step(gx *g, int s) {
   }
   for (int k = 0; k < g->nd->n_in; k++)
     if (to_host(g, k) != G_OK) return g->err ? g->err->code : TD_INTERNAL;
+  int ev = eng_epilogue_input(epi);
+  if (ev >= 0 && to_host_v(g, ev) != G_OK) return g->err ? g->err->code : TD_INTERNAL;
   return eng_run_step_cpu(&g->r, s, g->err);
 }
 

@@ -255,6 +255,14 @@ int64_t eng_gemm_n(const eng_packed *p) { return p->n; }
               acc[r][v] = GELUE(acc[r][v], gc);                                                  \
           break;                                                                                 \
         }                                                                                        \
+        case ENG_GEMM_ADD_AT: {                                                                  \
+          intptr_t off = epi->op[i].off;                                                         \
+          UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < NV; v++) {               \
+            const float *at = (const float *)((intptr_t)(c + r * ldc + v * W) + off);            \
+            acc[r][v] = EPI(ENG_GEMM_ADD, acc[r][v], MLOAD(at, m[v]));                           \
+          }                                                                                      \
+          break;                                                                                 \
+        }                                                                                        \
         default:                                                                                 \
           EPI_ALL(EPI, ENG_GEMM_RELU6, R, NV);                                                   \
           break;                                                                                 \

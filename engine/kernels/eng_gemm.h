@@ -62,7 +62,10 @@ int64_t eng_gemm_n(const eng_packed *p);
  * GELU's tanh and exact forms, k then pointing at their constants
  * (eng_epilogue.h's EPI_GELU_TANH: the cube eng_vmath_powi's, the tanh
  * eng_vmath_tanh's, eng_vmath_tanh16/8; EPI_GELU_ERFC: the erfc
- * eng_vmath_erfc's, eng_vmath_erfc16/8). */
+ * eng_vmath_erfc's, eng_vmath_erfc16/8). ENG_GEMM_ADD_AT adds a run-time
+ * tensor laid out like the whole output (a residual's shortcut): the
+ * element written at byte address x of C gets the float at x + off added,
+ * whichever rows, columns or leading dim the call covers. */
 enum {
   ENG_GEMM_ADD,
   ENG_GEMM_SUB,
@@ -71,7 +74,8 @@ enum {
   ENG_GEMM_RELU6,
   ENG_GEMM_SWISH,
   ENG_GEMM_GELU_TANH,
-  ENG_GEMM_GELU_ERFC
+  ENG_GEMM_GELU_ERFC,
+  ENG_GEMM_ADD_AT
 };
 #define ENG_GEMM_EPI_MAX 8
 typedef struct eng_gemm_epi {
@@ -80,6 +84,7 @@ typedef struct eng_gemm_epi {
     int kind;
     const float *k;
     float s;
+    intptr_t off; /* ENG_GEMM_ADD_AT's */
   } op[ENG_GEMM_EPI_MAX];
 } eng_gemm_epi;
 

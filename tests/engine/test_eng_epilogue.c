@@ -374,7 +374,7 @@ START_TEST(gelu_kernels_match_the_separate_ops) {
   ck_assert_int_eq(eng_tensor_alloc(&t, ENG_DT_FLOAT, &(eng_shape){.rank = 2, .dim = {M, N}}, NULL),
                    TD_OK);
   memcpy(eng_tensor_data(&t), prod, sizeof prod);
-  eng_epilogue_apply(&e, &t);
+  eng_epilogue_apply(&e, &t, NULL);
   same_or_nan("rows", want, eng_tensor_data(&t), M * N);
   eng_tensor_release(&t);
   eng_gemm_epi gelu = {.n = 1,

@@ -47,7 +47,7 @@ START_TEST(gemm_same_bits) {
       free(a), free(b), free(bias);
       return;
     }
-    eng_gemm_epi epi = {2, {{ENG_GEMM_ADD, bias, 0}, {ENG_GEMM_RELU, NULL, 0}}};
+    eng_gemm_epi epi = {2, {{ENG_GEMM_ADD, bias, 0, 0}, {ENG_GEMM_RELU, NULL, 0, 0}}};
     /* A by row pointers, two segments of k/2 each, k/2 apart (overlapping
      * rows, as a convolution's windows overlap). */
     const float **rows = malloc(sizeof *rows * (size_t)m);
@@ -129,7 +129,7 @@ START_TEST(dwconv_same_bits) {
     int64_t nx = g->n * g->h * g->w * g->c, ny = g->n * g->oh * g->ow * g->c;
     float *x = filled(nx, 4), *f = filled(g->kh * g->kw * g->c, 5), *bias = filled(g->c, 6);
     float *want = malloc(sizeof *want * (size_t)ny), *got = malloc(sizeof *got * (size_t)ny);
-    eng_gemm_epi epi = {2, {{ENG_GEMM_ADD, bias, 0}, {ENG_GEMM_RELU6, NULL, 0}}};
+    eng_gemm_epi epi = {2, {{ENG_GEMM_ADD, bias, 0, 0}, {ENG_GEMM_RELU6, NULL, 0, 0}}};
     for (int ii = 0; ii < 3; ii++) {
       eng_threads_set(1);
       if (!eng_dwconv_run_isa(isas[ii], g, x, f, want, &epi)) continue;

@@ -41,8 +41,8 @@ START_TEST(matches_naive) {
           /* Every other case with an epilogue: + bias[j], * 0.5, relu6. */
           float *bias = malloc(sizeof *bias * (size_t)n);
           for (int64_t j = 0; j < n; j++) bias[j] = val(j, 3);
-          eng_gemm_epi epi = {3, {{ENG_GEMM_ADD, bias, 0}, {ENG_GEMM_MUL, NULL, 0.5f},
-                                  {ENG_GEMM_RELU6, NULL, 0}}};
+          eng_gemm_epi epi = {3, {{ENG_GEMM_ADD, bias, 0, 0}, {ENG_GEMM_MUL, NULL, 0.5f, 0},
+                                  {ENG_GEMM_RELU6, NULL, 0, 0}}};
           bool with_epi = (m + n + k) % 2;
           eng_gemm_run(a, k, m, p, c, n, with_epi ? &epi : NULL);
           for (int64_t i = 0; i < m; i++)
@@ -79,7 +79,7 @@ START_TEST(row_split_bit_exact) {
   for (int64_t i = 0; i < k * n; i++) b[i] = val(i, 5);
   float bias[70];
   for (int64_t j = 0; j < n; j++) bias[j] = val(j, 6);
-  eng_gemm_epi epi = {2, {{ENG_GEMM_ADD, bias, 0}, {ENG_GEMM_RELU, NULL, 0}}};
+  eng_gemm_epi epi = {2, {{ENG_GEMM_ADD, bias, 0, 0}, {ENG_GEMM_RELU, NULL, 0, 0}}};
   for (int ii = 0; ii < 2; ii++) {
     eng_packed *p = eng_gemm_pack_isa(isas[ii], b, k, n, false, NULL, 0);
     if (!p) continue;
@@ -226,8 +226,8 @@ START_TEST(blocked_k_bit_exact) {
   for (int64_t i = 0; i < m * k; i++) a[i] = val(i, 5) * 0.37f;
   for (int64_t i = 0; i < k * n; i++) b[i] = val(i, 6) * 1.13f;
   for (int64_t j = 0; j < n; j++) bias[j] = val(j, 7);
-  eng_gemm_epi epi = {3, {{ENG_GEMM_ADD, bias, 0}, {ENG_GEMM_MUL, NULL, 0.5f},
-                          {ENG_GEMM_RELU6, NULL, 0}}};
+  eng_gemm_epi epi = {3, {{ENG_GEMM_ADD, bias, 0, 0}, {ENG_GEMM_MUL, NULL, 0.5f, 0},
+                          {ENG_GEMM_RELU6, NULL, 0, 0}}};
   for (int64_t i = 0; i < m; i++)
     for (int64_t j = 0; j < n; j++) {
       float s = 0.0f;
