@@ -5,7 +5,9 @@
  * mixes examples (the slices run on the engine's pool, one per thread at a
  * time); each run, whole or slice, takes the plan specialised to
  * its input shapes (eng_compile.c) when there is one, then runs on the
- * model's device (device/eng_gpu.h) or the CPU loop (eng_run.h). */
+ * model's device (device/eng_gpu.h) or the CPU loop (eng_run.h). A plan
+ * with a tail (eng_slice.h: a classifier after its pooling) runs the steps
+ * before it as slices and the tail once over the whole batch. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,8 +69,10 @@ static td_code run_once(const eng_plan *p, const eng_tensor *in, eng_tensor *out
   if (r.shapes) {
     int64_t bytes = 0;
     if (!rc) {
-      bool ok = eng_slice_separable(rp, r.shapes, r.dtypes, decide, &bytes);
+      int cut = rp->n_steps;
+      bool ok = eng_slice_separable(rp, r.shapes, r.dtypes, decide, &bytes, &cut);
       long long each = ok ? (long long)eng_slice_size(bytes, eng_slice_weight_bytes(rp)) : -1LL;
+      atomic_store(&((eng_plan *)p)->slice_cut, ok && cut < rp->n_steps ? cut : 0);
       atomic_store(&((eng_plan *)p)->slice_each, each);
     }
     free(r.shapes);
@@ -118,23 +122,22 @@ static td_code slice_chunk(void *arg, int64_t s, td_err *err) {
   return rc;
 }
 
-/* Stacks output o of every slice (each with dim 0 its slice's rows) into
- * out, a tensor with dim 0 the whole batch. */
-static td_code stack_output(const slice_job *j, int64_t nslices, int o, eng_tensor *out,
-                            td_err *err) {
-  int no = j->p->n_outputs;
-  const eng_tensor *c0 = &j->cout[o];
+/* Stacks tensor o of every slice (parts[k * no + o], each with dim 0 its
+ * slice's rows) into out, a tensor with dim 0 the whole batch. */
+static td_code stack_output(const eng_tensor *parts, int no, int64_t batch, int64_t chunk,
+                            int64_t nslices, int o, eng_tensor *out, td_err *err) {
+  const eng_tensor *c0 = &parts[o];
   eng_shape s = c0->shape;
   if (s.rank < 1 || !eng_dtype_size(c0->dtype))
     return td_err_set(err, TD_INTERNAL, "a batch slice gave output %d of another shape", o);
-  s.dim[0] = j->batch;
+  s.dim[0] = batch;
   td_code rc = eng_tensor_alloc_raw(out, c0->dtype, &s, err);
   char *dst = rc ? NULL : eng_tensor_data(out);
   for (int64_t k = 0; k < nslices && !rc; k++) {
-    const eng_tensor *c = &j->cout[k * no + o];
-    int64_t r0 = k * j->chunk, n = j->batch - r0 < j->chunk ? j->batch - r0 : j->chunk;
+    const eng_tensor *c = &parts[k * no + o];
+    int64_t r0 = k * chunk, n = batch - r0 < chunk ? batch - r0 : chunk;
     eng_shape cs = c->shape;
-    if (cs.rank >= 1) cs.dim[0] = j->batch;
+    if (cs.rank >= 1) cs.dim[0] = batch;
     if (c->shape.rank < 1 || c->shape.dim[0] != n || c->dtype != c0->dtype ||
         !eng_shape_equal(&cs, &s)) {
       rc = td_err_set(err, TD_INTERNAL, "batch slices gave output %d different shapes", o);
@@ -163,7 +166,8 @@ static td_code run_slices(const eng_plan *p, const eng_tensor *in, eng_tensor *o
   /* The first failed slice in batch order, whichever thread ran it. */
   td_code rc = j.cout ? eng_pool_try(NULL, nslices, slice_chunk, &j, err)
                       : td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
-  for (int o = 0; o < no && !rc; o++) rc = stack_output(&j, nslices, o, &out[o], err);
+  for (int o = 0; o < no && !rc; o++)
+    rc = stack_output(j.cout, no, batch, chunk, nslices, o, &out[o], err);
   if (rc)
     for (int o = 0; o < no; o++) eng_tensor_release(&out[o]);
   if (j.cout)
@@ -172,10 +176,84 @@ static td_code run_slices(const eng_plan *p, const eng_tensor *in, eng_tensor *o
   return rc;
 }
 
+/* A plan with a tail (eng_slice.h): its steps before `cut` as slices of
+ * `chunk` examples (on the pool, as run_slices), each slice keeping the
+ * values the tail reads (the frontier, eng_slice_frontier); then those
+ * stacked, and the tail once over the whole batch. Both run p itself, not
+ * a shape specialisation: the head's would fold constants from a slice's
+ * size, which the tail would then read at the batch's. */
+typedef struct split_job {
+  const eng_plan *p;
+  const eng_tensor *in;
+  int64_t batch, chunk;
+  int cut, nf;
+  const int *fv;
+  eng_tensor *parts; /* per slice, its nf frontier values */
+} split_job;
+
+static td_code head_chunk(void *arg, int64_t s, td_err *err) {
+  const split_job *j = arg;
+  const eng_plan *p = j->p;
+  int ni = p->n_inputs;
+  int64_t r0 = s * j->chunk, n = j->batch - r0 < j->chunk ? j->batch - r0 : j->chunk;
+  eng_tensor cin[16] = {0}, *ci = ni <= 16 ? cin : calloc((size_t)ni, sizeof *ci);
+  td_code rc = ci ? TD_OK : td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  for (int i = 0; i < ni && !rc; i++) rc = slice_rows(&j->in[i], r0, n, &ci[i], err);
+  if (!rc) {
+    eng_run r;
+    rc = eng_run_begin(&r, p, ci, err);
+    for (int t = 0; t < j->cut && !rc; t++) rc = eng_run_step_cpu(&r, t, err);
+    for (int f = 0; f < j->nf && !rc; f++) {
+      const eng_tensor *v = &r.values[j->fv[f]];
+      if (!v->buf || v->is_ref)
+        rc = td_err_set(err, TD_INTERNAL, "a batch slice did not compute value %d", j->fv[f]);
+      else
+        j->parts[s * j->nf + f] = eng_tensor_share(v);
+    }
+    rc = eng_run_finish(&r, rc, NULL, err);
+  }
+  for (int i = 0; ci && i < ni; i++) eng_tensor_release(&ci[i]);
+  if (ci != cin) free(ci);
+  return rc;
+}
+
+static td_code run_split(const eng_plan *p, const eng_tensor *in, eng_tensor *out, int64_t batch,
+                         int64_t chunk, int cut, td_err *err) {
+  int64_t nslices = (batch + chunk - 1) / chunk;
+  int *fv = malloc(sizeof *fv * ((size_t)p->n_values + 1));
+  int nf = fv ? eng_slice_frontier(p, cut, fv) : -1;
+  split_job j = {p, in, batch, chunk, cut, nf, fv,
+                 nf >= 0 ? calloc((size_t)(nslices * nf) + 1, sizeof *j.parts) : NULL};
+  eng_tensor *stacked = nf >= 0 ? calloc((size_t)nf + 1, sizeof *stacked) : NULL;
+  td_code rc = j.parts && stacked ? eng_pool_try(NULL, nslices, head_chunk, &j, err)
+                                  : td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  for (int f = 0; f < nf && !rc; f++)
+    rc = stack_output(j.parts, nf, batch, chunk, nslices, f, &stacked[f], err);
+  for (int64_t k = 0; j.parts && k < nslices * nf; k++) eng_tensor_release(&j.parts[k]);
+  if (!rc) {
+    eng_run r;
+    rc = eng_run_begin(&r, p, in, err);
+    for (int f = 0; f < nf && !rc; f++) { /* the table takes them over */
+      eng_tensor_release(&r.values[fv[f]]);
+      r.values[fv[f]] = stacked[f];
+      stacked[f] = (eng_tensor){0};
+    }
+    for (int t = cut; t < p->n_steps && !rc; t++) rc = eng_run_step_cpu(&r, t, err);
+    rc = eng_run_finish(&r, rc, out, err);
+  }
+  for (int f = 0; stacked && f < nf; f++) eng_tensor_release(&stacked[f]);
+  free(stacked);
+  free(j.parts);
+  free(fv);
+  return rc;
+}
+
 td_code eng_plan_run(const eng_plan *p, const eng_tensor *in, eng_tensor *out, td_err *err) {
   int64_t batch = p->can_specialise && !eng_model_dev(p->m) ? batch_of(p, in) : 0;
   if (batch < 2) return run_once(p, in, out, 0, err);
   long long each = atomic_load(&((eng_plan *)p)->slice_each);
+  int cut = atomic_load(&((eng_plan *)p)->slice_cut);
+  if (each > 0 && each < batch && cut > 0) return run_split(p, in, out, batch, each, cut, err);
   if (each > 0 && each < batch) return run_slices(p, in, out, batch, each, err);
   return run_once(p, in, out, each == 0 ? batch : 0, err);
 }

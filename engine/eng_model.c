@@ -603,6 +603,8 @@ eng_plan_info eng_plan_get_info(const eng_plan *p) {
   eng_plan_info info = {.steps = p->n_steps,
                         .consts = p->n_consts,
                         .slice_examples = atomic_load(&((eng_plan *)p)->slice_each)};
+  int cut = atomic_load(&((eng_plan *)p)->slice_cut);
+  if (info.slice_examples > 0 && cut > 0) info.tail_steps = p->n_steps - cut;
   for (int s = 0; p->epi && s < p->n_steps; s++)
     if (p->epi[s]) info.fused_ops += p->epi[s]->n;
   if (p->can_specialise) {

@@ -114,6 +114,7 @@ typedef struct eng_plan_info {
   int shape_plans;          /* plans specialised to input shapes so far */
   int shape_plan_steps;     /* steps per request in the first of them */
   long long slice_examples; /* examples per batch slice; 0 not decided yet, -1 runs whole */
+  int tail_steps;           /* steps run once over the whole batch after the slices */
 } eng_plan_info;
 eng_plan_info eng_plan_get_info(const eng_plan *p);
 /* The distinct ops of the plan's steps, in run order, with their counts

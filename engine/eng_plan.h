@@ -65,8 +65,11 @@ struct eng_plan {
   int n_specs;
   struct eng_spec *specs;
   /* Batch slicing (eng_slice.h): 0 not decided yet, -1 never, else the
-   * examples per slice (eng_slice_size; the run caps it at its batch). */
+   * examples per slice (eng_slice_size; the run caps it at its batch);
+   * slice_cut: the first step of the tail that then runs whole, or 0 for
+   * none (set before slice_each). */
   atomic_llong slice_each;
+  atomic_int slice_cut;
 };
 
 /* One shape specialisation of a plan: the input shapes and dtypes it is

@@ -209,7 +209,7 @@ td_code eng_run_finish(eng_run *r, td_code rc, eng_tensor *out, td_err *err) {
   const eng_plan *p = r->p;
   eng_tensor *values = r->values;
   if (!values) return rc;
-  for (int i = 0; i < p->n_outputs && !rc; i++) {
+  for (int i = 0; out && i < p->n_outputs && !rc; i++) {
     const eng_tensor *v = &values[p->out_value[i]];
     if (!v->buf && r->dead[p->out_value[i]]) {
       rc = td_err_set(err, TD_INVALID_ARGUMENT,

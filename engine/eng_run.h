@@ -50,8 +50,8 @@ td_code eng_run_step_cpu(eng_run *r, int s, td_err *err);
 /* Drops one use of each input of step s (releasing host values no longer
  * read), for a step run elsewhere. */
 void eng_run_drop_inputs(eng_run *r, int s);
-/* When rc is TD_OK, shares the outputs into out; releases the table.
- * Returns rc, or the error of collecting the outputs. */
+/* When rc is TD_OK and out is not NULL, shares the outputs into out;
+ * releases the table. Returns rc, or the error of collecting the outputs. */
 td_code eng_run_finish(eng_run *r, td_code rc, eng_tensor *out, td_err *err);
 
 /* One whole run of p on the CPU: in[i] feeds input i, out[i] receives

@@ -67,8 +67,109 @@ static bool reshape_keeps_batch(const eng_graph *g, const eng_node *rs) {
   return true;
 }
 
+/* The step that stores each value (-1: fed, a constant, or none), into
+ * made (room for p->n_values). */
+static void makers(const eng_plan *p, int *made) {
+  const eng_graph *g = eng_model_graph(p->m);
+  for (int v = 0; v < p->n_values; v++) made[v] = -1;
+  for (int s = 0; s < p->n_steps; s++) {
+    const eng_epilogue *epi = p->epi ? p->epi[s] : NULL;
+    int n_out = eng_graph_node(g, p->steps[s])->n_out;
+    for (int o = 0; o < n_out; o++) made[o == 0 && epi ? epi->out_value : p->base[p->steps[s]] + o] = s;
+  }
+}
+
+/* Calls fn(arg, s, v) for every value v step s reads. */
+static void each_read(const eng_plan *p, int s, void (*fn)(void *, int, int), void *arg) {
+  const eng_node *nd = eng_graph_node(eng_model_graph(p->m), p->steps[s]);
+  for (int k = 0; k < nd->n_in; k++) fn(arg, s, p->base[nd->in[k].node] + nd->in[k].index);
+  int ev = eng_epilogue_input(p->epi ? p->epi[s] : NULL);
+  if (ev >= 0) fn(arg, s, ev);
+}
+
+typedef struct frontier_scan {
+  const int *made;
+  bool *seen;
+  int cut, n;
+  int *fv;
+} frontier_scan;
+
+static void frontier_add(void *arg, int s, int v) {
+  frontier_scan *f = arg;
+  (void)s;
+  if (f->made[v] >= 0 && f->made[v] < f->cut && !f->seen[v]) f->seen[f->fv[f->n++] = v] = true;
+}
+
+int eng_slice_frontier(const eng_plan *p, int cut, int *fv) {
+  int *made = malloc(sizeof *made * ((size_t)p->n_values + 1));
+  bool *seen = calloc((size_t)p->n_values + 1, sizeof *seen);
+  frontier_scan f = {made, seen, cut, -1, fv};
+  if (made && seen) {
+    makers(p, made);
+    f.n = 0;
+    for (int s = cut; s < p->n_steps; s++) each_read(p, s, frontier_add, &f);
+    for (int i = 0; i < p->n_outputs; i++) frontier_add(&f, -1, p->out_value[i]);
+  }
+  free(made);
+  free(seen);
+  return f.n;
+}
+
+/* The tail's search (eng_slice_separable): the last step that touches a
+ * large value, and the weights the steps after it read. */
+typedef struct tail_scan {
+  const eng_plan *p;
+  const eng_shape *shapes;
+  const eng_dtype *dtypes;
+  const bool *dep;
+  int64_t batch;
+  int last;         /* the last step reading or making a large value */
+  int cut;          /* the candidate tail's first step */
+  const int *made;
+  bool crosses_bad; /* a tail step reads a value of the head not split by batch */
+  int64_t weights;  /* bytes of constants the tail reads */
+} tail_scan;
+
+static bool large(const tail_scan *t, int v) {
+  return t->dep[v] && eng_shape_numel(&t->shapes[v]) / t->batch *
+                              (int64_t)eng_dtype_size(t->dtypes[v]) > ENG_SLICE_TAIL_BYTES;
+}
+
+static void scan_read(void *arg, int s, int v) {
+  tail_scan *t = arg;
+  if (large(t, v) && s > t->last) t->last = s;
+}
+
+static void tail_read(void *arg, int s, int v) {
+  tail_scan *t = arg;
+  (void)s;
+  if (t->made[v] >= 0 && t->made[v] < t->cut && !t->dep[v]) t->crosses_bad = true;
+  for (int i = 0; t->made[v] < 0 && i < t->p->n_consts; i++)
+    if (t->p->const_value[i] == v) {
+      const eng_tensor *c = &t->p->const_tensor[i];
+      t->weights += eng_tensor_numel(c) * (int64_t)eng_dtype_size(c->dtype);
+    }
+}
+
+/* The first step of a separable plan's tail, or p->n_steps. */
+static int find_tail(const eng_plan *p, const eng_shape *shapes, const eng_dtype *dtypes,
+                     const bool *dep, int64_t batch) {
+  int *made = malloc(sizeof *made * ((size_t)p->n_values + 1));
+  if (!made) return p->n_steps;
+  makers(p, made);
+  tail_scan t = {p, shapes, dtypes, dep, batch, -1, 0, made, false, 0};
+  for (int v = 0; v < p->n_values; v++)
+    if (made[v] > t.last && large(&t, v)) t.last = made[v];
+  for (int s = 0; s < p->n_steps; s++) each_read(p, s, scan_read, &t);
+  t.cut = t.last + 1;
+  for (int s = t.cut; s < p->n_steps; s++) each_read(p, s, tail_read, &t);
+  free(made);
+  bool use = t.cut > 0 && t.cut < p->n_steps && !t.crosses_bad && t.weights >= ENG_SLICE_TAIL_WEIGHTS;
+  return use ? t.cut : p->n_steps;
+}
+
 bool eng_slice_separable(const eng_plan *p, const eng_shape *shapes, const eng_dtype *dtypes,
-                         int64_t batch, int64_t *bytes) {
+                         int64_t batch, int64_t *bytes, int *cut) {
   const eng_graph *g = eng_model_graph(p->m);
   /* dep: the value has the batch as dim 0 and depends on it; shp: the
    * value is computed from the shape of such a value (Shape, then the
@@ -183,6 +284,7 @@ bool eng_slice_separable(const eng_plan *p, const eng_shape *shapes, const eng_d
     ok =
         dep[v] && shapes[v].rank >= 1 && shapes[v].dim[0] == batch && eng_dtype_size(dtypes[v]) > 0;
   }
+  *cut = ok ? find_tail(p, shapes, dtypes, dep, batch) : p->n_steps;
   free(dep);
   free(shp);
   *bytes = most > 0 ? most : 1;

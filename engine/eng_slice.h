@@ -42,11 +42,27 @@
  * level; ResNet50 224^2, about 30x, 0.97x.) */
 #define ENG_SLICE_WEIGHT_RATIO 8
 
+/* A separable plan's tail: the steps after the last one that reads or
+ * makes a value of more than ENG_SLICE_TAIL_BYTES an example (a
+ * classifier after its global pooling), when they read at least
+ * ENG_SLICE_TAIL_WEIGHTS bytes of weights. Slices of one example would
+ * read those weights once each for a product of one row; the tail runs
+ * once over the whole batch instead, after the slices of the steps before
+ * it, from their values stacked (every element is computed as in a slice:
+ * eng_gemm's sums do not depend on the rows). */
+#define ENG_SLICE_TAIL_BYTES (16 << 10)
+#define ENG_SLICE_TAIL_WEIGHTS (256 << 10)
+
 /* Decides from a run of p at batch `batch` (shapes[v], dtypes[v] recorded
  * for every value it produced or was fed; dtype INVALID for none). On
- * true, *bytes is the largest activation of one example. */
+ * true, *bytes is the largest activation of one example and *cut the
+ * first step of p's tail (p->n_steps: none). */
 bool eng_slice_separable(const eng_plan *p, const eng_shape *shapes, const eng_dtype *dtypes,
-                         int64_t batch, int64_t *bytes);
+                         int64_t batch, int64_t *bytes, int *cut);
+/* The values that steps [cut, n_steps) read (an epilogue's operand
+ * included) or p fetches, and that steps before cut make, into fv (room
+ * for p->n_values); returns their count, or -1 when memory is short. */
+int eng_slice_frontier(const eng_plan *p, int cut, int *fv);
 /* The bytes of p's constants at their nominal size (numel times dtype
  * size, whether a constant is held as it is or only packed): what each
  * slice reads of the model's weights. */

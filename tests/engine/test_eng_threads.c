@@ -7,7 +7,8 @@
  * against an element-by-element reference), strided copy (Transpose, Pad,
  * Slice, BroadcastTo), Softmax, reduction, BiasAdd, SelectV2 and unary
  * kernels at sizes that take each of their split paths; and a plan whose
- * batch runs as slices side by side gives its whole-batch run's bits. */
+ * batch runs as slices side by side (with its classifier run once over the
+ * batch after them, or not) gives its whole-batch run's bits. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -526,7 +527,8 @@ static eng_graph *se_graph(bool scale_by_batch) {
  * whole, then at one to three threads: the first run gives a rank-`rank`
  * output and decides on `want_each` examples per slice, and every run
  * gives its bits. */
-static void sliced_same_bits(eng_graph *g, const char *out, int rank, long long want_each) {
+static void sliced_same_bits(eng_graph *g, const char *out, int rank, long long want_each,
+                             int want_tail) {
   eng_model *m;
   eng_plan *p;
   td_err err;
@@ -539,6 +541,7 @@ static void sliced_same_bits(eng_graph *g, const char *out, int rank, long long 
   eng_threads_set(1);
   ck_assert_msg(eng_plan_run(p, &x, &want, &err) == TD_OK, "%s", err.msg);
   ck_assert_int_eq(eng_plan_get_info(p).slice_examples, want_each);
+  ck_assert_int_eq(eng_plan_get_info(p).tail_steps, want_tail);
   ck_assert_int_eq(want.shape.rank, rank);
   ck_assert_int_eq(want.shape.dim[0], 10);
   for (int t = 1; t <= 3; t++) {
@@ -575,17 +578,43 @@ START_TEST(batch_slices_same_bits) {
   td_opcase_node(g, "relu", "Relu", NULL, 1, (const char *[]){"conv"});
   td_opcase_node(g, "sm", "Softmax", NULL, 1, (const char *[]){"relu"});
   td_opcase_node(g, "y", "Mean", NULL, 2, (const char *[]){"sm", "ax"});
-  sliced_same_bits(g, "y:0", 2, 3);
+  sliced_same_bits(g, "y:0", 2, 3, 0);
+}
+END_TEST
+
+START_TEST(batch_slices_run_the_classifier_whole) {
+  /* The same convolution, Mean over [1, 2], then a dense layer of 512 KiB
+   * (MatMul, BiasAdd) and Softmax: the slices run up to the Mean, and
+   * the two steps after it once over the batch, from the Means stacked. */
+  eng_graph *g = eng_graph_create();
+  td_opcase_node(g, "x", "Placeholder", "dtype=t:1", 0, NULL);
+  eng_tensor w = {0}, ax = {0}, dw = {0}, db = {0};
+  tensor(&w, 4, (const int64_t[]){3, 3, 32, 32}, 60);
+  ints(&ax, 2, (const int32_t[]){1, 2});
+  tensor(&dw, 2, (const int64_t[]){32, 4096}, 61);
+  tensor(&db, 1, (const int64_t[]){4096}, 63);
+  gconst(g, "w", w);
+  gconst(g, "ax", ax);
+  gconst(g, "dw", dw);
+  gconst(g, "db", db);
+  td_opcase_node(g, "conv", "Conv2D", "strides=li:1,1,1,1;padding=s:SAME", 2,
+                 (const char *[]){"x", "w"});
+  td_opcase_node(g, "relu", "Relu", NULL, 1, (const char *[]){"conv"});
+  td_opcase_node(g, "m", "Mean", NULL, 2, (const char *[]){"relu", "ax"});
+  td_opcase_node(g, "mm", "MatMul", NULL, 2, (const char *[]){"m", "dw"});
+  td_opcase_node(g, "logits", "BiasAdd", NULL, 2, (const char *[]){"mm", "db"});
+  td_opcase_node(g, "y", "Softmax", NULL, 1, (const char *[]){"logits"});
+  sliced_same_bits(g, "y:0", 2, 3, 2);
 }
 END_TEST
 
 START_TEST(batch_slices_keras_reshape) {
   /* The gate's Reshape takes each slice's own batch from its run-time
    * shape: the plan slices (288 KiB per example: 3 per slice). */
-  sliced_same_bits(se_graph(false), "y:0", 4, 3);
+  sliced_same_bits(se_graph(false), "y:0", 4, 3, 0);
   /* A value computed from that batch that is not such a Reshape keeps
    * the plan whole. */
-  sliced_same_bits(se_graph(true), "z:0", 4, -1);
+  sliced_same_bits(se_graph(true), "z:0", 4, -1, 0);
 }
 END_TEST
 
@@ -619,6 +648,7 @@ int main(void) {
   tcase_add_test(tc, broadcast_to_matches_loop);
   tcase_add_test(tc, rows_same_bits);
   tcase_add_test(tc, batch_slices_same_bits);
+  tcase_add_test(tc, batch_slices_run_the_classifier_whole);
   tcase_add_test(tc, batch_slices_keras_reshape);
   tcase_add_test(tc, slice_size_rule);
   suite_add_tcase(s, tc);
