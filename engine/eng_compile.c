@@ -634,6 +634,18 @@ static int gelu_erfc_at(const eng_plan *p, const int *readers, const int *reader
   return p->base[p->steps[y]];
 }
 
+/* Whether value v's one reader is a Relu or Relu6 of it. A run-time add is
+ * fused only with the activation after it (a ResNet block's): alone (a
+ * MobileNetV2 or EfficientNet block's, whose sum feeds the next block
+ * directly) it saved less than it cost at batch 32 in one-example slices,
+ * where the buffers the recycling cache then hands the next slice's first
+ * layers came back colder (docs/benchmarks.md). */
+static bool relu_next(const eng_plan *p, const int *readers, const int *reader, int v) {
+  if (readers[v] != 1 || is_fetched(p, v) || is_fed(p, v)) return false;
+  const eng_node *nd = eng_graph_node(eng_model_graph(p->m), p->steps[reader[v]]);
+  return nd->n_in == 1 && (!strcmp(nd->op, "Relu") || !strcmp(nd->op, "Relu6"));
+}
+
 static void fuse(eng_plan *p) {
   const eng_graph *g = eng_model_graph(p->m);
   int *readers = calloc((size_t)p->n_values + 1, sizeof *readers);
@@ -754,7 +766,7 @@ static void fuse(eng_plan *p) {
         kind = EPI_ADD;
       else if ((!strcmp(cn->op, "Add") || !strcmp(cn->op, "AddV2")) && host && !dw &&
                reshape_step < 0 && other >= 0 && !k && made[other] < s &&
-               eng_epilogue_input(&e) < 0)
+               eng_epilogue_input(&e) < 0 && relu_next(p, readers, reader, p->base[p->steps[cs]]))
         kind = EPI_ADD_VALUE; /* computed before this step: it can read it */
       else if (!strcmp(cn->op, "Sub") && first && k)
         kind = EPI_SUB;

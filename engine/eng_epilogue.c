@@ -153,11 +153,15 @@ const eng_gemm_epi *eng_kgemm_epi(eng_kctx *c, eng_gemm_epi *buf) {
   /* An operand that does not fit: the ops before it only (the run loop
    * does the rest), as a leading multiply may be in the packed weights. */
   int at = add_at(e), upto = at >= 0 && !add_fits(c->epi_in, &c->out[0]) ? at : e->n;
-  static const int kinds[] = {
-      [EPI_ADD] = ENG_GEMM_ADD,   [EPI_SUB] = ENG_GEMM_SUB,     [EPI_MUL] = ENG_GEMM_MUL,
-      [EPI_RELU] = ENG_GEMM_RELU, [EPI_RELU6] = ENG_GEMM_RELU6, [EPI_SWISH] = ENG_GEMM_SWISH,
-      [EPI_GELU_TANH] = ENG_GEMM_GELU_TANH, [EPI_GELU_ERFC] = ENG_GEMM_GELU_ERFC,
-      [EPI_ADD_VALUE] = ENG_GEMM_ADD_AT};
+  static const int kinds[] = {[EPI_ADD] = ENG_GEMM_ADD,
+                              [EPI_SUB] = ENG_GEMM_SUB,
+                              [EPI_MUL] = ENG_GEMM_MUL,
+                              [EPI_RELU] = ENG_GEMM_RELU,
+                              [EPI_RELU6] = ENG_GEMM_RELU6,
+                              [EPI_SWISH] = ENG_GEMM_SWISH,
+                              [EPI_GELU_TANH] = ENG_GEMM_GELU_TANH,
+                              [EPI_GELU_ERFC] = ENG_GEMM_GELU_ERFC,
+                              [EPI_ADD_VALUE] = ENG_GEMM_ADD_AT};
   /* The leading multiply is already in weights packed prescaled. */
   int skip = c->packed && eng_gemm_prescaled(c->packed) ? 1 : 0;
   buf->n = upto - skip;

@@ -32,10 +32,11 @@
 /* EPI_ADD_VALUE: y = y + r, r a run-time value of the plan (in_value: a
  * residual block's shortcut), at most one per epilogue, only after a
  * Conv2D, MatMul, dense BatchMatMul or Einsum on the CPU (a device has no
- * form of it). The step reads r as it reads its inputs (uses, release,
- * slicing). Where r has the output's shape and is float, the kernel adds
- * it element for element where it applies the rest; otherwise the run
- * loop runs the Add kernel itself, broadcasting as the graph's Add would. */
+ * form of it), and only where a ReLU or ReLU6 follows it. The step reads r
+ * as it reads its inputs (uses, release, slicing). Where r has the
+ * output's shape and is float, the kernel adds it element for element
+ * where it applies the rest; otherwise the run loop runs the Add kernel
+ * itself, broadcasting as the graph's Add would. */
 enum {
   EPI_ADD,
   EPI_SUB,

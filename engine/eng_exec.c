@@ -222,8 +222,8 @@ static td_code run_split(const eng_plan *p, const eng_tensor *in, eng_tensor *ou
   int64_t nslices = (batch + chunk - 1) / chunk;
   int *fv = malloc(sizeof *fv * ((size_t)p->n_values + 1));
   int nf = fv ? eng_slice_frontier(p, cut, fv) : -1;
-  split_job j = {p, in, batch, chunk, cut, nf, fv,
-                 nf >= 0 ? calloc((size_t)(nslices * nf) + 1, sizeof *j.parts) : NULL};
+  split_job j = {.p = p, .in = in, .batch = batch, .chunk = chunk, .cut = cut, .nf = nf, .fv = fv};
+  if (nf >= 0) j.parts = calloc((size_t)(nslices * nf) + 1, sizeof *j.parts);
   eng_tensor *stacked = nf >= 0 ? calloc((size_t)nf + 1, sizeof *stacked) : NULL;
   td_code rc = j.parts && stacked ? eng_pool_try(NULL, nslices, head_chunk, &j, err)
                                   : td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");

@@ -22,9 +22,11 @@
  * ReLU, swish, GELU; eng_epilogue.h) and at most one add of a run-time value
  * (a residual's shortcut, which the step then reads like an input: uses[]
  * counts it) applied in place to the step's output 0, which is then stored
- * as the value of the last fused node instead of the step's own. MatMul, Conv2D and dense-layer Einsum steps with a constant weight
- * also get it packed for eng_gemm, and a Pad feeding a VALID depthwise convolution becomes
- * the op table's plan-internal _PadView / _DepthwiseConv2dNativePadded. */
+ * as the value of the last fused node instead of the step's own. MatMul,
+ * Conv2D and dense-layer Einsum steps with a constant weight also get it
+ * packed for eng_gemm, and a Pad feeding a VALID depthwise convolution
+ * becomes the op table's plan-internal _PadView /
+ * _DepthwiseConv2dNativePadded. */
 #ifndef ENG_PLAN_H
 #define ENG_PLAN_H
 

@@ -170,15 +170,23 @@ td_code eng_run_step_cpu(eng_run *r, int s, td_err *err) {
     else if (ev >= 0 && addend.is_ref &&
              (rc = eng_model_slot_read(p->m, eng_tensor_handle(&values[ev]), &addend, err)))
       addend = (eng_tensor){0};
-    eng_kctx ctx = {.node = nd, .node_id = id, .model = p->m, .n_in = nd->n_in, .in = kin,
-                    .n_out = nd->n_out, .out = kout, .err = err, .epi = epi,
+    eng_kctx ctx = {.node = nd,
+                    .node_id = id,
+                    .model = p->m,
+                    .n_in = nd->n_in,
+                    .in = kin,
+                    .n_out = nd->n_out,
+                    .out = kout,
+                    .err = err,
+                    .epi = epi,
                     .epi_in = ev >= 0 ? &addend : NULL,
                     .packed = p->packed ? p->packed[s] : NULL};
     struct eng_prof_live *prof = eng_profile_live(p->m);
     uint64_t t0 = prof ? td_now_ns() : 0;
     if (!rc) rc = op->cpu(&ctx);
     if (!rc && epi && !ctx.epi_done) rc = eng_epilogue_after(&ctx);
-    if (rc && err && !strstr(err->msg, nd->name)) td_err_prefix(err, "node '%s' (%s)", nd->name, nd->op);
+    if (rc && err && !strstr(err->msg, nd->name))
+      td_err_prefix(err, "node '%s' (%s)", nd->name, nd->op);
     if (prof && !rc) eng_profile_count(prof, id, t0, kin, nd->n_in, &kout[0], epi ? epi->n : 0);
     for (int k = 0; k < nd->n_in; k++) {
       const eng_tensor *v = &values[p->base[nd->in[k].node] + nd->in[k].index];

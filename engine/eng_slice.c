@@ -75,7 +75,8 @@ static void makers(const eng_plan *p, int *made) {
   for (int s = 0; s < p->n_steps; s++) {
     const eng_epilogue *epi = p->epi ? p->epi[s] : NULL;
     int n_out = eng_graph_node(g, p->steps[s])->n_out;
-    for (int o = 0; o < n_out; o++) made[o == 0 && epi ? epi->out_value : p->base[p->steps[s]] + o] = s;
+    for (int o = 0; o < n_out; o++)
+      made[o == 0 && epi ? epi->out_value : p->base[p->steps[s]] + o] = s;
   }
 }
 
@@ -123,16 +124,17 @@ typedef struct tail_scan {
   const eng_dtype *dtypes;
   const bool *dep;
   int64_t batch;
-  int last;         /* the last step reading or making a large value */
-  int cut;          /* the candidate tail's first step */
+  int last; /* the last step reading or making a large value */
+  int cut;  /* the candidate tail's first step */
   const int *made;
   bool crosses_bad; /* a tail step reads a value of the head not split by batch */
   int64_t weights;  /* bytes of constants the tail reads */
 } tail_scan;
 
 static bool large(const tail_scan *t, int v) {
-  return t->dep[v] && eng_shape_numel(&t->shapes[v]) / t->batch *
-                              (int64_t)eng_dtype_size(t->dtypes[v]) > ENG_SLICE_TAIL_BYTES;
+  return t->dep[v] &&
+         eng_shape_numel(&t->shapes[v]) / t->batch * (int64_t)eng_dtype_size(t->dtypes[v]) >
+             ENG_SLICE_TAIL_BYTES;
 }
 
 static void scan_read(void *arg, int s, int v) {
@@ -164,7 +166,8 @@ static int find_tail(const eng_plan *p, const eng_shape *shapes, const eng_dtype
   t.cut = t.last + 1;
   for (int s = t.cut; s < p->n_steps; s++) each_read(p, s, tail_read, &t);
   free(made);
-  bool use = t.cut > 0 && t.cut < p->n_steps && !t.crosses_bad && t.weights >= ENG_SLICE_TAIL_WEIGHTS;
+  bool use =
+      t.cut > 0 && t.cut < p->n_steps && !t.crosses_bad && t.weights >= ENG_SLICE_TAIL_WEIGHTS;
   return use ? t.cut : p->n_steps;
 }
 

@@ -205,6 +205,13 @@ int64_t eng_gemm_n(const eng_packed *p) { return p->n; }
       float *c, int64_t ldc, int64_t cols, const eng_gemm_epi *epi, int64_t col0) {              \
     VT acc[R][NV];                                                                               \
     UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < NV; v++) acc[r][v] = ZERO();   \
+    /* A run-time addend (a residual's shortcut, mostly cold): its tile is                       \
+     * fetched while the k loop runs. */                                                         \
+    for (int i = 0; epi && i < epi->n; i++)                                                      \
+      if (epi->op[i].kind == ENG_GEMM_ADD_AT)                                                    \
+        UNROLL for (int r = 0; r < R; r++)                                                       \
+            UNROLL for (int v = 0; v < NV; v++) if (v * W * 4 % 64 == 0) _mm_prefetch(           \
+                (const char *)((intptr_t)(c + r * ldc + v * W) + epi->op[i].off), _MM_HINT_T0);  \
     for (int64_t s = 0; s < nseg; s++) {                                                         \
       const float *ap[R];                                                                        \
       UNROLL for (int r = 0; r < R; r++) ap[r] = arow[r] + s * sst;                              \
@@ -245,14 +252,14 @@ int64_t eng_gemm_n(const eng_packed *p) { return p->n; }
           break;                                                                                 \
         case ENG_GEMM_GELU_TANH: {                                                               \
           const float *gc = epi->op[i].k;                                                        \
-          UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < NV; v++)                 \
-              acc[r][v] = GELU(acc[r][v], gc);                                                   \
+          UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < NV; v++) acc[r][v] =     \
+              GELU(acc[r][v], gc);                                                               \
           break;                                                                                 \
         }                                                                                        \
         case ENG_GEMM_GELU_ERFC: {                                                               \
           const float *gc = epi->op[i].k;                                                        \
-          UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < NV; v++)                 \
-              acc[r][v] = GELUE(acc[r][v], gc);                                                  \
+          UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < NV; v++) acc[r][v] =     \
+              GELUE(acc[r][v], gc);                                                              \
           break;                                                                                 \
         }                                                                                        \
         case ENG_GEMM_ADD_AT: {                                                                  \

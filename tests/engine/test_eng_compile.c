@@ -11,7 +11,6 @@
  * plain loops, through whole plans. */
 #include <check.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,22 +18,7 @@
 #include "eng_isa.h"
 #include "eng_model.h"
 #include "eng_plan.h"
-
-static int node(eng_graph *g, const char *name, const char *op, int n_out, ...) {
-  td_err err;
-  int id = eng_graph_add_node(g, name, op, &err);
-  ck_assert_msg(id >= 0, "add %s: %s", name, err.msg);
-  eng_graph_node(g, id)->n_out = n_out;
-  va_list ap;
-  va_start(ap, n_out);
-  for (const char *in; (in = va_arg(ap, const char *));) {
-    eng_edge e;
-    ck_assert_int_eq(eng_graph_parse_edge(g, in, &e, &err), TD_OK);
-    ck_assert_int_eq(eng_graph_add_input(g, id, e, NULL), TD_OK);
-  }
-  va_end(ap);
-  return id;
-}
+#include "td_opcase.h"
 
 static eng_tensor tensor(int rank, const int64_t *dims, const float *v) {
   eng_shape s = eng_shape_make(rank, dims);
@@ -45,14 +29,14 @@ static eng_tensor tensor(int rank, const int64_t *dims, const float *v) {
 }
 
 static void konst(eng_graph *g, const char *name, int rank, const int64_t *dims, const float *v) {
-  int id = node(g, name, "Const", 1, NULL);
+  int id = td_opcase_vnode(g, name, "Const", 1, NULL);
   eng_attr *a = eng_graph_add_attr(g, id, "value");
   a->kind = ENG_ATTR_TENSOR;
   a->tensor = tensor(rank, dims, v);
 }
 
 static void placeholder(eng_graph *g, const char *name) {
-  int id = node(g, name, "Placeholder", 1, NULL);
+  int id = td_opcase_vnode(g, name, "Placeholder", 1, NULL);
   eng_attr *a = eng_graph_add_attr(g, id, "dtype");
   a->kind = ENG_ATTR_TYPE;
   a->type = ENG_DT_FLOAT;
@@ -67,12 +51,12 @@ static eng_graph *dense_graph(void) {
   konst(g, "s", 0, NULL, (float[]){2});
   konst(g, "t3", 1, (int64_t[]){3}, (float[]){1, 1, 1});
   konst(g, "t", 1, (int64_t[]){3}, (float[]){0, 0, 0});
-  node(g, "tt", "AddV2", 1, "t3", "t", NULL); /* folded: t = t3 + 0 */
-  node(g, "mm", "MatMul", 1, "x", "W", NULL);
-  node(g, "ba", "BiasAdd", 1, "mm", "b", NULL);
-  node(g, "r", "Relu", 1, "ba", NULL);
-  node(g, "m", "Mul", 1, "s", "r", NULL);
-  node(g, "y", "Sub", 1, "m", "tt", NULL);
+  td_opcase_vnode(g, "tt", "AddV2", 1, "t3", "t", NULL); /* folded: t = t3 + 0 */
+  td_opcase_vnode(g, "mm", "MatMul", 1, "x", "W", NULL);
+  td_opcase_vnode(g, "ba", "BiasAdd", 1, "mm", "b", NULL);
+  td_opcase_vnode(g, "r", "Relu", 1, "ba", NULL);
+  td_opcase_vnode(g, "m", "Mul", 1, "s", "r", NULL);
+  td_opcase_vnode(g, "y", "Sub", 1, "m", "tt", NULL);
   return g;
 }
 
@@ -120,7 +104,7 @@ END_TEST
 
 /* A float resource variable named `name`; returns its node. */
 static int float_var(eng_graph *g, const char *name) {
-  int vh = node(g, name, "VarHandleOp", 1, NULL);
+  int vh = td_opcase_vnode(g, name, "VarHandleOp", 1, NULL);
   eng_attr *a = eng_graph_add_attr(g, vh, "dtype");
   a->kind = ENG_ATTR_TYPE;
   a->type = ENG_DT_FLOAT;
@@ -131,8 +115,8 @@ START_TEST(variable_reads_fold_after_restore) {
   eng_graph *g = eng_graph_create();
   placeholder(g, "x");
   int vh = float_var(g, "v");
-  node(g, "read", "ReadVariableOp", 1, "v", NULL);
-  node(g, "y", "Mul", 1, "x", "read", NULL);
+  td_opcase_vnode(g, "read", "ReadVariableOp", 1, "v", NULL);
+  td_opcase_vnode(g, "y", "Mul", 1, "x", "read", NULL);
   eng_model *m;
   td_err err;
   ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
@@ -171,7 +155,7 @@ START_TEST(conv_bias_relu6_fuses) {
   placeholder(g, "x");
   konst(g, "W", 4, (int64_t[]){1, 1, 2, 2}, (float[]){1, 2, 3, 4});
   konst(g, "b", 4, (int64_t[]){1, 1, 1, 2}, (float[]){0.5f, -100});
-  int c = node(g, "conv", "Conv2D", 1, "x", "W", NULL);
+  int c = td_opcase_vnode(g, "conv", "Conv2D", 1, "x", "W", NULL);
   eng_attr *a = eng_graph_add_attr(g, c, "strides");
   a->kind = ENG_ATTR_LIST;
   a->list_kind = ENG_ATTR_I;
@@ -182,8 +166,8 @@ START_TEST(conv_bias_relu6_fuses) {
   a->kind = ENG_ATTR_S;
   a->s.data = strdup("VALID");
   a->s.len = 5;
-  node(g, "add", "AddV2", 1, "b", "conv", NULL);
-  node(g, "y", "Relu6", 1, "add", NULL);
+  td_opcase_vnode(g, "add", "AddV2", 1, "b", "conv", NULL);
+  td_opcase_vnode(g, "y", "Relu6", 1, "add", NULL);
   eng_model *m;
   td_err err;
   ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
@@ -236,7 +220,7 @@ static void conv_case_bn(int64_t n, int64_t h, int64_t w, int64_t cin, int64_t c
   for (int64_t i = 0; i < cout; i++) b[i] = cval(i, 2);
   konst(g, "W", 4, (int64_t[]){kh, kw, cin, cout}, f);
   konst(g, "b", 1, (int64_t[]){cout}, b);
-  int c = node(g, "conv", "Conv2D", 1, "x", "W", NULL);
+  int c = td_opcase_vnode(g, "conv", "Conv2D", 1, "x", "W", NULL);
   list_attr(g, c, "strides", 4, (int64_t[]){1, sh, sw, 1});
   list_attr(g, c, "dilations", 4, (int64_t[]){1, dh, 1, 1});
   const char *pads[] = {"VALID", "SAME", "EXPLICIT"};
@@ -251,9 +235,9 @@ static void conv_case_bn(int64_t n, int64_t h, int64_t w, int64_t cin, int64_t c
   float *sc = malloc(sizeof *sc * (size_t)cout);
   for (int64_t i = 0; i < cout; i++) sc[i] = cval(i, 12) * 2;
   konst(g, "s", 1, (int64_t[]){cout}, sc);
-  if (bn) node(g, "bn", "Mul", 1, "conv", "s", NULL);
-  node(g, "ba", "BiasAdd", 1, bn ? "bn" : "conv", "b", NULL);
-  node(g, "y", "Relu", 1, "ba", NULL);
+  if (bn) td_opcase_vnode(g, "bn", "Mul", 1, "conv", "s", NULL);
+  td_opcase_vnode(g, "ba", "BiasAdd", 1, bn ? "bn" : "conv", "b", NULL);
+  td_opcase_vnode(g, "y", "Relu", 1, "ba", NULL);
   /* Geometry, as TF computes it. */
   int64_t effh = (kh - 1) * dh + 1, oh, ow, pt = 0, pl = 0;
   if (pad == 0) {
@@ -343,7 +327,7 @@ END_TEST
 
 
 static void int_const(eng_graph *g, const char *name, int n, const int32_t *v) {
-  int id = node(g, name, "Const", 1, NULL);
+  int id = td_opcase_vnode(g, name, "Const", 1, NULL);
   eng_attr *a = eng_graph_add_attr(g, id, "value");
   a->kind = ENG_ATTR_TENSOR;
   int64_t d = n;
@@ -369,10 +353,10 @@ static void dense_reshape_case(int rank, const int32_t *shape, int brank, const 
   konst(g, "W", 2, (int64_t[]){4, 6}, w);
   konst(g, "b", brank, bdims, b);
   int_const(g, "shape", rank, shape);
-  node(g, "mm", "BatchMatMulV2", 1, "x", "W", NULL);
-  node(g, "r", "Reshape", 1, "mm", "shape", NULL);
-  node(g, "add", "AddV2", 1, "r", "b", NULL);
-  node(g, "y", "Relu", 1, "add", NULL);
+  td_opcase_vnode(g, "mm", "BatchMatMulV2", 1, "x", "W", NULL);
+  td_opcase_vnode(g, "r", "Reshape", 1, "mm", "shape", NULL);
+  td_opcase_vnode(g, "add", "AddV2", 1, "r", "b", NULL);
+  td_opcase_vnode(g, "y", "Relu", 1, "add", NULL);
   eng_model *m;
   td_err err;
   ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
@@ -446,7 +430,7 @@ static void einsum_case(const char *eq, const int64_t *size) {
   eng_graph *g = eng_graph_create();
   placeholder(g, "a");
   placeholder(g, "b");
-  int e = node(g, "e", "Einsum", 1, "a", "b", NULL);
+  int e = td_opcase_vnode(g, "e", "Einsum", 1, "a", "b", NULL);
   eng_attr *at = eng_graph_add_attr(g, e, "equation");
   at->kind = ENG_ATTR_S;
   at->s.data = strdup(eq);
@@ -529,14 +513,14 @@ static void pad_dw_case(int stride, bool second_reader) {
   for (int i = 0; i < 210; i++) xv[i] = cval(i, 10);
   konst(g, "W", 4, (int64_t[]){3, 3, c, 1}, f);
   int32_t pv[8] = {0, 0, (int32_t)pt, (int32_t)pb, (int32_t)pl, (int32_t)pr, 0, 0};
-  int pk = node(g, "pads", "Const", 1, NULL);
+  int pk = td_opcase_vnode(g, "pads", "Const", 1, NULL);
   eng_attr *a = eng_graph_add_attr(g, pk, "value");
   a->kind = ENG_ATTR_TENSOR;
   eng_shape ps = eng_shape_make(2, (int64_t[]){4, 2});
   ck_assert_int_eq(eng_tensor_alloc(&a->tensor, ENG_DT_INT32, &ps, NULL), TD_OK);
   memcpy(eng_tensor_data(&a->tensor), pv, sizeof pv);
-  node(g, "p", "Pad", 1, "x", "pads", NULL);
-  int d = node(g, "dw", "DepthwiseConv2dNative", 1, "p", "W", NULL);
+  td_opcase_vnode(g, "p", "Pad", 1, "x", "pads", NULL);
+  int d = td_opcase_vnode(g, "dw", "DepthwiseConv2dNative", 1, "p", "W", NULL);
   list_attr(g, d, "strides", 4, (int64_t[]){1, stride, stride, 1});
   a = eng_graph_add_attr(g, d, "padding");
   a->kind = ENG_ATTR_S;
@@ -545,9 +529,9 @@ static void pad_dw_case(int stride, bool second_reader) {
   /* A batch-norm scale after the convolution, which moves into the filter. */
   float sc[5] = {0.5f, -2, 1.25f, 3, -0.75f};
   konst(g, "s", 1, (int64_t[]){c}, sc);
-  node(g, "bn", "Mul", 1, "dw", "s", NULL);
-  node(g, "y", "Relu", 1, "bn", NULL);
-  if (second_reader) node(g, "z", "Relu", 1, "p", NULL);
+  td_opcase_vnode(g, "bn", "Mul", 1, "dw", "s", NULL);
+  td_opcase_vnode(g, "y", "Relu", 1, "bn", NULL);
+  if (second_reader) td_opcase_vnode(g, "z", "Relu", 1, "p", NULL);
   eng_model *m;
   td_err err;
   ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
@@ -605,7 +589,7 @@ static void pool_case(const char *op, int64_t n, int64_t h, int64_t w, int64_t c
   bool is_max = !strcmp(op, "MaxPool");
   eng_graph *g = eng_graph_create();
   placeholder(g, "x");
-  int id = node(g, "y", op, 1, "x", NULL);
+  int id = td_opcase_vnode(g, "y", op, 1, "x", NULL);
   list_attr(g, id, "ksize", 4, (int64_t[]){1, k, k, 1});
   list_attr(g, id, "strides", 4, (int64_t[]){1, st, st, 1});
   eng_attr *a = eng_graph_add_attr(g, id, "padding");
@@ -672,19 +656,19 @@ START_TEST(shape_arithmetic_folds_per_input_shape) {
   /* Keras's Flatten: y = Reshape(x, Pack(StridedSlice(Shape(x), 0, 1), -1)) * 2 */
   eng_graph *g = eng_graph_create();
   placeholder(g, "x");
-  node(g, "shape", "Shape", 1, "x", NULL);
+  td_opcase_vnode(g, "shape", "Shape", 1, "x", NULL);
   int_const(g, "b", 1, (int32_t[]){0});
   int_const(g, "e", 1, (int32_t[]){1});
   int_const(g, "st", 1, (int32_t[]){1});
   int_const(g, "m1", 0, (int32_t[]){-1});
-  int ss = node(g, "n", "StridedSlice", 1, "shape", "b", "e", "st", NULL);
+  int ss = td_opcase_vnode(g, "n", "StridedSlice", 1, "shape", "b", "e", "st", NULL);
   eng_attr *a = eng_graph_add_attr(g, ss, "shrink_axis_mask");
   a->kind = ENG_ATTR_I;
   a->i = 1;
-  node(g, "dims", "Pack", 1, "n", "m1", NULL);
-  node(g, "flat", "Reshape", 1, "x", "dims", NULL);
+  td_opcase_vnode(g, "dims", "Pack", 1, "n", "m1", NULL);
+  td_opcase_vnode(g, "flat", "Reshape", 1, "x", "dims", NULL);
   konst(g, "two", 0, NULL, (float[]){2});
-  node(g, "y", "Mul", 1, "flat", "two", NULL);
+  td_opcase_vnode(g, "y", "Mul", 1, "flat", "two", NULL);
   eng_model *m;
   td_err err;
   ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
@@ -772,12 +756,12 @@ START_TEST(shape_plan_after_release_reads_the_packed_weight) {
   eng_graph *g = eng_graph_create();
   placeholder(g, "x");
   int vh = float_var(g, "v");
-  node(g, "W", "ReadVariableOp", 1, "v", NULL);
+  td_opcase_vnode(g, "W", "ReadVariableOp", 1, "v", NULL);
   konst(g, "s", 0, NULL, (float[]){2});
-  node(g, "mm", "MatMul", 1, "x", "W", NULL);
-  node(g, "sh", "Shape", 1, "mm", NULL);
-  node(g, "r", "Reshape", 1, "mm", "sh", NULL);
-  node(g, "y", "Mul", 1, "r", "s", NULL);
+  td_opcase_vnode(g, "mm", "MatMul", 1, "x", "W", NULL);
+  td_opcase_vnode(g, "sh", "Shape", 1, "mm", NULL);
+  td_opcase_vnode(g, "r", "Reshape", 1, "mm", "sh", NULL);
+  td_opcase_vnode(g, "y", "Mul", 1, "r", "s", NULL);
   eng_model *m;
   td_err err;
   ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);

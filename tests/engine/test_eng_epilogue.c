@@ -13,7 +13,6 @@
  * edge values. */
 #include <check.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,22 +22,7 @@
 #include "eng_model.h"
 #include "eng_plan.h"
 #include "eng_vmath.h"
-
-static int node(eng_graph *g, const char *name, const char *op, int n_out, ...) {
-  td_err err;
-  int id = eng_graph_add_node(g, name, op, &err);
-  ck_assert_msg(id >= 0, "add %s: %s", name, err.msg);
-  eng_graph_node(g, id)->n_out = n_out;
-  va_list ap;
-  va_start(ap, n_out);
-  for (const char *in; (in = va_arg(ap, const char *));) {
-    eng_edge e;
-    ck_assert_int_eq(eng_graph_parse_edge(g, in, &e, &err), TD_OK);
-    ck_assert_int_eq(eng_graph_add_input(g, id, e, NULL), TD_OK);
-  }
-  va_end(ap);
-  return id;
-}
+#include "td_opcase.h"
 
 /* Values in [-6, 6], so that sigmoid's both tails and its middle occur. */
 static float val(int64_t i, int salt) { return (float)((i * 37 + salt * 13) % 97) / 8.0f - 6.0f; }
@@ -54,7 +38,7 @@ static eng_tensor filled(int rank, const int64_t *dims, int salt, float scale) {
 
 static void konst(eng_graph *g, const char *name, int rank, const int64_t *dims, int salt,
                   float scale) {
-  int id = node(g, name, "Const", 1, NULL);
+  int id = td_opcase_vnode(g, name, "Const", 1, NULL);
   eng_attr *a = eng_graph_add_attr(g, id, "value");
   a->kind = ENG_ATTR_TENSOR;
   a->tensor = filled(rank, dims, salt, scale);
@@ -82,7 +66,7 @@ enum { CONV, DEPTHWISE, MATMUL };
  * beta, IdentityN), else Sigmoid(v) * v. */
 static eng_graph *silu_graph(int kind, const int64_t *wd, int wrank, float beta, bool with_beta) {
   eng_graph *g = eng_graph_create();
-  int x = node(g, "x", "Placeholder", 1, NULL);
+  int x = td_opcase_vnode(g, "x", "Placeholder", 1, NULL);
   eng_attr *a = eng_graph_add_attr(g, x, "dtype");
   a->kind = ENG_ATTR_TYPE;
   a->type = ENG_DT_FLOAT;
@@ -90,32 +74,32 @@ static eng_graph *silu_graph(int kind, const int64_t *wd, int wrank, float beta,
   int64_t ch = kind == CONV ? wd[3] : kind == DEPTHWISE ? wd[2] * wd[3] : wd[1];
   konst(g, "s", 1, &ch, 2, 0.1f);
   konst(g, "b", 1, &ch, 3, 0.5f);
-  int c = node(g, "op",
-               kind == CONV        ? "Conv2D"
-               : kind == DEPTHWISE ? "DepthwiseConv2dNative"
-                                   : "MatMul",
-               1, "x", "W", NULL);
+  int c = td_opcase_vnode(g, "op",
+                          kind == CONV        ? "Conv2D"
+                          : kind == DEPTHWISE ? "DepthwiseConv2dNative"
+                                              : "MatMul",
+                          1, "x", "W", NULL);
   if (kind != MATMUL) {
     ones_attr(g, c, "strides");
     str_attr(g, c, "padding", "SAME");
   }
-  node(g, "bn_mul", "Mul", 1, "op", "s", NULL);
-  node(g, "v", "AddV2", 1, "bn_mul", "b", NULL);
+  td_opcase_vnode(g, "bn_mul", "Mul", 1, "op", "s", NULL);
+  td_opcase_vnode(g, "v", "AddV2", 1, "bn_mul", "b", NULL);
   if (with_beta) {
-    int id = node(g, "beta", "Const", 1, NULL);
+    int id = td_opcase_vnode(g, "beta", "Const", 1, NULL);
     a = eng_graph_add_attr(g, id, "value");
     a->kind = ENG_ATTR_TENSOR;
     ck_assert_int_eq(eng_tensor_alloc(&a->tensor, ENG_DT_FLOAT, &(eng_shape){.rank = 0}, NULL),
                      TD_OK);
     *(float *)eng_tensor_data(&a->tensor) = beta;
-    node(g, "t", "Mul", 1, "beta", "v", NULL);
-    node(g, "sig", "Sigmoid", 1, "t", NULL);
-    node(g, "y", "Mul", 1, "v", "sig", NULL);
-    node(g, "out", "IdentityN", 3, "y", "v", "beta", NULL);
+    td_opcase_vnode(g, "t", "Mul", 1, "beta", "v", NULL);
+    td_opcase_vnode(g, "sig", "Sigmoid", 1, "t", NULL);
+    td_opcase_vnode(g, "y", "Mul", 1, "v", "sig", NULL);
+    td_opcase_vnode(g, "out", "IdentityN", 3, "y", "v", "beta", NULL);
   } else {
-    node(g, "sig", "Sigmoid", 1, "v", NULL);
-    node(g, "y", "Mul", 1, "sig", "v", NULL);
-    node(g, "out", "Identity", 1, "y", NULL);
+    td_opcase_vnode(g, "sig", "Sigmoid", 1, "v", NULL);
+    td_opcase_vnode(g, "y", "Mul", 1, "sig", "v", NULL);
+    td_opcase_vnode(g, "out", "Identity", 1, "y", NULL);
   }
   return g;
 }
@@ -217,7 +201,7 @@ END_TEST
 /* --- GELU's tanh form ------------------------------------------------------ */
 
 static void scalar(eng_graph *g, const char *name, float v) {
-  int id = node(g, name, "Const", 1, NULL);
+  int id = td_opcase_vnode(g, name, "Const", 1, NULL);
   eng_attr *a = eng_graph_add_attr(g, id, "value");
   a->kind = ENG_ATTR_TENSOR;
   ck_assert_int_eq(eng_tensor_alloc(&a->tensor, ENG_DT_FLOAT, &(eng_shape){.rank = 0}, NULL),
@@ -231,36 +215,36 @@ static void scalar(eng_graph *g, const char *name, float v) {
 static eng_graph *gelu_graph(bool einsum, bool exact, const int64_t *wd, int wrank,
                              const int64_t *bd, int brank) {
   eng_graph *g = eng_graph_create();
-  int x = node(g, "x", "Placeholder", 1, NULL);
+  int x = td_opcase_vnode(g, "x", "Placeholder", 1, NULL);
   eng_attr *a = eng_graph_add_attr(g, x, "dtype");
   a->kind = ENG_ATTR_TYPE;
   a->type = ENG_DT_FLOAT;
   konst(g, "W", wrank, wd, 1, 0.1f);
   konst(g, "b", brank, bd, 3, 0.3f);
-  int op = node(g, "op", einsum ? "Einsum" : "MatMul", 1, "x", "W", NULL);
+  int op = td_opcase_vnode(g, "op", einsum ? "Einsum" : "MatMul", 1, "x", "W", NULL);
   if (einsum) str_attr(g, op, "equation", "abc,cde->abde");
-  node(g, "v", einsum ? "AddV2" : "BiasAdd", 1, "op", "b", NULL);
+  td_opcase_vnode(g, "v", einsum ? "AddV2" : "BiasAdd", 1, "op", "b", NULL);
   scalar(g, "half", 0.5f);
-  node(g, "mul", "Mul", 1, "half", "v", NULL);
+  td_opcase_vnode(g, "mul", "Mul", 1, "half", "v", NULL);
   if (exact) { /* 0.5 * v * erfc(-v * 0.70710677) */
     scalar(g, "s", 0.7071067811865476f);
-    node(g, "neg", "Neg", 1, "v", NULL);
-    node(g, "q", "Mul", 1, "neg", "s", NULL);
-    node(g, "erfc", "Erfc", 1, "q", NULL);
-    node(g, "y", "Mul", 1, "mul", "erfc", NULL);
+    td_opcase_vnode(g, "neg", "Neg", 1, "v", NULL);
+    td_opcase_vnode(g, "q", "Mul", 1, "neg", "s", NULL);
+    td_opcase_vnode(g, "erfc", "Erfc", 1, "q", NULL);
+    td_opcase_vnode(g, "y", "Mul", 1, "mul", "erfc", NULL);
     return g;
   }
   scalar(g, "three", 3.0f);
   scalar(g, "a", 0.044715f);
   scalar(g, "bb", 0.7978845608028654f);
   scalar(g, "one", 1.0f);
-  node(g, "pow", "Pow", 1, "v", "three", NULL);
-  node(g, "mul_1", "Mul", 1, "a", "pow", NULL);
-  node(g, "add", "AddV2", 1, "v", "mul_1", NULL);
-  node(g, "mul_2", "Mul", 1, "bb", "add", NULL);
-  node(g, "tanh", "Tanh", 1, "mul_2", NULL);
-  node(g, "add_1", "AddV2", 1, "one", "tanh", NULL);
-  node(g, "y", "Mul", 1, "mul", "add_1", NULL);
+  td_opcase_vnode(g, "pow", "Pow", 1, "v", "three", NULL);
+  td_opcase_vnode(g, "mul_1", "Mul", 1, "a", "pow", NULL);
+  td_opcase_vnode(g, "add", "AddV2", 1, "v", "mul_1", NULL);
+  td_opcase_vnode(g, "mul_2", "Mul", 1, "bb", "add", NULL);
+  td_opcase_vnode(g, "tanh", "Tanh", 1, "mul_2", NULL);
+  td_opcase_vnode(g, "add_1", "AddV2", 1, "one", "tanh", NULL);
+  td_opcase_vnode(g, "y", "Mul", 1, "mul", "add_1", NULL);
   return g;
 }
 

@@ -16,35 +16,13 @@
 #include "eng_graph.h"
 #include "eng_model.h"
 #include "eng_pool.h"
+#include "td_opcase.h"
 #include "td_testcheck.h"
 
 /* --- graph building ------------------------------------------------------ */
 
 /* Adds a node with n_out outputs; the variadic list (NULL-terminated) holds
  * its inputs as "node[:i]" or "^node". */
-static int node(eng_graph *g, const char *name, const char *op, int n_out, ...) {
-  td_err err;
-  td_err_clear(&err);
-  int id = eng_graph_add_node(g, name, op, &err);
-  ck_assert_msg(id >= 0, "add %s: %s", name, err.msg);
-  eng_graph_node(g, id)->n_out = n_out;
-  va_list ap;
-  va_start(ap, n_out);
-  for (const char *in; (in = va_arg(ap, const char *));) {
-    if (in[0] == '^') {
-      int from = eng_graph_find(g, in + 1, strlen(in + 1));
-      ck_assert_msg(from >= 0, "ctrl %s", in);
-      ck_assert_int_eq(eng_graph_add_ctrl(g, id, from, NULL), TD_OK);
-    } else {
-      eng_edge e;
-      ck_assert_msg(eng_graph_parse_edge(g, in, &e, &err) == TD_OK, "input %s: %s", in, err.msg);
-      ck_assert_int_eq(eng_graph_add_input(g, id, e, NULL), TD_OK);
-    }
-  }
-  va_end(ap);
-  return id;
-}
-
 static void set_type(eng_graph *g, int id, const char *name, eng_dtype dt) {
   eng_attr *a = eng_graph_add_attr(g, id, name);
   a->kind = ENG_ATTR_TYPE;
@@ -129,7 +107,7 @@ static void expect(const eng_tensor *t, eng_dtype dt, int rank, const int64_t *d
 
 static int cnst(eng_graph *g, const char *name, eng_dtype dt, int rank, const int64_t *dims,
                 const double *v) {
-  int id = node(g, name, "Const", 1, NULL);
+  int id = td_opcase_vnode(g, name, "Const", 1, NULL);
   set_type(g, id, "dtype", dt);
   eng_attr *a = eng_graph_add_attr(g, id, "value");
   a->kind = ENG_ATTR_TENSOR;
@@ -139,7 +117,7 @@ static int cnst(eng_graph *g, const char *name, eng_dtype dt, int rank, const in
 
 static int placeholder(eng_graph *g, const char *name, eng_dtype dt, int rank,
                        const int64_t *dims) {
-  int id = node(g, name, "Placeholder", 1, NULL);
+  int id = td_opcase_vnode(g, name, "Placeholder", 1, NULL);
   set_type(g, id, "dtype", dt);
   if (rank >= -1) {
     eng_attr *a = eng_graph_add_attr(g, id, "shape");
@@ -180,15 +158,15 @@ static void arithmetic(eng_dtype dt) {
   const int64_t d23[] = {2, 3}, d3[] = {3}, d21[] = {2, 1}, d13[] = {1, 3};
   placeholder(g, "x", dt, 2, (int64_t[]){-1, 3});
   cnst(g, "c", dt, 1, d3, (double[]){1, 2, -3});
-  node(g, "m", "Mul", 1, "x", "c", NULL);
+  td_opcase_vnode(g, "m", "Mul", 1, "x", "c", NULL);
   cnst(g, "col", dt, 2, d21, (double[]){10, 20});
   cnst(g, "row", dt, 2, d13, (double[]){1, 2, 3});
-  node(g, "s", "AddV2", 1, "col", "row:0", NULL);
+  td_opcase_vnode(g, "s", "AddV2", 1, "col", "row:0", NULL);
   cnst(g, "k", dt, 0, NULL, (double[]){100});
-  node(g, "t", "AddV2", 1, "m:0", "k", NULL);
-  node(g, "u", "Sub", 1, "k", "x", NULL);
-  node(g, "v", "Add", 1, "row", "col", NULL);
-  node(g, "sq", "Mul", 1, "x", "x", NULL);
+  td_opcase_vnode(g, "t", "AddV2", 1, "m:0", "k", NULL);
+  td_opcase_vnode(g, "u", "Sub", 1, "k", "x", NULL);
+  td_opcase_vnode(g, "v", "Add", 1, "row", "col", NULL);
+  td_opcase_vnode(g, "sq", "Mul", 1, "x", "x", NULL);
   eng_model *mo = model(g, NULL);
   const char *in[] = {"x:0"};
   const char *out[] = {"m:0", "s:0", "t", "u:0", "v:0", "sq:0"};
@@ -248,14 +226,14 @@ START_TEST(arith_scalars_and_rank3) {
   eng_graph *g = eng_graph_create();
   cnst(g, "a", ENG_DT_FLOAT, 0, NULL, (double[]){1.5});
   cnst(g, "b", ENG_DT_FLOAT, 0, NULL, (double[]){0.25});
-  node(g, "ab", "Mul", 1, "a", "b", NULL);
+  td_opcase_vnode(g, "ab", "Mul", 1, "a", "b", NULL);
   /* [2,1,3] * [4,1] -> [2,4,3] */
   const int64_t d213[] = {2, 1, 3}, d41[] = {4, 1}, d243[] = {2, 4, 3};
   cnst(g, "p", ENG_DT_FLOAT, 3, d213, (double[]){1, 2, 3, 4, 5, 6});
   cnst(g, "q", ENG_DT_FLOAT, 2, d41, (double[]){1, 10, 100, 1000});
-  node(g, "pq", "Mul", 1, "p", "q", NULL);
-  node(g, "mx", "Maximum", 1, "a", "p", NULL);
-  node(g, "dv", "RealDiv", 1, "p", "b", NULL);
+  td_opcase_vnode(g, "pq", "Mul", 1, "p", "q", NULL);
+  td_opcase_vnode(g, "mx", "Maximum", 1, "a", "p", NULL);
+  td_opcase_vnode(g, "dv", "RealDiv", 1, "p", "b", NULL);
   eng_model *m = model(g, NULL);
   const char *out[] = {"ab", "pq", "mx", "dv"};
   eng_plan *p = plan(m, 0, NULL, 4, out);
@@ -282,8 +260,8 @@ START_TEST(arith_errors) {
   placeholder(g, "x", ENG_DT_FLOAT, -1, NULL);
   placeholder(g, "y", ENG_DT_FLOAT, -1, NULL);
   placeholder(g, "i", ENG_DT_INT32, -1, NULL);
-  node(g, "xy", "AddV2", 1, "x", "y", NULL);
-  node(g, "xi", "Mul", 1, "x", "i", NULL);
+  td_opcase_vnode(g, "xy", "AddV2", 1, "x", "y", NULL);
+  td_opcase_vnode(g, "xi", "Mul", 1, "x", "i", NULL);
   eng_model *m = model(g, NULL);
   const char *in[] = {"x", "y"};
   const char *out[] = {"xy"};
@@ -318,8 +296,8 @@ START_TEST(placeholder_feed_checks) {
   eng_graph *g = eng_graph_create();
   placeholder(g, "inp", ENG_DT_FLOAT, 2, (int64_t[]){-1, 3});
   placeholder(g, "sc", ENG_DT_INT64, 0, NULL);
-  node(g, "y", "Identity", 1, "inp", NULL);
-  node(g, "z", "Identity", 1, "sc", NULL);
+  td_opcase_vnode(g, "y", "Identity", 1, "inp", NULL);
+  td_opcase_vnode(g, "z", "Identity", 1, "sc", NULL);
   eng_model *m = model(g, NULL);
   const char *in[] = {"inp:0", "sc"};
   const char *out[] = {"y:0", "z:0"};
@@ -380,7 +358,7 @@ START_TEST(unfed_placeholder) {
   eng_graph *g = eng_graph_create();
   placeholder(g, "x", ENG_DT_FLOAT, 1, (int64_t[]){-1});
   cnst(g, "two", ENG_DT_FLOAT, 0, NULL, (double[]){2});
-  node(g, "y", "Mul", 1, "x", "two", NULL);
+  td_opcase_vnode(g, "y", "Mul", 1, "x", "two", NULL);
   eng_model *m = model(g, NULL);
   const char *out[] = {"y:0"};
   eng_plan *p = plan(m, 0, NULL, 1, out);
@@ -399,7 +377,7 @@ START_TEST(fetch_fed_and_const_feed) {
   eng_graph *g = eng_graph_create();
   placeholder(g, "x", ENG_DT_FLOAT, 1, (int64_t[]){-1});
   cnst(g, "c", ENG_DT_FLOAT, 0, NULL, (double[]){3});
-  node(g, "y", "Mul", 1, "x", "c", NULL);
+  td_opcase_vnode(g, "y", "Mul", 1, "x", "c", NULL);
   eng_model *m = model(g, NULL);
   /* Feeding a Const replaces it (the loader feeds save/Const this way). */
   const char *in[] = {"x", "c:0"};
@@ -430,14 +408,14 @@ START_TEST(wide_nodes_and_repeated_fetches) {
     snprintf(name, sizeof name, "c%d", i);
     cnst(g, name, ENG_DT_INT64, 0, NULL, (double[]){i * 3});
   }
-  int id = node(g, "wide", "IdentityN", W, NULL);
+  int id = td_opcase_vnode(g, "wide", "IdentityN", W, NULL);
   for (int i = 0; i < W; i++) {
     snprintf(ref, sizeof ref, "c%d", i);
     eng_edge e;
     ck_assert_int_eq(eng_graph_parse_edge(g, ref, &e, NULL), TD_OK);
     ck_assert_int_eq(eng_graph_add_input(g, id, e, NULL), TD_OK);
   }
-  node(g, "sum", "AddV2", 1, "wide:19", "wide:19", NULL);
+  td_opcase_vnode(g, "sum", "AddV2", 1, "wide:19", "wide:19", NULL);
   eng_model *m = model(g, NULL);
   const char *out[] = {"wide:0", "wide:17", "wide:19", "sum", "wide:17", "sum:0"};
   eng_plan *p = plan(m, 0, NULL, 6, out);
@@ -460,8 +438,8 @@ END_TEST
 START_TEST(unknown_op_needed) {
   eng_graph *g = eng_graph_create();
   placeholder(g, "x", ENG_DT_FLOAT, -1, NULL);
-  node(g, "weird", "FancyOp", 1, "x", NULL);
-  node(g, "y", "Identity", 1, "weird", NULL);
+  td_opcase_vnode(g, "weird", "FancyOp", 1, "x", NULL);
+  td_opcase_vnode(g, "y", "Identity", 1, "weird", NULL);
   eng_model *m = model(g, NULL);
   const char *in[] = {"x"};
   const char *out[] = {"y"};
@@ -484,7 +462,7 @@ END_TEST
 START_TEST(plan_internal_op_in_graph) {
   eng_graph *g = eng_graph_create();
   placeholder(g, "x", ENG_DT_FLOAT, -1, NULL);
-  node(g, "v", "_PadView", 1, "x", NULL);
+  td_opcase_vnode(g, "v", "_PadView", 1, "x", NULL);
   eng_model *m = model(g, NULL);
   const char *in[] = {"x"};
   const char *out[] = {"v"};
@@ -501,10 +479,10 @@ START_TEST(unknown_op_pruned) {
   eng_graph *g = eng_graph_create();
   placeholder(g, "x", ENG_DT_FLOAT, -1, NULL);
   cnst(g, "c", ENG_DT_FLOAT, 0, NULL, (double[]){2});
-  node(g, "save", "SaveV2", 0, "x", NULL);       /* never needed */
-  node(g, "rnd", "RandomUniform", 1, "c", NULL); /* consumes c, not needed */
-  node(g, "y", "Mul", 1, "x", "c", NULL);
-  node(g, "z", "AddV2", 1, "rnd", "y", NULL); /* downstream of y, not needed */
+  td_opcase_vnode(g, "save", "SaveV2", 0, "x", NULL);       /* never needed */
+  td_opcase_vnode(g, "rnd", "RandomUniform", 1, "c", NULL); /* consumes c, not needed */
+  td_opcase_vnode(g, "y", "Mul", 1, "x", "c", NULL);
+  td_opcase_vnode(g, "z", "AddV2", 1, "rnd", "y", NULL); /* downstream of y, not needed */
   eng_model *m = model(g, NULL);
   const char *in[] = {"x"};
   const char *out[] = {"y"};
@@ -525,12 +503,12 @@ START_TEST(feed_cuts_graph) {
    * feat:0 (as TF1 half_plus_two's "x:0") never runs the parser. */
   eng_graph *g = eng_graph_create();
   placeholder(g, "ser", ENG_DT_STRING, 1, (int64_t[]){-1});
-  node(g, "parse", "TensordNoSuchOp", 2, "ser", NULL);
-  node(g, "feat", "Identity", 1, "parse:1", NULL);
+  td_opcase_vnode(g, "parse", "TensordNoSuchOp", 2, "ser", NULL);
+  td_opcase_vnode(g, "feat", "Identity", 1, "parse:1", NULL);
   cnst(g, "a", ENG_DT_FLOAT, 0, NULL, (double[]){0.5});
   cnst(g, "b", ENG_DT_FLOAT, 0, NULL, (double[]){2});
-  node(g, "mul", "Mul", 1, "feat", "a", NULL);
-  node(g, "y", "AddV2", 1, "mul", "b", NULL);
+  td_opcase_vnode(g, "mul", "Mul", 1, "feat", "a", NULL);
+  td_opcase_vnode(g, "y", "AddV2", 1, "mul", "b", NULL);
   eng_model *m = model(g, NULL);
 
   const char *in[] = {"feat:0"};
@@ -568,7 +546,7 @@ END_TEST
 /* --- variables and control dependencies -------------------------------------- */
 
 static int var_handle(eng_graph *g, const char *name, const char *shared) {
-  int id = node(g, name, "VarHandleOp", 1, NULL);
+  int id = td_opcase_vnode(g, name, "VarHandleOp", 1, NULL);
   set_type(g, id, "dtype", ENG_DT_FLOAT);
   set_str(g, id, "container", "");
   set_str(g, id, "shared_name", shared);
@@ -584,12 +562,12 @@ START_TEST(control_deps_order) {
   cnst(g, "c3", ENG_DT_FLOAT, 0, NULL, (double[]){3});
   cnst(g, "c2", ENG_DT_FLOAT, 0, NULL, (double[]){2});
   cnst(g, "c1", ENG_DT_FLOAT, 0, NULL, (double[]){1});
-  node(g, "w1", "AssignVariableOp", 0, "v", "c1", NULL);
-  node(g, "w2", "AssignVariableOp", 0, "v", "c2", "^w1", NULL);
-  node(g, "w3", "AssignVariableOp", 0, "v", "c3", "^w2", NULL);
-  node(g, "r", "ReadVariableOp", 1, "v", "^w3", NULL);
-  node(g, "r_any", "ReadVariableOp", 1, "v", NULL);
-  node(g, "done", "NoOp", 0, "^w3", NULL);
+  td_opcase_vnode(g, "w1", "AssignVariableOp", 0, "v", "c1", NULL);
+  td_opcase_vnode(g, "w2", "AssignVariableOp", 0, "v", "c2", "^w1", NULL);
+  td_opcase_vnode(g, "w3", "AssignVariableOp", 0, "v", "c3", "^w2", NULL);
+  td_opcase_vnode(g, "r", "ReadVariableOp", 1, "v", "^w3", NULL);
+  td_opcase_vnode(g, "r_any", "ReadVariableOp", 1, "v", NULL);
+  td_opcase_vnode(g, "done", "NoOp", 0, "^w3", NULL);
   eng_model *m = model(g, NULL);
   eng_tensor o = {0};
   td_err err;
@@ -603,10 +581,10 @@ START_TEST(control_deps_order) {
   var_handle(g2, "v", "v");
   cnst(g2, "c1", ENG_DT_FLOAT, 0, NULL, (double[]){1});
   cnst(g2, "c2", ENG_DT_FLOAT, 0, NULL, (double[]){2});
-  node(g2, "w2", "AssignVariableOp", 0, "v", "c2", NULL);
-  node(g2, "w1", "AssignVariableOp", 0, "v", "c1", "^w2", NULL);
-  node(g2, "init", "NoOp", 0, "^w1", NULL);
-  node(g2, "r", "ReadVariableOp", 1, "v", NULL);
+  td_opcase_vnode(g2, "w2", "AssignVariableOp", 0, "v", "c2", NULL);
+  td_opcase_vnode(g2, "w1", "AssignVariableOp", 0, "v", "c1", "^w2", NULL);
+  td_opcase_vnode(g2, "init", "NoOp", 0, "^w1", NULL);
+  td_opcase_vnode(g2, "r", "ReadVariableOp", 1, "v", NULL);
   eng_model *m2 = model(g2, NULL);
   const char *tg[] = {"init"};
   ck_ok(eng_model_run(m2, 0, NULL, 0, NULL, NULL, 1, tg, &err), err);
@@ -628,11 +606,11 @@ START_TEST(release_unserved_variables) {
   var_handle(g, "b", "b");
   cnst(g, "ca", ENG_DT_FLOAT, 1, (int64_t[]){2}, (double[]){1, 2});
   cnst(g, "cb", ENG_DT_FLOAT, 1, (int64_t[]){3}, (double[]){3, 4, 5});
-  node(g, "wa", "AssignVariableOp", 0, "a", "ca", NULL);
-  node(g, "wb", "AssignVariableOp", 0, "b", "cb", NULL);
-  node(g, "init", "NoOp", 0, "^wa", "^wb", NULL);
-  node(g, "ra", "ReadVariableOp", 1, "a", NULL);
-  node(g, "rb", "ReadVariableOp", 1, "b", NULL);
+  td_opcase_vnode(g, "wa", "AssignVariableOp", 0, "a", "ca", NULL);
+  td_opcase_vnode(g, "wb", "AssignVariableOp", 0, "b", "cb", NULL);
+  td_opcase_vnode(g, "init", "NoOp", 0, "^wa", "^wb", NULL);
+  td_opcase_vnode(g, "ra", "ReadVariableOp", 1, "a", NULL);
+  td_opcase_vnode(g, "rb", "ReadVariableOp", 1, "b", NULL);
   eng_model *m = model(g, NULL);
   td_err err;
   const char *tg[] = {"init"};
@@ -661,15 +639,15 @@ END_TEST
 START_TEST(cycle_detected) {
   eng_graph *g = eng_graph_create();
   cnst(g, "c", ENG_DT_FLOAT, 0, NULL, (double[]){1});
-  int a = node(g, "a", "AddV2", 1, "c", NULL);
-  int b = node(g, "b", "Identity", 1, "a", NULL);
+  int a = td_opcase_vnode(g, "a", "AddV2", 1, "c", NULL);
+  int b = td_opcase_vnode(g, "b", "Identity", 1, "a", NULL);
   ck_assert_int_eq(eng_graph_add_input(g, a, (eng_edge){b, 0}, NULL), TD_OK);
-  node(g, "out", "Identity", 1, "b", NULL);
+  td_opcase_vnode(g, "out", "Identity", 1, "b", NULL);
   /* A control-only cycle elsewhere. */
-  int p = node(g, "p", "NoOp", 0, NULL);
-  int q = node(g, "q", "NoOp", 0, "^p", NULL);
+  int p = td_opcase_vnode(g, "p", "NoOp", 0, NULL);
+  int q = td_opcase_vnode(g, "q", "NoOp", 0, "^p", NULL);
   ck_assert_int_eq(eng_graph_add_ctrl(g, p, q, NULL), TD_OK);
-  node(g, "fine", "Identity", 1, "c", NULL);
+  td_opcase_vnode(g, "fine", "Identity", 1, "c", NULL);
   eng_model *m = model(g, NULL);
   eng_plan *pl = NULL;
   td_err err;
@@ -702,18 +680,18 @@ START_TEST(tf1_ref_variable) {
   /* VariableV2 v; v/Assign = Assign(v, init); v/read = Identity(v);
    * y = v/read * x. */
   eng_graph *g = eng_graph_create();
-  int v = node(g, "v", "VariableV2", 1, NULL);
+  int v = td_opcase_vnode(g, "v", "VariableV2", 1, NULL);
   set_type(g, v, "dtype", ENG_DT_FLOAT);
   set_str(g, v, "container", "");
   set_str(g, v, "shared_name", "");
   cnst(g, "init", ENG_DT_FLOAT, 1, (int64_t[]){2}, (double[]){0.5, 4});
   cnst(g, "other", ENG_DT_FLOAT, 1, (int64_t[]){3}, (double[]){1, 2, 3});
-  node(g, "v/Assign", "Assign", 1, "v", "init", NULL);
-  node(g, "v/Assign_bad", "Assign", 1, "v", "other", NULL);
-  node(g, "v/read", "Identity", 1, "v", NULL);
+  td_opcase_vnode(g, "v/Assign", "Assign", 1, "v", "init", NULL);
+  td_opcase_vnode(g, "v/Assign_bad", "Assign", 1, "v", "other", NULL);
+  td_opcase_vnode(g, "v/read", "Identity", 1, "v", NULL);
   placeholder(g, "x", ENG_DT_FLOAT, 1, (int64_t[]){-1});
-  node(g, "y", "Mul", 1, "v/read", "x", NULL);
-  node(g, "y2", "Mul", 1, "v", "x", NULL); /* an op reading the ref directly */
+  td_opcase_vnode(g, "y", "Mul", 1, "v/read", "x", NULL);
+  td_opcase_vnode(g, "y2", "Mul", 1, "v", "x", NULL); /* an op reading the ref directly */
   eng_model *m = model(g, NULL);
   const char *in[] = {"x"};
   const char *out[] = {"y", "v:0", "y2"};
@@ -752,14 +730,14 @@ START_TEST(resource_variable) {
   var_handle(g, "w_alias", "weights"); /* same shared_name: same slot */
   var_handle(g, "u", "unset");
   cnst(g, "val", ENG_DT_FLOAT, 1, (int64_t[]){3}, (double[]){1, 2, 3});
-  node(g, "assign", "AssignVariableOp", 0, "w", "val", NULL);
-  int r = node(g, "read", "ReadVariableOp", 1, "w_alias", NULL);
+  td_opcase_vnode(g, "assign", "AssignVariableOp", 0, "w", "val", NULL);
+  int r = td_opcase_vnode(g, "read", "ReadVariableOp", 1, "w_alias", NULL);
   set_type(g, r, "dtype", ENG_DT_FLOAT);
-  int ru = node(g, "read_u", "ReadVariableOp", 1, "u", NULL);
+  int ru = td_opcase_vnode(g, "read_u", "ReadVariableOp", 1, "u", NULL);
   set_type(g, ru, "dtype", ENG_DT_FLOAT);
-  int rb = node(g, "read_badtype", "ReadVariableOp", 1, "w", NULL);
+  int rb = td_opcase_vnode(g, "read_badtype", "ReadVariableOp", 1, "w", NULL);
   set_type(g, rb, "dtype", ENG_DT_INT32);
-  node(g, "init_q", "VarIsInitializedOp", 1, "u", NULL);
+  td_opcase_vnode(g, "init_q", "VarIsInitializedOp", 1, "u", NULL);
   eng_model *m = model(g, NULL);
   td_err err;
   eng_tensor o = {0};
@@ -806,7 +784,7 @@ static td_code fake_restore(void *ctx, const char *prefix, const char *key, eng_
 }
 
 static int string_const(eng_graph *g, const char *name, int n, const char *const *v, bool vec) {
-  int id = node(g, name, "Const", 1, NULL);
+  int id = td_opcase_vnode(g, name, "Const", 1, NULL);
   set_type(g, id, "dtype", ENG_DT_STRING);
   eng_attr *a = eng_graph_add_attr(g, id, "value");
   a->kind = ENG_ATTR_TENSOR;
@@ -825,22 +803,22 @@ START_TEST(restore_v2) {
   string_const(g, "names", 1, (const char *[]){"w"}, true);
   string_const(g, "missing", 1, (const char *[]){"b"}, true);
   string_const(g, "slices", 1, (const char *[]){""}, true);
-  int rv = node(g, "RestoreV2", "RestoreV2", 1, "save/Const", "names", "slices", NULL);
+  int rv = td_opcase_vnode(g, "RestoreV2", "RestoreV2", 1, "save/Const", "names", "slices", NULL);
   eng_attr *a = eng_graph_add_attr(g, rv, "dtypes");
   a->kind = ENG_ATTR_LIST;
   a->list_kind = ENG_ATTR_TYPE;
   a->n = 1;
   a->ltype = malloc(sizeof *a->ltype);
   a->ltype[0] = ENG_DT_FLOAT;
-  int rb = node(g, "RestoreB", "RestoreV2", 1, "save/Const", "missing", "slices", NULL);
+  int rb = td_opcase_vnode(g, "RestoreB", "RestoreV2", 1, "save/Const", "missing", "slices", NULL);
   eng_graph_copy_attr(g, rb, eng_node_attr(eng_graph_node(g, rv), "dtypes"), NULL);
   var_handle(g, "w", "w");
   var_handle(g, "b", "b");
-  node(g, "assign_w", "AssignVariableOp", 0, "w", "RestoreV2", NULL);
-  node(g, "assign_b", "AssignVariableOp", 0, "b", "RestoreB", NULL);
-  node(g, "restore_all", "NoOp", 0, "^assign_w", NULL);
-  node(g, "restore_b", "NoOp", 0, "^assign_b", NULL);
-  node(g, "read", "ReadVariableOp", 1, "w", NULL);
+  td_opcase_vnode(g, "assign_w", "AssignVariableOp", 0, "w", "RestoreV2", NULL);
+  td_opcase_vnode(g, "assign_b", "AssignVariableOp", 0, "b", "RestoreB", NULL);
+  td_opcase_vnode(g, "restore_all", "NoOp", 0, "^assign_w", NULL);
+  td_opcase_vnode(g, "restore_b", "NoOp", 0, "^assign_b", NULL);
+  td_opcase_vnode(g, "read", "ReadVariableOp", 1, "w", NULL);
   int calls = 0;
   eng_io io = {.restore = fake_restore, .ctx = &calls};
   eng_model *m = NULL;
@@ -885,9 +863,9 @@ END_TEST
 START_TEST(plan_refuses_wrong_arity) {
   eng_graph *g = eng_graph_create();
   cnst(g, "x", ENG_DT_FLOAT, 0, NULL, (double[]){1});
-  node(g, "empty", "Identity", 1, NULL);
-  node(g, "three", "AddV2", 1, "x", "x", "x", NULL);
-  node(g, "ok", "AddV2", 1, "x", "x", NULL);
+  td_opcase_vnode(g, "empty", "Identity", 1, NULL);
+  td_opcase_vnode(g, "three", "AddV2", 1, "x", "x", "x", NULL);
+  td_opcase_vnode(g, "ok", "AddV2", 1, "x", "x", NULL);
   eng_model *m = model(g, NULL);
   eng_plan *p = NULL;
   td_err err;
@@ -938,7 +916,7 @@ START_TEST(restore_v2_pool) {
     string_const(g, "prefix", 1, (const char *[]){"ok"}, false);
     string_const(g, "names", N, kp, true);
     string_const(g, "slices", N, sl, true);
-    int rv = node(g, "RestoreV2", "RestoreV2", N, "prefix", "names", "slices", NULL);
+    int rv = td_opcase_vnode(g, "RestoreV2", "RestoreV2", N, "prefix", "names", "slices", NULL);
     eng_attr *a = eng_graph_add_attr(g, rv, "dtypes");
     a->kind = ENG_ATTR_LIST;
     a->list_kind = ENG_ATTR_TYPE;
@@ -991,7 +969,7 @@ static eng_function *function(eng_library *lib, const char *name, int n_args) {
   for (int i = 0; i < n_args; i++) {
     char an[16];
     snprintf(an, sizeof an, "arg%d", i);
-    int id = node(f->body, an, "_Arg", 1, NULL);
+    int id = td_opcase_vnode(f->body, an, "_Arg", 1, NULL);
     set_int(f->body, id, "index", i);
   }
   f->n_args = n_args;
@@ -1027,8 +1005,8 @@ static void ctrl_rets(eng_function *f, int n, ...) {
 /* f(a, b) = (a * b + a, a * b) */
 static void add_f(eng_library *lib) {
   eng_function *f = function(lib, "f", 2);
-  node(f->body, "mul", "Mul", 1, "arg0", "arg1", NULL);
-  node(f->body, "add", "AddV2", 1, "mul", "arg0", NULL);
+  td_opcase_vnode(f->body, "mul", "Mul", 1, "arg0", "arg1", NULL);
+  td_opcase_vnode(f->body, "add", "AddV2", 1, "mul", "arg0", NULL);
   rets(f, 2, "add:0", "mul:0");
 }
 
@@ -1038,13 +1016,13 @@ START_TEST(inline_partitioned_call) {
   eng_graph *g = eng_graph_create();
   placeholder(g, "x", ENG_DT_FLOAT, 1, (int64_t[]){-1});
   cnst(g, "c", ENG_DT_FLOAT, 0, NULL, (double[]){3});
-  int call = node(g, "call", "StatefulPartitionedCall", 2, "x", "c", NULL);
+  int call = td_opcase_vnode(g, "call", "StatefulPartitionedCall", 2, "x", "c", NULL);
   set_func(g, call, "f", "f");
-  int pc = node(g, "pcall", "PartitionedCall", 2, "c", "x", NULL);
+  int pc = td_opcase_vnode(g, "pcall", "PartitionedCall", 2, "c", "x", NULL);
   set_func(g, pc, "f", "f");
-  int direct = node(g, "direct", "f", 2, "x", "x", NULL);
+  int direct = td_opcase_vnode(g, "direct", "f", 2, "x", "x", NULL);
   (void)direct;
-  node(g, "y", "Identity", 1, "call:1", NULL);
+  td_opcase_vnode(g, "y", "Identity", 1, "call:1", NULL);
   eng_model *m = model(g, lib);
   const eng_graph *mg = eng_model_graph(m);
   ck_assert_int_ge(eng_graph_find(mg, "call/mul", 8), 0);
@@ -1076,22 +1054,22 @@ START_TEST(inline_nested) {
   add_f(lib);
   /* g(a) = f(a, a)[1] + 1 via a StatefulPartitionedCall inside; h(a) = g(g(a)) by direct calls. */
   eng_function *gf = function(lib, "g", 1);
-  int in = node(gf->body, "inner", "StatefulPartitionedCall", 2, "arg0", "arg0", NULL);
+  int in = td_opcase_vnode(gf->body, "inner", "StatefulPartitionedCall", 2, "arg0", "arg0", NULL);
   set_func(gf->body, in, "f", "f");
-  int one = node(gf->body, "one", "Const", 1, NULL);
+  int one = td_opcase_vnode(gf->body, "one", "Const", 1, NULL);
   eng_attr *a = eng_graph_add_attr(gf->body, one, "value");
   a->kind = ENG_ATTR_TENSOR;
   a->tensor = tensor(ENG_DT_FLOAT, 0, NULL, (double[]){1});
-  node(gf->body, "res", "AddV2", 1, "inner:1", "one", NULL);
+  td_opcase_vnode(gf->body, "res", "AddV2", 1, "inner:1", "one", NULL);
   rets(gf, 1, "res:0");
   eng_function *hf = function(lib, "h", 1);
-  node(hf->body, "g1", "g", 1, "arg0", NULL);
-  node(hf->body, "g2", "g", 1, "g1", NULL);
+  td_opcase_vnode(hf->body, "g1", "g", 1, "arg0", NULL);
+  td_opcase_vnode(hf->body, "g2", "g", 1, "g1", NULL);
   rets(hf, 1, "g2:0");
 
   eng_graph *g = eng_graph_create();
   placeholder(g, "x", ENG_DT_FLOAT, 1, (int64_t[]){-1});
-  int c = node(g, "top", "StatefulPartitionedCall", 1, "x", NULL);
+  int c = td_opcase_vnode(g, "top", "StatefulPartitionedCall", 1, "x", NULL);
   set_func(g, c, "f", "h");
   eng_model *m = model(g, lib);
   const eng_graph *mg = eng_model_graph(m);
@@ -1124,15 +1102,15 @@ START_TEST(inline_control_returns) {
    * AssignVariableOp reached through control returns. */
   eng_library *lib = eng_library_create();
   eng_function *f = function(lib, "restore", 2);
-  node(f->body, "ident", "Identity", 1, "arg1", NULL);
-  node(f->body, "assign", "AssignVariableOp", 0, "arg0", "ident", NULL);
-  node(f->body, "noop", "NoOp", 0, "^assign", NULL);
-  node(f->body, "out", "Identity", 1, "arg1", "^noop", NULL);
+  td_opcase_vnode(f->body, "ident", "Identity", 1, "arg1", NULL);
+  td_opcase_vnode(f->body, "assign", "AssignVariableOp", 0, "arg0", "ident", NULL);
+  td_opcase_vnode(f->body, "noop", "NoOp", 0, "^assign", NULL);
+  td_opcase_vnode(f->body, "out", "Identity", 1, "arg1", "^noop", NULL);
   rets(f, 1, "out:0");
   ctrl_rets(f, 2, "assign", "noop");
 
   eng_function *sf = function(lib, "side_only", 2);
-  node(sf->body, "assign", "AssignVariableOp", 0, "arg0", "arg1", NULL);
+  td_opcase_vnode(sf->body, "assign", "AssignVariableOp", 0, "arg0", "arg1", NULL);
   rets(sf, 0);
   ctrl_rets(sf, 1, "assign");
 
@@ -1140,11 +1118,12 @@ START_TEST(inline_control_returns) {
   var_handle(g, "v", "v");
   cnst(g, "val", ENG_DT_FLOAT, 0, NULL, (double[]){9});
   cnst(g, "val2", ENG_DT_FLOAT, 0, NULL, (double[]){-9});
-  int c = node(g, "StatefulPartitionedCall_2", "StatefulPartitionedCall", 1, "v", "val", NULL);
+  int c = td_opcase_vnode(g, "StatefulPartitionedCall_2", "StatefulPartitionedCall", 1, "v", "val",
+                          NULL);
   set_func(g, c, "f", "restore");
-  int s = node(g, "side", "StatefulPartitionedCall", 0, "v", "val2", NULL);
+  int s = td_opcase_vnode(g, "side", "StatefulPartitionedCall", 0, "v", "val2", NULL);
   set_func(g, s, "f", "side_only");
-  int r = node(g, "read", "ReadVariableOp", 1, "v", NULL);
+  int r = td_opcase_vnode(g, "read", "ReadVariableOp", 1, "v", NULL);
   set_type(g, r, "dtype", ENG_DT_FLOAT);
   eng_model *m = model(g, lib);
   td_err err;
@@ -1172,15 +1151,15 @@ START_TEST(inline_call_control_inputs_gate_body) {
    * inliner routes every argument through the call's input control node). */
   eng_library *lib = eng_library_create();
   eng_function *f = function(lib, "reader", 1);
-  int rd = node(f->body, "read", "ReadVariableOp", 1, "arg0", NULL);
+  int rd = td_opcase_vnode(f->body, "read", "ReadVariableOp", 1, "arg0", NULL);
   set_type(f->body, rd, "dtype", ENG_DT_FLOAT);
   rets(f, 1, "read:0");
 
   eng_graph *g = eng_graph_create();
   var_handle(g, "v", "v");
   cnst(g, "val", ENG_DT_FLOAT, 0, NULL, (double[]){5});
-  node(g, "assign", "AssignVariableOp", 0, "v", "val", NULL);
-  int c = node(g, "call", "StatefulPartitionedCall", 1, "v", "^assign", NULL);
+  td_opcase_vnode(g, "assign", "AssignVariableOp", 0, "v", "val", NULL);
+  int c = td_opcase_vnode(g, "call", "StatefulPartitionedCall", 1, "v", "^assign", NULL);
   set_func(g, c, "f", "reader");
   eng_model *m = model(g, lib);
   eng_tensor o = {0};
@@ -1201,7 +1180,7 @@ START_TEST(inline_errors) {
   add_f(lib);
   eng_graph *g = eng_graph_create();
   placeholder(g, "x", ENG_DT_FLOAT, -1, NULL);
-  int c = node(g, "call", "StatefulPartitionedCall", 1, "x", "x", NULL);
+  int c = td_opcase_vnode(g, "call", "StatefulPartitionedCall", 1, "x", "x", NULL);
   set_func(g, c, "f", "absent_fn");
   eng_model *m = (eng_model *)0x1;
   td_err_clear(&err);
@@ -1214,7 +1193,7 @@ START_TEST(inline_errors) {
   add_f(lib);
   g = eng_graph_create();
   placeholder(g, "x", ENG_DT_FLOAT, -1, NULL);
-  c = node(g, "call", "StatefulPartitionedCall", 1, "x", NULL);
+  c = td_opcase_vnode(g, "call", "StatefulPartitionedCall", 1, "x", NULL);
   set_func(g, c, "f", "f");
   td_err_clear(&err);
   ck_err(eng_model_create(g, lib, NULL, &m, &err), err, TD_INVALID_ARGUMENT, "call");
@@ -1224,14 +1203,14 @@ START_TEST(inline_errors) {
   add_f(lib);
   g = eng_graph_create();
   placeholder(g, "x", ENG_DT_FLOAT, -1, NULL);
-  node(g, "call", "f", 3, "x", "x", NULL);
+  td_opcase_vnode(g, "call", "f", 3, "x", "x", NULL);
   td_err_clear(&err);
   ck_err(eng_model_create(g, lib, NULL, &m, &err), err, TD_INVALID_ARGUMENT, "call");
 
   /* Without a library, a call op is just an op the engine lacks. */
   g = eng_graph_create();
   placeholder(g, "x", ENG_DT_FLOAT, -1, NULL);
-  c = node(g, "call", "StatefulPartitionedCall", 1, "x", NULL);
+  c = td_opcase_vnode(g, "call", "StatefulPartitionedCall", 1, "x", NULL);
   set_func(g, c, "f", "f");
   m = model(g, NULL);
   const char *out[] = {"call"};
@@ -1248,11 +1227,11 @@ START_TEST(inline_recursive_fails) {
    * exhaust memory. The tcase timeout bounds it. */
   eng_library *lib = eng_library_create();
   eng_function *f = function(lib, "rec", 1);
-  node(f->body, "again", "rec", 1, "arg0", NULL);
+  td_opcase_vnode(f->body, "again", "rec", 1, "arg0", NULL);
   rets(f, 1, "again:0");
   eng_graph *g = eng_graph_create();
   placeholder(g, "x", ENG_DT_FLOAT, -1, NULL);
-  node(g, "r", "rec", 1, "x", NULL);
+  td_opcase_vnode(g, "r", "rec", 1, "x", NULL);
   eng_model *m = NULL;
   td_err err;
   td_err_clear(&err);
@@ -1264,15 +1243,15 @@ END_TEST
 START_TEST(inline_mutual_recursion_fails) {
   eng_library *lib = eng_library_create();
   eng_function *f2 = function(lib, "ping", 1);
-  int pc = node(f2->body, "to_pong", "StatefulPartitionedCall", 1, "arg0", NULL);
+  int pc = td_opcase_vnode(f2->body, "to_pong", "StatefulPartitionedCall", 1, "arg0", NULL);
   set_func(f2->body, pc, "f", "pong");
   rets(f2, 1, "to_pong:0");
   eng_function *f3 = function(lib, "pong", 1);
-  node(f3->body, "to_ping", "ping", 1, "arg0", NULL);
+  td_opcase_vnode(f3->body, "to_ping", "ping", 1, "arg0", NULL);
   rets(f3, 1, "to_ping:0");
   eng_graph *g = eng_graph_create();
   placeholder(g, "x", ENG_DT_FLOAT, -1, NULL);
-  node(g, "r", "ping", 1, "x", NULL);
+  td_opcase_vnode(g, "r", "ping", 1, "x", NULL);
   eng_model *m = NULL;
   td_err err;
   td_err_clear(&err);
@@ -1322,12 +1301,12 @@ START_TEST(concurrent_runs) {
   /* half_plus_two with resource variables and a function call, as TF2 exports it. */
   eng_library *lib = eng_library_create();
   eng_function *f = function(lib, "predict", 3);
-  int ra = node(f->body, "ra", "ReadVariableOp", 1, "arg1", NULL);
+  int ra = td_opcase_vnode(f->body, "ra", "ReadVariableOp", 1, "arg1", NULL);
   set_type(f->body, ra, "dtype", ENG_DT_FLOAT);
-  int rb = node(f->body, "rb", "ReadVariableOp", 1, "arg2", NULL);
+  int rb = td_opcase_vnode(f->body, "rb", "ReadVariableOp", 1, "arg2", NULL);
   set_type(f->body, rb, "dtype", ENG_DT_FLOAT);
-  node(f->body, "mul", "Mul", 1, "ra", "arg0", NULL);
-  node(f->body, "add", "AddV2", 1, "mul", "rb", NULL);
+  td_opcase_vnode(f->body, "mul", "Mul", 1, "ra", "arg0", NULL);
+  td_opcase_vnode(f->body, "add", "AddV2", 1, "mul", "rb", NULL);
   rets(f, 2, "add:0", "mul:0");
   eng_graph *g = eng_graph_create();
   placeholder(g, "serving_default_x", ENG_DT_FLOAT, 1, (int64_t[]){-1});
@@ -1335,11 +1314,11 @@ START_TEST(concurrent_runs) {
   var_handle(g, "b", "b");
   cnst(g, "a_init", ENG_DT_FLOAT, 0, NULL, (double[]){0.5});
   cnst(g, "b_init", ENG_DT_FLOAT, 0, NULL, (double[]){2});
-  node(g, "assign_a", "AssignVariableOp", 0, "a", "a_init", NULL);
-  node(g, "assign_b", "AssignVariableOp", 0, "b", "b_init", NULL);
-  node(g, "init", "NoOp", 0, "^assign_a", "^assign_b", NULL);
-  int c = node(g, "StatefulPartitionedCall", "StatefulPartitionedCall", 2, "serving_default_x", "a",
-               "b", NULL);
+  td_opcase_vnode(g, "assign_a", "AssignVariableOp", 0, "a", "a_init", NULL);
+  td_opcase_vnode(g, "assign_b", "AssignVariableOp", 0, "b", "b_init", NULL);
+  td_opcase_vnode(g, "init", "NoOp", 0, "^assign_a", "^assign_b", NULL);
+  int c = td_opcase_vnode(g, "StatefulPartitionedCall", "StatefulPartitionedCall", 2,
+                          "serving_default_x", "a", "b", NULL);
   set_func(g, c, "f", "predict");
   eng_model *m = model(g, lib);
   td_err err;

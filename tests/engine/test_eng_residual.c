@@ -4,7 +4,8 @@
  * block's input, another branch's convolution, a feed) and Relu. The fused
  * plan has fewer steps and gives the bits of the same plan with the sum's
  * inputs fetched (which keeps the add out of the epilogue), whole and in
- * batch slices. An operand of another shape runs as the Add kernel itself
+ * batch slices; without an activation after it the add stays a step. An
+ * operand of another shape runs as the Add kernel itself
  * (broadcasting, the output growing with it), and one of another dtype
  * fails as that Add fails. Under the isa-generic run the kernels take the
  * BLAS path, whose row-by-row epilogue adds the operand. */
@@ -36,8 +37,8 @@ static void placeholder(eng_graph *g, const char *name) {
 }
 
 /* name = Conv2D(x, kxk weight cin -> cout) * s + b (its batch norm). */
-static void conv_bn(eng_graph *g, const char *name, const char *x, int k, int64_t cin,
-                    int64_t cout, int salt) {
+static void conv_bn(eng_graph *g, const char *name, const char *x, int k, int64_t cin, int64_t cout,
+                    int salt) {
   char w[64], s[64], b[64], c[64], m[64];
   snprintf(w, sizeof w, "%s_w", name);
   snprintf(s, sizeof s, "%s_s", name);
@@ -58,8 +59,9 @@ enum { IDENTITY, PROJECTION, FEED, MATMUL };
  * two convolutions of x (3x3, then 1x1), other is x itself (c channels);
  * PROJECTION: other is a 1x1 convolution of x beside them; FEED: main is
  * one 1x1 convolution, other the feed z; MATMUL: main is x [b, c] times a
- * weight plus a bias, other the feed z. swap: AddV2(other, main). */
-static eng_graph *block(int kind, int64_t c, bool swap) {
+ * weight plus a bias, other the feed z. swap: AddV2(other, main). Without
+ * relu, y = Identity(sum). */
+static eng_graph *block_of(int kind, int64_t c, bool swap, bool relu) {
   eng_graph *g = eng_graph_create();
   placeholder(g, "x");
   const char *other = "x";
@@ -85,9 +87,11 @@ static eng_graph *block(int kind, int64_t c, bool swap) {
   }
   td_opcase_node(g, "sum", "AddV2", NULL, 2,
                  swap ? (const char *[]){other, "main"} : (const char *[]){"main", other});
-  td_opcase_node(g, "y", "Relu", NULL, 1, (const char *[]){"sum"});
+  td_opcase_node(g, "y", relu ? "Relu" : "Identity", NULL, 1, (const char *[]){"sum"});
   return g;
 }
+
+static eng_graph *block(int kind, int64_t c, bool swap) { return block_of(kind, c, swap, true); }
 
 static eng_tensor tensor(eng_dtype dt, int rank, const int64_t *dims, int salt) {
   eng_tensor t;
@@ -142,8 +146,8 @@ static void check_block(const char *what, int kind, int64_t c, bool swap, int n_
   eng_tensor yf, yu;
   int sf, su;
   td_err err;
-  ck_assert_msg(run(block(kind, c, swap), n_in, in, false, other, &yf, &sf, &err) == TD_OK, "%s: %s",
-                what, err.msg);
+  ck_assert_msg(run(block(kind, c, swap), n_in, in, false, other, &yf, &sf, &err) == TD_OK,
+                "%s: %s", what, err.msg);
   ck_assert_msg(run(block(kind, c, swap), n_in, in, true, other, &yu, &su, &err) == TD_OK, "%s: %s",
                 what, err.msg);
   ck_assert_msg(sf + 2 == su, "%s: %d steps fused, %d cut", what, sf, su);
@@ -177,6 +181,26 @@ START_TEST(residual_add_fuses_with_the_same_bits) {
   eng_tensor x = tensor(ENG_DT_FLOAT, 4, (const int64_t[]){3, 48, 48, 64}, 3);
   for (int rep = 0; rep < 3; rep++) check_block("sliced", IDENTITY, 64, false, 1, &x);
   eng_tensor_release(&x);
+}
+END_TEST
+
+START_TEST(no_activation_keeps_the_add) {
+  /* A sum that feeds on without a ReLU (MobileNetV2's blocks) stays a step. */
+  eng_tensor in[2] = {tensor(ENG_DT_FLOAT, 4, (const int64_t[]){2, 5, 5, 24}, 1),
+                      tensor(ENG_DT_FLOAT, 4, (const int64_t[]){2, 5, 5, 24}, 2)};
+  eng_tensor yf, yu;
+  int sf, su;
+  td_err err;
+  ck_assert_int_eq(run(block_of(FEED, 24, false, false), 2, in, false, "z:0", &yf, &sf, &err),
+                   TD_OK);
+  ck_assert_int_eq(run(block_of(FEED, 24, false, false), 2, in, true, "z:0", &yu, &su, &err),
+                   TD_OK);
+  ck_assert_int_eq(sf, su);
+  same_bits("no activation", &yf, &yu);
+  eng_tensor_release(&yf);
+  eng_tensor_release(&yu);
+  eng_tensor_release(&in[0]);
+  eng_tensor_release(&in[1]);
 }
 END_TEST
 
@@ -231,6 +255,7 @@ int main(void) {
   TCase *tc = tcase_create("residual");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, residual_add_fuses_with_the_same_bits);
+  tcase_add_test(tc, no_activation_keeps_the_add);
   tcase_add_test(tc, matmul_takes_a_residual_add);
   tcase_add_test(tc, another_shape_broadcasts_as_add_does);
   suite_add_tcase(s, tc);

@@ -2,6 +2,7 @@
 
 #include <check.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,30 @@ int td_opcase_node(eng_graph *g, const char *name, const char *op, const char *a
     ck_assert_int_eq(eng_graph_add_input(g, id, e, NULL), TD_OK);
   }
   if (attrs) td_opcase_attrs(g, id, attrs);
+  return id;
+}
+
+int td_opcase_vnode(eng_graph *g, const char *name, const char *op, int n_out, ...) {
+  td_err err;
+  td_err_clear(&err);
+  int id = eng_graph_add_node(g, name, op, &err);
+  ck_assert_msg(id >= 0, "add %s: %s", name, err.msg);
+  eng_graph_node(g, id)->n_out = n_out;
+  va_list ap;
+  va_start(ap, n_out);
+  for (const char *in; (in = va_arg(ap, const char *));) {
+    if (in[0] == '^') {
+      int from = eng_graph_find(g, in + 1, strlen(in + 1));
+      ck_assert_msg(from >= 0, "node %s: no control input %s", name, in + 1);
+      ck_assert_int_eq(eng_graph_add_ctrl(g, id, from, NULL), TD_OK);
+    } else {
+      eng_edge e;
+      ck_assert_msg(eng_graph_parse_edge(g, in, &e, &err) == TD_OK, "node %s: input %s: %s", name,
+                    in, err.msg);
+      ck_assert_int_eq(eng_graph_add_input(g, id, e, NULL), TD_OK);
+    }
+  }
+  va_end(ap);
   return id;
 }
 

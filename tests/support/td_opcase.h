@@ -37,6 +37,9 @@ void td_opcase_attrs(eng_graph *g, int id, const char *spec);
  * attrs in td_opcase_attrs's form or NULL. Returns its id. */
 int td_opcase_node(eng_graph *g, const char *name, const char *op, const char *attrs, int n_in,
                    const char *const *in);
+/* The same with n_out outputs and its inputs as further arguments, ended
+ * by NULL: edge names, or "^name" for a control input. */
+int td_opcase_vnode(eng_graph *g, const char *name, const char *op, int n_out, ...);
 /* A tensor holding v's values. */
 void td_opcase_tensor(const td_tv *v, eng_tensor *t);
 /* Element i of a numeric or bool tensor, as a double (complex tensors:

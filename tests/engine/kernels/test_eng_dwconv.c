@@ -47,8 +47,8 @@ static void check_case(eng_isa isa, int64_t n, int64_t h, int64_t w, int64_t c, 
   for (int64_t i = 0; i < nf; i++) f[i] = val(i, 2);
   for (int64_t i = 0; i < c; i++) bias[i] = val(i, 3);
   for (int64_t i = 0; i < ny; i++) y[i] = NAN; /* every element must be written */
-  eng_gemm_epi epi = {3, {{ENG_GEMM_MUL, NULL, 1.5f, 0}, {ENG_GEMM_ADD, bias, 0, 0},
-                          {ENG_GEMM_RELU6, NULL, 0, 0}}};
+  eng_gemm_epi epi = {
+      3, {{ENG_GEMM_MUL, NULL, 1.5f, 0}, {ENG_GEMM_ADD, bias, 0, 0}, {ENG_GEMM_RELU6, NULL, 0, 0}}};
   if (!eng_dwconv_run_isa(isa, &g, x, f, y, with_epi ? &epi : NULL)) goto out;
   for (int64_t b = 0; b < n; b++)
     for (int64_t oh = 0; oh < g.oh; oh++)

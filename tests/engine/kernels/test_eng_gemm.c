@@ -41,8 +41,10 @@ START_TEST(matches_naive) {
           /* Every other case with an epilogue: + bias[j], * 0.5, relu6. */
           float *bias = malloc(sizeof *bias * (size_t)n);
           for (int64_t j = 0; j < n; j++) bias[j] = val(j, 3);
-          eng_gemm_epi epi = {3, {{ENG_GEMM_ADD, bias, 0, 0}, {ENG_GEMM_MUL, NULL, 0.5f, 0},
-                                  {ENG_GEMM_RELU6, NULL, 0, 0}}};
+          eng_gemm_epi epi = {3,
+                              {{ENG_GEMM_ADD, bias, 0, 0},
+                               {ENG_GEMM_MUL, NULL, 0.5f, 0},
+                               {ENG_GEMM_RELU6, NULL, 0, 0}}};
           bool with_epi = (m + n + k) % 2;
           eng_gemm_run(a, k, m, p, c, n, with_epi ? &epi : NULL);
           for (int64_t i = 0; i < m; i++)
@@ -226,8 +228,8 @@ START_TEST(blocked_k_bit_exact) {
   for (int64_t i = 0; i < m * k; i++) a[i] = val(i, 5) * 0.37f;
   for (int64_t i = 0; i < k * n; i++) b[i] = val(i, 6) * 1.13f;
   for (int64_t j = 0; j < n; j++) bias[j] = val(j, 7);
-  eng_gemm_epi epi = {3, {{ENG_GEMM_ADD, bias, 0, 0}, {ENG_GEMM_MUL, NULL, 0.5f, 0},
-                          {ENG_GEMM_RELU6, NULL, 0, 0}}};
+  eng_gemm_epi epi = {
+      3, {{ENG_GEMM_ADD, bias, 0, 0}, {ENG_GEMM_MUL, NULL, 0.5f, 0}, {ENG_GEMM_RELU6, NULL, 0, 0}}};
   for (int64_t i = 0; i < m; i++)
     for (int64_t j = 0; j < n; j++) {
       float s = 0.0f;
