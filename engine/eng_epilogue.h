@@ -78,7 +78,8 @@ void eng_epilogue_apply(const eng_epilogue *e, eng_tensor *t, const eng_tensor *
 td_code eng_epilogue_after(eng_kctx *c);
 
 /* For kernels. Applies the kernel's fused epilogue (if any) to `rows` rows
- * of ch floats just written into out[0], and marks it done; with an
+ * of ch floats just written into out[0] (none of it applied yet: not after
+ * eng_kgemm_epi), and marks it done; with an
  * EPI_ADD_VALUE operand not of out[0]'s shape and dtype, only the ops
  * before it (kctx's epi_part; the run loop does the rest). */
 void eng_kepilogue(eng_kctx *c, float *y, int64_t rows, int64_t ch);

@@ -99,14 +99,33 @@ static td_code slice_rows(const eng_tensor *t, int64_t r0, int64_t n, eng_tensor
 }
 
 /* A batch's slices as chunks of the pool: slice s runs rows [s * chunk,
- * s * chunk + chunk) of every input through run_once on whichever thread
- * claims it, into its own outputs (cout[s * n_outputs ...]). */
+ * s * chunk + chunk) of every input on whichever thread claims it: through
+ * run_once into its own outputs (cout[s * n_outputs ...]), or, for a plan
+ * with a tail (cut > 0, run_split), through the steps before cut only,
+ * keeping the nf values fv the tail reads (cout[s * nf ...]). */
 typedef struct slice_job {
   const eng_plan *p;
   const eng_tensor *in;
   int64_t batch, chunk;
+  int cut, nf;
+  const int *fv;
   eng_tensor *cout;
 } slice_job;
+
+/* The head of j's plan on one slice's inputs; keep gets its frontier. */
+static td_code run_head(const slice_job *j, const eng_tensor *ci, eng_tensor *keep, td_err *err) {
+  eng_run r;
+  td_code rc = eng_run_begin(&r, j->p, ci, err);
+  for (int t = 0; t < j->cut && !rc; t++) rc = eng_run_step_cpu(&r, t, err);
+  for (int f = 0; f < j->nf && !rc; f++) {
+    const eng_tensor *v = &r.values[j->fv[f]];
+    if (!v->buf || v->is_ref)
+      rc = td_err_set(err, TD_INTERNAL, "a batch slice did not compute value %d", j->fv[f]);
+    else
+      keep[f] = eng_tensor_share(v);
+  }
+  return eng_run_finish(&r, rc, NULL, err);
+}
 
 static td_code slice_chunk(void *arg, int64_t s, td_err *err) {
   const slice_job *j = arg;
@@ -116,7 +135,9 @@ static td_code slice_chunk(void *arg, int64_t s, td_err *err) {
   eng_tensor cin[16] = {0}, *ci = ni <= 16 ? cin : calloc((size_t)ni, sizeof *ci);
   td_code rc = ci ? TD_OK : td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
   for (int i = 0; i < ni && !rc; i++) rc = slice_rows(&j->in[i], r0, n, &ci[i], err);
-  if (!rc) rc = run_once(p, ci, &j->cout[s * p->n_outputs], 0, err);
+  if (!rc)
+    rc = j->cut > 0 ? run_head(j, ci, &j->cout[s * j->nf], err)
+                    : run_once(p, ci, &j->cout[s * p->n_outputs], 0, err);
   for (int i = 0; ci && i < ni; i++) eng_tensor_release(&ci[i]);
   if (ci != cin) free(ci);
   return rc;
@@ -161,7 +182,11 @@ static td_code run_slices(const eng_plan *p, const eng_tensor *in, eng_tensor *o
                           int64_t chunk, td_err *err) {
   int no = p->n_outputs;
   int64_t nslices = (batch + chunk - 1) / chunk;
-  slice_job j = {p, in, batch, chunk, calloc((size_t)(nslices * no) + 1, sizeof *j.cout)};
+  slice_job j = {.p = p,
+                 .in = in,
+                 .batch = batch,
+                 .chunk = chunk,
+                 .cout = calloc((size_t)(nslices * no) + 1, sizeof *j.cout)};
   for (int i = 0; i < no; i++) out[i] = (eng_tensor){0};
   /* The first failed slice in batch order, whichever thread ran it. */
   td_code rc = j.cout ? eng_pool_try(NULL, nslices, slice_chunk, &j, err)
@@ -182,54 +207,19 @@ static td_code run_slices(const eng_plan *p, const eng_tensor *in, eng_tensor *o
  * stacked, and the tail once over the whole batch. Both run p itself, not
  * a shape specialisation: the head's would fold constants from a slice's
  * size, which the tail would then read at the batch's. */
-typedef struct split_job {
-  const eng_plan *p;
-  const eng_tensor *in;
-  int64_t batch, chunk;
-  int cut, nf;
-  const int *fv;
-  eng_tensor *parts; /* per slice, its nf frontier values */
-} split_job;
-
-static td_code head_chunk(void *arg, int64_t s, td_err *err) {
-  const split_job *j = arg;
-  const eng_plan *p = j->p;
-  int ni = p->n_inputs;
-  int64_t r0 = s * j->chunk, n = j->batch - r0 < j->chunk ? j->batch - r0 : j->chunk;
-  eng_tensor cin[16] = {0}, *ci = ni <= 16 ? cin : calloc((size_t)ni, sizeof *ci);
-  td_code rc = ci ? TD_OK : td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
-  for (int i = 0; i < ni && !rc; i++) rc = slice_rows(&j->in[i], r0, n, &ci[i], err);
-  if (!rc) {
-    eng_run r;
-    rc = eng_run_begin(&r, p, ci, err);
-    for (int t = 0; t < j->cut && !rc; t++) rc = eng_run_step_cpu(&r, t, err);
-    for (int f = 0; f < j->nf && !rc; f++) {
-      const eng_tensor *v = &r.values[j->fv[f]];
-      if (!v->buf || v->is_ref)
-        rc = td_err_set(err, TD_INTERNAL, "a batch slice did not compute value %d", j->fv[f]);
-      else
-        j->parts[s * j->nf + f] = eng_tensor_share(v);
-    }
-    rc = eng_run_finish(&r, rc, NULL, err);
-  }
-  for (int i = 0; ci && i < ni; i++) eng_tensor_release(&ci[i]);
-  if (ci != cin) free(ci);
-  return rc;
-}
-
 static td_code run_split(const eng_plan *p, const eng_tensor *in, eng_tensor *out, int64_t batch,
                          int64_t chunk, int cut, td_err *err) {
   int64_t nslices = (batch + chunk - 1) / chunk;
   int *fv = malloc(sizeof *fv * ((size_t)p->n_values + 1));
   int nf = fv ? eng_slice_frontier(p, cut, fv) : -1;
-  split_job j = {.p = p, .in = in, .batch = batch, .chunk = chunk, .cut = cut, .nf = nf, .fv = fv};
-  if (nf >= 0) j.parts = calloc((size_t)(nslices * nf) + 1, sizeof *j.parts);
+  slice_job j = {.p = p, .in = in, .batch = batch, .chunk = chunk, .cut = cut, .nf = nf, .fv = fv};
+  if (nf >= 0) j.cout = calloc((size_t)(nslices * nf) + 1, sizeof *j.cout);
   eng_tensor *stacked = nf >= 0 ? calloc((size_t)nf + 1, sizeof *stacked) : NULL;
-  td_code rc = j.parts && stacked ? eng_pool_try(NULL, nslices, head_chunk, &j, err)
-                                  : td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  td_code rc = j.cout && stacked ? eng_pool_try(NULL, nslices, slice_chunk, &j, err)
+                                 : td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
   for (int f = 0; f < nf && !rc; f++)
-    rc = stack_output(j.parts, nf, batch, chunk, nslices, f, &stacked[f], err);
-  for (int64_t k = 0; j.parts && k < nslices * nf; k++) eng_tensor_release(&j.parts[k]);
+    rc = stack_output(j.cout, nf, batch, chunk, nslices, f, &stacked[f], err);
+  for (int64_t k = 0; j.cout && k < nslices * nf; k++) eng_tensor_release(&j.cout[k]);
   if (!rc) {
     eng_run r;
     rc = eng_run_begin(&r, p, in, err);
@@ -243,7 +233,7 @@ static td_code run_split(const eng_plan *p, const eng_tensor *in, eng_tensor *ou
   }
   for (int f = 0; stacked && f < nf; f++) eng_tensor_release(&stacked[f]);
   free(stacked);
-  free(j.parts);
+  free(j.cout);
   free(fv);
   return rc;
 }

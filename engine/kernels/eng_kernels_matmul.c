@@ -389,8 +389,10 @@ td_code eng_k_einsum(eng_kctx *c) {
   if (prc) return prc;
   td_code rc = einsum(c, &e);
   /* A fused epilogue (a dense layer's: eng_einsum_const_b held, so the
-   * output's last dims are its n columns) that no packed product took. */
-  if (!rc && c->epi && !c->epi_done && c->out[0].dtype == ENG_DT_FLOAT && e.n > 0)
+   * output's last dims are its n columns) that no packed product took (one
+   * that took the ops before a run-time add left the rest to the run loop:
+   * epi_part). */
+  if (!rc && c->epi && !c->epi_done && !c->epi_part && c->out[0].dtype == ENG_DT_FLOAT && e.n > 0)
     eng_kepilogue(c, eng_tensor_data(&c->out[0]), eng_tensor_numel(&c->out[0]) / e.n, e.n);
   return rc;
 }
