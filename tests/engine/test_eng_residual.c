@@ -1,14 +1,12 @@
 /* A residual add fused into a product's epilogue (eng_epilogue.h's
  * EPI_ADD_VALUE): Conv2D (1x1 on the packed GEMM, 3x3 read in place),
- * MatMul and their batch-norm pair, then AddV2 with a run-time value (the
- * block's input, another branch's convolution, a feed) and Relu. The fused
- * plan has fewer steps and gives the bits of the same plan with the sum's
- * inputs fetched (which keeps the add out of the epilogue), whole and in
- * batch slices; without an activation after it the add stays a step. An
- * operand of another shape runs as the Add kernel itself
- * (broadcasting, the output growing with it), and one of another dtype
- * fails as that Add fails. Under the isa-generic run the kernels take the
- * BLAS path, whose row-by-row epilogue adds the operand. */
+ * MatMul, a dense-layer Einsum and their batch-norm pair or bias, then AddV2 with a run-time value
+ * (the block's input, another branch's convolution, a feed) and Relu. The fused plan has fewer
+ * steps and gives the bits of the same plan with the sum's inputs fetched (which keeps the add out
+ * of the epilogue), whole and in batch slices; without an activation after it the add stays a step.
+ * An operand of another shape runs as the Add kernel itself (broadcasting, the output growing with
+ * it), and one of another dtype fails as that Add fails. Under the isa-generic run the kernels take
+ * the BLAS path, whose row-by-row epilogue adds the operand. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,19 +51,21 @@ static void conv_bn(eng_graph *g, const char *name, const char *x, int k, int64_
   td_opcase_node(g, name, "AddV2", NULL, 2, (const char *[]){m, b});
 }
 
-enum { IDENTITY, PROJECTION, FEED, MATMUL };
+enum { IDENTITY, PROJECTION, FEED, MATMUL, EINSUM };
 
 /* The block: sum = AddV2(main, other), y = Relu(sum). IDENTITY: main is
  * two convolutions of x (3x3, then 1x1), other is x itself (c channels);
  * PROJECTION: other is a 1x1 convolution of x beside them; FEED: main is
  * one 1x1 convolution, other the feed z; MATMUL: main is x [b, c] times a
- * weight plus a bias, other the feed z. swap: AddV2(other, main). Without
+ * weight plus a bias, other the feed z; EINSUM: main is x [b, t, c] by a
+ * dense-layer Einsum plus a bias, other the feed z. swap: AddV2(other,
+ * main). Without
  * relu, y = Identity(sum). */
 static eng_graph *block_of(int kind, int64_t c, bool swap, bool relu) {
   eng_graph *g = eng_graph_create();
   placeholder(g, "x");
   const char *other = "x";
-  if (kind == FEED || kind == MATMUL) {
+  if (kind == FEED || kind == MATMUL || kind == EINSUM) {
     placeholder(g, "z");
     other = "z";
   }
@@ -74,6 +74,15 @@ static eng_graph *block_of(int kind, int64_t c, bool swap, bool relu) {
     gconst(g, "mb", 1, (const int64_t[]){c + 3}, 2, 0.2f);
     td_opcase_node(g, "mm", "MatMul", NULL, 2, (const char *[]){"x", "mw"});
     td_opcase_node(g, "main", "BiasAdd", NULL, 2, (const char *[]){"mm", "mb"});
+  } else if (kind == EINSUM) {
+    gconst(g, "ew", 2, (const int64_t[]){c, c + 3}, 1, 0.3f);
+    gconst(g, "eb", 1, (const int64_t[]){c + 3}, 2, 0.2f);
+    int id = td_opcase_node(g, "ein", "Einsum", NULL, 2, (const char *[]){"x", "ew"});
+    eng_attr *a = eng_graph_add_attr(g, id, "equation");
+    a->kind = ENG_ATTR_S;
+    a->s.data = strdup("abc,cd->abd");
+    a->s.len = strlen(a->s.data);
+    td_opcase_node(g, "main", "AddV2", NULL, 2, (const char *[]){"ein", "eb"});
   } else if (kind == FEED) {
     conv_bn(g, "main", "x", 1, c, c, 1);
   } else {
@@ -211,6 +220,16 @@ START_TEST(matmul_takes_a_residual_add) {
   check_block("matmul, swapped", MATMUL, 20, true, 2, in);
   eng_tensor_release(&in[0]);
   eng_tensor_release(&in[1]);
+  /* A dense-layer Einsum: z of the output's shape, then of [c + 3] (the
+   * product takes the bias, the run loop the add and the ReLU). */
+  eng_tensor ein[2] = {tensor(ENG_DT_FLOAT, 3, (const int64_t[]){2, 7, 20}, 1),
+                       tensor(ENG_DT_FLOAT, 3, (const int64_t[]){2, 7, 23}, 2)};
+  check_block("einsum", EINSUM, 20, false, 2, ein);
+  eng_tensor_release(&ein[1]);
+  ein[1] = tensor(ENG_DT_FLOAT, 1, (const int64_t[]){23}, 3);
+  check_block("einsum, z of [n]", EINSUM, 20, true, 2, ein);
+  eng_tensor_release(&ein[0]);
+  eng_tensor_release(&ein[1]);
 }
 END_TEST
 
