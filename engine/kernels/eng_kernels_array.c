@@ -428,6 +428,36 @@ td_code eng_k_transpose(eng_kctx *c) {
 
 /* --- Pad / PadV2 -------------------------------------------------------------- */
 
+/* Fills n elements of es bytes at dst with v (NULL: zeros). */
+static void fill_elems(char *dst, int64_t n, size_t es, const void *v) {
+  if (!v) {
+    memset(dst, 0, (size_t)n * es);
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) memcpy(dst + (size_t)i * es, v, es);
+}
+
+/* The padded border of dims d.. of an output block at dst: the rows of dim
+ * d before and after the input's are filled whole, the ones between recurse
+ * to dim d + 1, until no dim after has padding (the copy writes the rest). */
+typedef struct pad_fill {
+  int rank;
+  const int64_t *dim, *st, *pads;
+  bool pads_after[ENG_MAX_RANK + 1]; /* some dim from d on is padded */
+  size_t es;
+  const void *v;
+} pad_fill;
+
+static void fill_border(const pad_fill *f, int d, char *dst) {
+  if (!f->pads_after[d]) return;
+  int64_t lo = f->pads[2 * d], hi = f->pads[2 * d + 1], row = f->st[d];
+  size_t rb = (size_t)row * f->es;
+  fill_elems(dst, lo * row, f->es, f->v);
+  fill_elems(dst + (size_t)(f->dim[d] - hi) * rb, hi * row, f->es, f->v);
+  for (int64_t i = lo; i < f->dim[d] - hi && d + 1 < f->rank; i++)
+    fill_border(f, d + 1, dst + (size_t)i * rb);
+}
+
 td_code eng_k_pad(eng_kctx *c) {
   const eng_tensor *x = &c->in[0];
   int64_t pads[ENG_MAX_RANK * 2];
@@ -446,22 +476,25 @@ td_code eng_k_pad(eng_kctx *c) {
     s.dim[d] = x->shape.dim[d] + pads[2 * d] + pads[2 * d + 1];
   }
   size_t es = eng_dtype_size(x->dtype);
-  rc = eng_kout(c, 0, x->dtype, &s);
-  if (rc) return rc;
-  char *dst = eng_tensor_data(&c->out[0]);
+  const void *fill = NULL; /* the constant; NULL: zeros */
   if (c->n_in > 2) {
     const eng_tensor *v = &c->in[2];
     if (v->dtype != x->dtype || eng_tensor_numel(v) != 1)
       return eng_kfail(c, TD_INVALID_ARGUMENT, "constant_values must be a scalar of the input type");
     bool zero = true;
     for (size_t b = 0; b < es; b++) zero &= ((const char *)eng_tensor_data(v))[b] == 0;
-    if (!zero) {
-      int64_t total = eng_tensor_numel(&c->out[0]);
-      for (int64_t i = 0; i < total; i++) memcpy(dst + (size_t)i * es, eng_tensor_data(v), es);
-    }
+    if (!zero) fill = eng_tensor_data(v);
   }
+  rc = eng_kout_raw(c, 0, x->dtype, &s);
+  if (rc) return rc;
+  char *dst = eng_tensor_data(&c->out[0]);
   eng_contig_strides(&s, dst_st);
   eng_contig_strides(&x->shape, in_st);
+  /* Only the border is filled: the copy below writes every other element. */
+  pad_fill pf = {.rank = r, .dim = s.dim, .st = dst_st, .pads = pads, .es = es, .v = fill};
+  for (int d = r - 1; d >= 0; d--)
+    pf.pads_after[d] = pf.pads_after[d + 1] || pads[2 * d] || pads[2 * d + 1];
+  if (r > 0 && eng_tensor_numel(&c->out[0]) > 0) fill_border(&pf, 0, dst);
   for (int d = 0; d < r; d++) off += pads[2 * d] * dst_st[d];
   eng_copy_nd(r, x->shape.dim, es, eng_tensor_data(x), in_st, dst + (size_t)off * es, dst_st);
   return TD_OK;

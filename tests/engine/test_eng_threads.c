@@ -4,12 +4,14 @@
  * fused epilogue, B packed per call), depthwise convolution on every code
  * path, and the Conv2D, DepthwiseConv2dNative, MatMul, BatchMatMulV2,
  * Einsum, Pow, elementwise arithmetic (and its trailing-block broadcast
- * against an element-by-element reference), strided copy (Transpose, Pad,
+ * against an element-by-element reference), strided copy (Transpose, Pad
+ * (its border fill also against an element-by-element reference),
  * Slice, BroadcastTo), Softmax, reduction, BiasAdd, SelectV2 and unary
  * kernels at sizes that take each of their split paths; and a plan whose
  * batch runs as slices side by side (with its classifier run once over the
  * batch after them, or not) gives its whole-batch run's bits. */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -396,6 +398,55 @@ START_TEST(copies_same_bits) {
 }
 END_TEST
 
+/* Pad and PadV2 fill only the border and copy the rest: each output element
+ * is the input's or the constant, whatever the output buffer held before
+ * (a recycled buffer of NaNs), with padding on every dim, the batch's and
+ * the channels' included, and around an empty dim. */
+static void pad_case(const int64_t *xd, int rank, const int32_t *pads, const float *cv) {
+  eng_tensor in[3] = {0};
+  tensor(&in[0], rank, xd, 33);
+  int64_t pd[2] = {rank, 2}, od[ENG_MAX_RANK], n_out = 1;
+  eng_shape ps = eng_shape_make(2, pd);
+  ck_assert_int_eq(eng_tensor_alloc(&in[1], ENG_DT_INT32, &ps, NULL), TD_OK);
+  memcpy(eng_tensor_data(&in[1]), pads, sizeof *pads * (size_t)(2 * rank));
+  for (int d = 0; d < rank; d++) n_out *= od[d] = xd[d] + pads[2 * d] + pads[2 * d + 1];
+  if (cv) {
+    ck_assert_int_eq(eng_tensor_alloc(&in[2], ENG_DT_FLOAT, &(eng_shape){.rank = 0}, NULL), TD_OK);
+    *(float *)eng_tensor_data(&in[2]) = *cv;
+  }
+  eng_tensor junk = {0}, out = {0};
+  tensor(&junk, rank, od, 0);
+  for (int64_t i = 0; i < n_out; i++) ((float *)eng_tensor_data(&junk))[i] = NAN;
+  eng_tensor_release(&junk); /* the buffer the Pad's output is likely to get */
+  run_op(cv ? "PadV2" : "Pad", "", cv ? 3 : 2, in, 0, &out);
+  const float *y = eng_tensor_data(&out), *x = eng_tensor_data(&in[0]);
+  for (int64_t i = 0; i < n_out; i++) {
+    int64_t rem = i, xi = 0, xs = 1;
+    bool inside = true;
+    for (int d = rank - 1; d >= 0; d--) {
+      int64_t o = rem % od[d], k = o - pads[2 * d];
+      rem /= od[d];
+      inside &= k >= 0 && k < xd[d];
+      xi += k * xs;
+      xs *= xd[d];
+    }
+    float want = inside ? x[xi] : cv ? *cv : 0.0f;
+    ck_assert_msg(!memcmp(&y[i], &want, sizeof want), "pad y[%lld] = %g, want %g", (long long)i,
+                  y[i], want);
+  }
+  eng_tensor_release(&out);
+  for (int k = 0; k < 3; k++) eng_tensor_release(&in[k]);
+}
+
+START_TEST(pad_fills_the_border) {
+  const int32_t p4[8] = {1, 0, 0, 2, 1, 1, 0, 3};
+  pad_case((const int64_t[]){2, 3, 4, 5}, 4, p4, NULL);
+  pad_case((const int64_t[]){2, 3, 4, 5}, 4, p4, &(float){7.5f});
+  pad_case((const int64_t[]){2, 0, 3}, 3, (const int32_t[]){0, 1, 2, 0, 1, 1}, NULL);
+  pad_case((const int64_t[]){1, 56, 56, 16}, 4, (const int32_t[]){0, 0, 1, 1, 1, 1, 0, 0}, NULL);
+}
+END_TEST
+
 START_TEST(broadcast_to_matches_loop) {
   /* [h, 1, w] to [b, h, c, w]: a missing leading dim, a broadcast middle
    * dim, at a size that splits and one that does not. */
@@ -645,6 +696,7 @@ int main(void) {
   tcase_add_test(tc, binary_same_bits);
   tcase_add_test(tc, binary_tiles_match_elementwise);
   tcase_add_test(tc, copies_same_bits);
+  tcase_add_test(tc, pad_fills_the_border);
   tcase_add_test(tc, broadcast_to_matches_loop);
   tcase_add_test(tc, rows_same_bits);
   tcase_add_test(tc, batch_slices_same_bits);
