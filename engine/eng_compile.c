@@ -759,13 +759,13 @@ static void fuse(eng_plan *p) {
         k = const_of(p, other);
       }
       bool first = cn->n_in >= 1 && p->base[cn->in[0].node] + cn->in[0].index == v;
+      bool add = !strcmp(cn->op, "Add") || !strcmp(cn->op, "AddV2");
       if (!strcmp(cn->op, "BiasAdd") && first && k &&
           !strcmp(eng_attr_str(cn, "data_format", "NHWC"), "NHWC") && k->shape.rank == 1)
         kind = EPI_ADD;
-      else if ((!strcmp(cn->op, "Add") || !strcmp(cn->op, "AddV2")) && k)
+      else if (add && k)
         kind = EPI_ADD;
-      else if ((!strcmp(cn->op, "Add") || !strcmp(cn->op, "AddV2")) && host && !dw &&
-               reshape_step < 0 && other >= 0 && !k && made[other] < s &&
+      else if (add && host && !dw && reshape_step < 0 && other >= 0 && !k && made[other] < s &&
                eng_epilogue_input(&e) < 0 && relu_next(p, readers, reader, p->base[p->steps[cs]]))
         kind = EPI_ADD_VALUE; /* computed before this step: it can read it */
       else if (!strcmp(cn->op, "Sub") && first && k)

@@ -89,18 +89,14 @@ static void epilogue_rows(const eng_epilogue *e, int i0, int i1, float *restrict
   }
 }
 
-int eng_epilogue_input(const eng_epilogue *e) {
-  for (int i = 0; e && i < e->n; i++)
-    if (e->op[i].kind == EPI_ADD_VALUE) return e->in_value;
-  return -1;
-}
-
 /* The index of e's EPI_ADD_VALUE op, or -1. */
 static int add_at(const eng_epilogue *e) {
   for (int i = 0; i < e->n; i++)
     if (e->op[i].kind == EPI_ADD_VALUE) return i;
   return -1;
 }
+
+int eng_epilogue_input(const eng_epilogue *e) { return e && add_at(e) >= 0 ? e->in_value : -1; }
 
 /* Whether the operand can be added element for element to y. */
 static bool add_fits(const eng_tensor *add, const eng_tensor *y) {
