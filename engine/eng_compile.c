@@ -32,6 +32,7 @@
 #include "eng_plan.h"
 #include "eng_run.h"
 #include "eng_window.h"
+#include "eng_wino.h"
 
 static bool foldable_plan(const eng_plan *p) {
   const eng_graph *g = eng_model_graph(p->m);
@@ -836,8 +837,20 @@ static void recount_uses(eng_plan *p) {
   }
 }
 
+/* Whether Conv2D node nd with filter w runs as Winograd's F(2x2, 3x3)
+ * (eng_wino.h): its attributes allow it, on the CPU. */
+static bool wino_conv(const eng_node *nd, const eng_tensor *w) {
+  int64_t st[4] = {1, 1, 1, 1}, dl[4] = {1, 1, 1, 1};
+  int nst = eng_attr_ints(nd, "strides", st, 4), ndl = eng_attr_ints(nd, "dilations", dl, 4);
+  const int64_t *d = w->shape.dim;
+  return eng_wino_enabled() && !eng_device_active() && nst == 4 && (!ndl || ndl == 4) &&
+         !strcmp(eng_attr_str(nd, "data_format", "NHWC"), "NHWC") &&
+         eng_wino_suits(d[0], d[1], st[1], st[2], dl[1], dl[2], d[2], d[3]);
+}
+
 /* Packs the constant weight of every MatMul (A not transposed), dense
- * BatchMatMul, Conv2D and dense-layer Einsum. */
+ * BatchMatMul, Conv2D (3x3 ones in Winograd's form where wino_conv says so)
+ * and dense-layer Einsum. */
 static void pack_weights(eng_plan *p) {
   const eng_graph *g = eng_model_graph(p->m);
   p->packed = calloc((size_t)p->n_steps + 1, sizeof *p->packed);
@@ -869,6 +882,12 @@ static void pack_weights(eng_plan *p) {
     if (!bmm && e && e->n > 0 && e->op[0].kind == EPI_MUL && e->op[0].k.buf) {
       scale = eng_tensor_data(&e->op[0].k);
       nscale = eng_tensor_numel(&e->op[0].k);
+    }
+    if (conv && wino_conv(nd, w)) {
+      p->packed[s] = eng_model_pack_wino(p->m, w, scale, nscale);
+      if (!p->packed[s] && scale && eng_tensor_hollow(w))
+        p->packed[s] = eng_model_pack_wino(p->m, w, NULL, 0);
+      if (p->packed[s]) continue;
     }
     bool tb = (mm || bmm) && eng_node_attr_bool(nd, mm ? "transpose_b" : "adj_y", false);
     const int64_t *d = w->shape.dim;

@@ -183,6 +183,29 @@ const eng_gemm_epi *eng_kgemm_epi(eng_kctx *c, eng_gemm_epi *buf) {
   return buf;
 }
 
+void eng_kepilogue_take(eng_kctx *c, eng_kepi *r) {
+  *r = (eng_kepi){.e = c->epi};
+  if (!c->epi) return;
+  int at = add_at(c->epi);
+  bool fits = at < 0 || add_fits(c->epi_in, &c->out[0]);
+  r->from = c->packed && eng_gemm_prescaled(c->packed) ? 1 : 0;
+  r->to = fits ? c->epi->n : at;
+  if (r->from > r->to) r->from = r->to;
+  if (at >= 0 && fits) {
+    r->add = eng_tensor_data(c->epi_in);
+    r->out = eng_tensor_data(&c->out[0]);
+  }
+  if (fits)
+    c->epi_done = true;
+  else
+    c->epi_part = at;
+}
+
+void eng_kepilogue_rows(const eng_kepi *r, float *y, int64_t rows, int64_t ch) {
+  if (!r->e || r->from >= r->to || rows <= 0 || ch <= 0) return;
+  epilogue_rows(r->e, r->from, r->to, y, r->add ? r->add + (y - r->out) : NULL, rows * ch, ch);
+}
+
 void eng_kepilogue(eng_kctx *c, float *y, int64_t rows, int64_t ch) {
   if (!c->epi) return;
   const float *add = NULL;

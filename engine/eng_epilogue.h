@@ -83,6 +83,21 @@ td_code eng_epilogue_after(eng_kctx *c);
  * EPI_ADD_VALUE operand not of out[0]'s shape and dtype, only the ops
  * before it (kctx's epi_part; the run loop does the rest). */
 void eng_kepilogue(eng_kctx *c, float *y, int64_t rows, int64_t ch);
+/* For a kernel that applies its epilogue itself over the pool's chunks:
+ * eng_kepilogue_take, on the calling thread, decides which ops are the
+ * kernel's (as eng_kgemm_epi: all, or those before an operand not of
+ * out[0]'s shape and dtype; after a leading multiply that weights packed
+ * prescaled already hold), marks them done (epi_done, or epi_part) and
+ * keeps them in r. eng_kepilogue_rows applies them to `rows` rows of ch
+ * floats of out[0] at y; it only reads r, so chunks may call it at once. */
+typedef struct eng_kepi {
+  const eng_epilogue *e;
+  int from, to;     /* ops [from, to) */
+  const float *add; /* the EPI_ADD_VALUE operand's data, laid out as out: */
+  const float *out; /* out[0]'s */
+} eng_kepi;
+void eng_kepilogue_take(eng_kctx *c, eng_kepi *r);
+void eng_kepilogue_rows(const eng_kepi *r, float *y, int64_t rows, int64_t ch);
 /* The kernel's fused epilogue as eng_gemm applies it in registers (over n
  * output channels), for a product written into out[0] (allocated first);
  * NULL when there is none. Marks it done; with an EPI_ADD_VALUE operand

@@ -607,6 +607,8 @@ eng_plan_info eng_plan_get_info(const eng_plan *p) {
   if (info.slice_examples > 0 && cut > 0) info.tail_steps = p->n_steps - cut;
   for (int s = 0; p->epi && s < p->n_steps; s++)
     if (p->epi[s]) info.fused_ops += p->epi[s]->n;
+  for (int s = 0; p->packed && s < p->n_steps; s++)
+    info.winograd_steps += p->packed[s] && eng_gemm_parts(p->packed[s]) == 16;
   if (p->can_specialise) {
     mtx_lock((mtx_t *)&p->spec_lock);
     for (int i = 0; i < p->n_specs; i++) {

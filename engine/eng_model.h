@@ -115,6 +115,7 @@ typedef struct eng_plan_info {
   int shape_plan_steps;     /* steps per request in the first of them */
   long long slice_examples; /* examples per batch slice; 0 not decided yet, -1 runs whole */
   int tail_steps;           /* steps run once over the whole batch after the slices */
+  int winograd_steps;       /* Conv2D steps packed in Winograd's form (eng_wino.h) */
 } eng_plan_info;
 eng_plan_info eng_plan_get_info(const eng_plan *p);
 /* The distinct ops of the plan's steps, in run order, with their counts

@@ -48,6 +48,7 @@ struct eng_model {
                      released: the buffer's address names the weight */
     int64_t k, n;
     bool trans_b;
+    bool wino;    /* eng_wino_pack's form (k, n: the filter's depth and count) */
     float *scale; /* copy of the folded per-channel scale, or NULL */
     int64_t nscale;
     eng_packed *packed;

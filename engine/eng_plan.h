@@ -93,6 +93,10 @@ void eng_plan_free_specs(eng_plan *p);
  * must not free it. NULL when eng_gemm cannot pack it. Thread-safe. */
 const struct eng_packed *eng_model_pack(eng_model *m, const eng_tensor *w, int64_t k, int64_t n,
                                         bool trans_b, const float *scale, int64_t nscale);
+/* The same for a 3x3 Conv2D filter w [3, 3, cin, cout] in Winograd's form
+ * (eng_wino_pack), cached beside the others. */
+const struct eng_packed *eng_model_pack_wino(eng_model *m, const eng_tensor *w, const float *scale,
+                                             int64_t nscale);
 /* TensorFlow's feed check of input i (dtype, declared shape). */
 td_code eng_plan_check_feed(const eng_plan *p, int i, const eng_tensor *t, td_err *err);
 

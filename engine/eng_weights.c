@@ -25,13 +25,15 @@
 #include "eng_inline.h"
 #include "eng_model_int.h"
 #include "eng_plan.h"
+#include "eng_wino.h"
 
 static struct packed_weight *find_packed(eng_model *m, const eng_tensor *w, int64_t k, int64_t n,
-                                         bool trans_b, const float *scale, int64_t nscale) {
+                                         bool trans_b, const float *scale, int64_t nscale,
+                                         bool wino) {
   for (int i = 0; i < m->n_packed; i++) {
     struct packed_weight *e = &m->packed[i];
     if (eng_tensor_data(&e->w) == eng_tensor_data(w) && e->k == k && e->n == n &&
-        e->trans_b == trans_b && e->nscale == nscale &&
+        e->trans_b == trans_b && e->wino == wino && e->nscale == nscale &&
         (!nscale || !memcmp(e->scale, scale, sizeof *scale * (size_t)nscale)))
       return e;
   }
@@ -47,19 +49,22 @@ static bool grow_packed(eng_model *m) {
   return true;
 }
 
-const eng_packed *eng_model_pack(eng_model *m, const eng_tensor *w, int64_t k, int64_t n,
-                                 bool trans_b, const float *scale, int64_t nscale) {
+/* eng_model_pack and eng_model_pack_wino: wino, a filter [3, 3, k, n] in
+ * eng_wino_pack's form. */
+static const eng_packed *pack_form(eng_model *m, const eng_tensor *w, int64_t k, int64_t n,
+                                   bool trans_b, const float *scale, int64_t nscale, bool wino) {
   if (!m->pack_lock_init) return NULL;
   if (!scale) nscale = 0;
   /* A hollow weight can only be found packed already, never packed anew. */
   bool hollow = eng_tensor_hollow(w);
   mtx_lock(&m->pack_lock);
-  struct packed_weight *hit = find_packed(m, w, k, n, trans_b, scale, nscale);
+  struct packed_weight *hit = find_packed(m, w, k, n, trans_b, scale, nscale, wino);
   mtx_unlock(&m->pack_lock);
   if (hit || hollow) return hit ? hit->packed : NULL;
   /* Packed outside the lock; a racing plan that packed the same weight
    * first wins and this copy is dropped. */
-  eng_packed *pk = eng_gemm_pack_scaled(eng_tensor_data(w), k, n, trans_b, scale, nscale);
+  eng_packed *pk = wino ? eng_wino_pack(eng_tensor_data(w), k, n, scale, nscale)
+                        : eng_gemm_pack_scaled(eng_tensor_data(w), k, n, trans_b, scale, nscale);
   if (!pk) return NULL;
   float *sc = nscale ? malloc(sizeof *sc * (size_t)nscale) : NULL;
   if (nscale && !sc) {
@@ -69,12 +74,12 @@ const eng_packed *eng_model_pack(eng_model *m, const eng_tensor *w, int64_t k, i
   if (sc) memcpy(sc, scale, sizeof *sc * (size_t)nscale);
   const eng_packed *result = NULL;
   mtx_lock(&m->pack_lock);
-  hit = find_packed(m, w, k, n, trans_b, scale, nscale);
+  hit = find_packed(m, w, k, n, trans_b, scale, nscale, wino);
   if (hit) {
     result = hit->packed;
   } else if (m->n_packed < m->cap_packed || grow_packed(m)) {
     m->packed[m->n_packed++] =
-        (struct packed_weight){eng_tensor_share(w), k, n, trans_b, sc, nscale, pk};
+        (struct packed_weight){eng_tensor_share(w), k, n, trans_b, wino, sc, nscale, pk};
     result = pk;
     pk = NULL;
     sc = NULL;
@@ -83,6 +88,17 @@ const eng_packed *eng_model_pack(eng_model *m, const eng_tensor *w, int64_t k, i
   eng_gemm_free(pk);
   free(sc);
   return result;
+}
+
+const eng_packed *eng_model_pack(eng_model *m, const eng_tensor *w, int64_t k, int64_t n,
+                                 bool trans_b, const float *scale, int64_t nscale) {
+  return pack_form(m, w, k, n, trans_b, scale, nscale, false);
+}
+
+const eng_packed *eng_model_pack_wino(eng_model *m, const eng_tensor *w, const float *scale,
+                                      int64_t nscale) {
+  if (w->shape.rank != 4 || w->shape.dim[0] != 3 || w->shape.dim[1] != 3) return NULL;
+  return pack_form(m, w, w->shape.dim[2], w->shape.dim[3], false, scale, nscale, true);
 }
 
 /* --- releasing the originals of packed weights ------------------------- */
@@ -296,8 +312,9 @@ eng_weight_stats eng_model_weight_stats(const eng_model *m) {
     bool first = true; /* a weight packed twice (two scales) counts once */
     for (int j = 0; j < i && first; j++) first = m->packed[j].w.buf != w->buf;
     if (first && !eng_tensor_hollow(w)) st.packed_sources += eng_tensor_nbytes(w);
-    st.packed_bytes +=
-        sizeof(float) * (size_t)(eng_gemm_k(m->packed[i].packed) * eng_gemm_n(m->packed[i].packed));
+    const eng_packed *pk = m->packed[i].packed;
+    int64_t parts = eng_gemm_parts(pk) ? eng_gemm_parts(pk) : 1;
+    st.packed_bytes += sizeof(float) * (size_t)(parts * eng_gemm_k(pk) * eng_gemm_n(pk));
   }
   return st;
 }

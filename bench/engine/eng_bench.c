@@ -236,12 +236,13 @@ int main(int argc, char **argv) {
       "{\"engine\": \"tensord\", \"model\": \"%s\", \"batch\": %d, \"threads\": %d, "
       "\"p50_us\": %.1f, \"p99_us\": %.1f, \"mean_us\": %.1f, \"inf_per_s\": %.1f, "
       "\"load_ms\": %.1f, \"peak_rss_kb\": %ld, \"rss_kb\": %ld, \"steps\": %d, \"consts\": %d, "
-      "\"fused\": %d, \"shape_plan_steps\": %d, \"slice\": %lld, \"tail\": %d, \"isa\": \"%s\", "
+      "\"fused\": %d, \"shape_plan_steps\": %d, \"slice\": %lld, \"tail\": %d, \"winograd\": %d, "
+      "\"isa\": \"%s\", "
       "\"cpu_per_wall\": %.2f}\n",
       argv[2], batch, threads, lat[iters / 2], lat[(int)(iters * 0.99)], mean, batch * 1e6 / mean,
       load_ms, peak_rss_kb(), rss_kb(), info.steps, info.consts, info.fused_ops,
-      info.shape_plan_steps, info.slice_examples, info.tail_steps, eng_isa_name(eng_isa_active()),
-      cpu_per_wall);
+      info.shape_plan_steps, info.slice_examples, info.tail_steps, info.winograd_steps,
+      eng_isa_name(eng_isa_active()), cpu_per_wall);
   for (int i = 0; pf && i < pf->n_nodes; i++) print_node(pf, i, iters);
   eng_profile_free(pf);
   for (int k = 0; k < 16; k++) eng_tensor_release(&in[k]);

@@ -40,6 +40,8 @@ struct eng_packed {
   int *kind;      /* per panel: P512_32 ... */
   int64_t *off;   /* per panel: offset of its k x nr block in data */
   float *data;    /* 64-byte aligned */
+  int64_t nparts; /* a set of products (eng_gemm_pack_parts): 0 for one */
+  struct eng_packed *part;
 };
 
 static const int64_t kind_nr[MAX_PANEL_KINDS] = {32, 16, 16, 8};
@@ -167,8 +169,45 @@ fail:
   return NULL;
 }
 
+eng_packed *eng_gemm_pack_parts(const float *b, int64_t parts, int64_t k, int64_t n,
+                                const float *scale, int64_t nscale) {
+  int v = eng_isa_active();
+  if (parts <= 0 || parts > 64 || (scale && nscale != 1 && nscale != n)) return NULL;
+  eng_packed *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  p->k = k;
+  p->n = n;
+  p->isa = v;
+  p->prescaled = scale != NULL;
+  if (!(p->part = calloc((size_t)parts, sizeof *p->part))) goto fail;
+  p->nparts = parts;
+  for (int64_t t = 0; t < parts; t++) {
+    eng_packed *one = pack(v, b + t * k * n, k, n, false, scale, nscale);
+    if (!one) goto fail;
+    p->part[t] = *one; /* the arrays move into the set */
+    free(one);
+  }
+  return p;
+fail:
+  eng_gemm_free(p);
+  return NULL;
+}
+
+int64_t eng_gemm_parts(const eng_packed *p) { return p->nparts; }
+
+const eng_packed *eng_gemm_part(const eng_packed *p, int64_t i) {
+  return i >= 0 && i < p->nparts ? &p->part[i] : NULL;
+}
+
 void eng_gemm_free(eng_packed *p) {
   if (!p) return;
+  for (int64_t t = 0; t < p->nparts; t++) {
+    free(p->part[t].data);
+    free(p->part[t].col0);
+    free(p->part[t].kind);
+    free(p->part[t].off);
+  }
+  free(p->part);
   free(p->data);
   free(p->col0);
   free(p->kind);

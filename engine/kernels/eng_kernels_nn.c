@@ -1,4 +1,5 @@
-/* Neural-network ops on NHWC float32: Conv2D (packed GEMM reading the input
+/* Neural-network ops on NHWC float32: Conv2D (Winograd F(2x2, 3x3) when the
+ * plan packed its filter so, eng_wino.h; the packed GEMM reading the input
  * in place when the weights were packed at load, else im2col + sgemm;
  * grouped convolutions one sgemm per group), DepthwiseConv2dNative (eng_dwconv for
  * multiplier 1, a plain loop otherwise), MaxPool and AvgPool (SAME averages
@@ -19,6 +20,7 @@
 #include "eng_pool.h"
 #include "eng_vmath.h"
 #include "eng_window.h"
+#include "eng_wino.h"
 
 typedef eng_conv_geom geom;
 
@@ -338,7 +340,11 @@ td_code eng_k_conv2d(eng_kctx *c) {
   if (!kdim) return TD_OK; /* zero-filled */
   if (rows > INT32_MAX || kdim > INT32_MAX || cout > INT32_MAX)
     return eng_kfail(c, TD_INVALID_ARGUMENT, "convolution too large");
-  bool packed = c->packed && eng_gemm_k(c->packed) == kdim && eng_gemm_n(c->packed) == cout;
+  if (eng_wino_form(c->packed, g.c, cout) && g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 &&
+      g.dh == 1 && g.dw == 1)
+    return eng_wino_run(c, &g, xd, y, cout);
+  bool packed = c->packed && !eng_gemm_parts(c->packed) && eng_gemm_k(c->packed) == kdim &&
+                eng_gemm_n(c->packed) == cout;
   if (!packed && eng_tensor_hollow(f)) return hollow_filter(c);
   if (g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 &&
       g.oh == g.h && g.ow == g.w) {
