@@ -754,7 +754,24 @@ def coverage_models():
         layers.CategoryEncoding(num_tokens=4, output_mode="count")(il)])
     lookups = keras.Model([words, codes, amount],
                           {"features": feats, "score": layers.Dense(2)(feats)}, name="lookups")
+    # A residual block of 3x3 convolutions (stride 1, 16 to 32 channels), as
+    # the engine runs by Winograd's F(2x2, 3x3): batch norms folded, a
+    # projection shortcut added before the ReLU, an odd-sized map (tiles
+    # past the edge), then a VALID 3x3.
+    fm = keras.Input((11, 9, 16), name="features")
+    h = layers.ReLU()(layers.BatchNormalization()(layers.Conv2D(32, 3, padding="same",
+                                                                use_bias=False)(fm)))
+    h = layers.BatchNormalization()(layers.Conv2D(32, 3, padding="same", use_bias=False)(h))
+    sc = layers.BatchNormalization()(layers.Conv2D(32, 1, use_bias=False)(fm))
+    h = layers.ReLU()(layers.Add()([h, sc]))
+    h = layers.Conv2D(24, 3, activation="relu")(h)
+    residual = keras.Model(fm, layers.Dense(5)(layers.GlobalAveragePooling2D()(h)),
+                           name="residual_3x3")
+    randomize_batchnorm(residual, np.random.default_rng(3))
     return {
+        "residual_3x3": (residual, "model.export()",
+                         {"features": {"dtype": "float32", "shape": [11, 9, 16], "gen": "float",
+                                       "seed": 47}}),
         # A Keras 3 model handed to tf.saved_model.save itself (not
         # model.export()): its functions read the Keras variables, which
         # only the checkpoint's object graph binds.
