@@ -131,6 +131,18 @@ static void fill_panels(eng_packed *p, const float *b, int64_t ldb, bool trans_b
       }
       continue;
     }
+    if (!trans_b) { /* scaled: row by row, each column times its scale */
+      for (int64_t kk = 0; kk < k; kk++) {
+        const float *src = b + kk * ldb + c0;
+        float *d = dst + kk * nr;
+        if (nscale == 1)
+          for (int64_t j = 0; j < cols; j++) d[j] = src[j] * scale[0];
+        else
+          for (int64_t j = 0; j < cols; j++) d[j] = src[j] * scale[c0 + j];
+        for (int64_t j = cols; j < nr; j++) d[j] = 0.0f;
+      }
+      continue;
+    }
     for (int64_t kk = 0; kk < k; kk++)
       for (int64_t j = 0; j < nr; j++) {
         int64_t c = c0 + j;
@@ -169,12 +181,15 @@ fail:
   return NULL;
 }
 
-eng_packed *eng_gemm_pack_parts(const float *b, int64_t parts, int64_t k, int64_t n,
+eng_packed *eng_gemm_pack_parts(int64_t parts, int64_t k, int64_t n, eng_gemm_part_fn fn, void *arg,
                                 const float *scale, int64_t nscale) {
   int v = eng_isa_active();
-  if (parts <= 0 || parts > 64 || (scale && nscale != 1 && nscale != n)) return NULL;
+  if (parts <= 0 || parts > 64 || k <= 0 || n <= 0 || k > (1 << 24) || n > (1 << 24) ||
+      (scale && nscale != 1 && nscale != n))
+    return NULL;
   eng_packed *p = calloc(1, sizeof *p);
-  if (!p) return NULL;
+  float *b = malloc(sizeof *b * (size_t)k * (size_t)n);
+  if (!p || !b) goto fail;
   p->k = k;
   p->n = n;
   p->isa = v;
@@ -182,13 +197,16 @@ eng_packed *eng_gemm_pack_parts(const float *b, int64_t parts, int64_t k, int64_
   if (!(p->part = calloc((size_t)parts, sizeof *p->part))) goto fail;
   p->nparts = parts;
   for (int64_t t = 0; t < parts; t++) {
-    eng_packed *one = pack(v, b + t * k * n, k, n, false, scale, nscale);
+    fn(arg, t, b);
+    eng_packed *one = pack(v, b, k, n, false, scale, nscale);
     if (!one) goto fail;
     p->part[t] = *one; /* the arrays move into the set */
     free(one);
   }
+  free(b);
   return p;
 fail:
+  free(b);
   eng_gemm_free(p);
   return NULL;
 }

@@ -45,13 +45,16 @@ eng_packed *eng_gemm_pack_scaled(const float *b, int64_t k, int64_t n, bool tran
                                  const float *scale, int64_t nscale);
 bool eng_gemm_prescaled(const eng_packed *p);
 /* A set of `parts` products of the same k and n packed together (a
- * Winograd convolution's transformed filter: eng_wino.h): b holds them one
- * after the other, part t at b + t * k * n, each [k,n] row-major; scale as
- * eng_gemm_pack_scaled, the same for every part. The set itself is not a
- * product (its panels are empty): run its parts, eng_gemm_part(p, t), each
- * an ordinary packed matrix of k x n. eng_gemm_parts is 0 for a matrix
- * packed otherwise; eng_gemm_k and eng_gemm_n give a part's dims. */
-eng_packed *eng_gemm_pack_parts(const float *b, int64_t parts, int64_t k, int64_t n,
+ * Winograd convolution's transformed filter: eng_wino.h). fn writes part t
+ * ([k,n] row-major) into b, a buffer of k * n floats, and each part is
+ * packed before the next is asked for, so the set's source is never
+ * whole in memory; scale as eng_gemm_pack_scaled, the same for every part.
+ * The set itself is not a product (its panels are empty): run its parts,
+ * eng_gemm_part(p, t), each an ordinary packed matrix of k x n.
+ * eng_gemm_parts is 0 for a matrix packed otherwise; eng_gemm_k and
+ * eng_gemm_n give a part's dims. NULL as eng_gemm_pack_scaled. */
+typedef void (*eng_gemm_part_fn)(void *arg, int64_t t, float *b);
+eng_packed *eng_gemm_pack_parts(int64_t parts, int64_t k, int64_t n, eng_gemm_part_fn fn, void *arg,
                                 const float *scale, int64_t nscale);
 int64_t eng_gemm_parts(const eng_packed *p);
 const eng_packed *eng_gemm_part(const eng_packed *p, int64_t i);

@@ -40,28 +40,46 @@ bool eng_wino_suits(int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh, 
 /* G, the filter's transform: U = G g G^T. */
 static const double wg[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
 
+typedef struct wino_filter {
+  const float *f; /* [3, 3, cin, cout] */
+  int64_t cin, cout;
+} wino_filter;
+
+/* Part t = 4r + q of U: U[r][q] = sum over taps (a, b) of G[r][a] G[q][b]
+ * g[a][b], in double and rounded once, over the taps whose weight is not
+ * zero (1 to 9 of them), output channels innermost. */
+static void wino_part(void *arg, int64_t t, float *u) {
+  const wino_filter *w = arg;
+  size_t plane = (size_t)w->cin * (size_t)w->cout;
+  int r = (int)(t / 4), q = (int)(t % 4), nz = 0;
+  double coef[9];
+  size_t tap[9];
+  for (int a = 0; a < 3; a++)
+    for (int b = 0; b < 3; b++)
+      if (wg[r][a] * wg[q][b] != 0) {
+        coef[nz] = wg[r][a] * wg[q][b];
+        tap[nz++] = (size_t)(a * 3 + b) * plane;
+      }
+  /* A block of the plane at a time, tap by tap (a loop the compiler
+   * vectorises), each element's sum in the same order. */
+  double acc[1024];
+  for (size_t i0 = 0; i0 < plane; i0 += 1024) {
+    size_t len = plane - i0 < 1024 ? plane - i0 : 1024;
+    for (size_t i = 0; i < len; i++) acc[i] = 0;
+    for (int k = 0; k < nz; k++) {
+      const float *src = w->f + tap[k] + i0;
+      double c = coef[k];
+      for (size_t i = 0; i < len; i++) acc[i] += c * (double)src[i];
+    }
+    for (size_t i = 0; i < len; i++) u[i0 + i] = (float)acc[i];
+  }
+}
+
 eng_packed *eng_wino_pack(const float *f, int64_t cin, int64_t cout, const float *scale,
                           int64_t nscale) {
   if (cin <= 0 || cout <= 0 || cin > (1 << 20) || cout > (1 << 20)) return NULL;
-  size_t plane = (size_t)cin * (size_t)cout;
-  float *u = malloc(sizeof *u * 16 * plane);
-  if (!u) return NULL;
-  for (int64_t i = 0; i < cin; i++)
-    for (int64_t j = 0; j < cout; j++) {
-      double g[3][3], t[4][3];
-      for (int a = 0; a < 3; a++)
-        for (int b = 0; b < 3; b++) g[a][b] = f[((a * 3 + b) * cin + i) * cout + j];
-      for (int r = 0; r < 4; r++)
-        for (int b = 0; b < 3; b++)
-          t[r][b] = wg[r][0] * g[0][b] + wg[r][1] * g[1][b] + wg[r][2] * g[2][b];
-      for (int r = 0; r < 4; r++)
-        for (int q = 0; q < 4; q++)
-          u[(size_t)(r * 4 + q) * plane + (size_t)(i * cout + j)] =
-              (float)(t[r][0] * wg[q][0] + t[r][1] * wg[q][1] + t[r][2] * wg[q][2]);
-    }
-  eng_packed *p = eng_gemm_pack_parts(u, 16, cin, cout, scale, nscale);
-  free(u);
-  return p;
+  wino_filter w = {f, cin, cout};
+  return eng_gemm_pack_parts(16, cin, cout, wino_part, &w, scale, nscale);
 }
 
 bool eng_wino_form(const eng_packed *p, int64_t cin, int64_t cout) {
