@@ -143,12 +143,39 @@ td_code eng_epilogue_after(eng_kctx *c) {
   return TD_OK;
 }
 
+/* For a kernel with an epilogue: the end of the ops it applies, all of
+ * them (marked epi_done), or those before an EPI_ADD_VALUE operand not of
+ * out[0]'s shape and dtype (marked epi_part: the run loop does the rest). */
+static int kernel_ops_end(eng_kctx *c) {
+  int at = add_at(c->epi);
+  if (at >= 0 && !add_fits(c->epi_in, &c->out[0])) {
+    c->epi_part = at;
+    return at;
+  }
+  c->epi_done = true;
+  return c->epi->n;
+}
+
+/* The ops a kernel applies row by row (eng_kepilogue_take), from the first
+ * or, for weights packed prescaled, after the leading multiply they hold. */
+static void take_ops(eng_kctx *c, eng_kepi *r, bool after_prescaled) {
+  *r = (eng_kepi){.e = c->epi};
+  if (!c->epi) return;
+  r->to = kernel_ops_end(c);
+  r->from = after_prescaled && c->packed && eng_gemm_prescaled(c->packed) ? 1 : 0;
+  if (r->from > r->to) r->from = r->to;
+  if (r->to == c->epi->n && add_at(c->epi) >= 0) {
+    r->add = eng_tensor_data(c->epi_in);
+    r->out = eng_tensor_data(&c->out[0]);
+  }
+}
+
 const eng_gemm_epi *eng_kgemm_epi(eng_kctx *c, eng_gemm_epi *buf) {
   const eng_epilogue *e = c->epi;
   if (!e) return NULL;
   /* An operand that does not fit: the ops before it only (the run loop
    * does the rest), as a leading multiply may be in the packed weights. */
-  int at = add_at(e), upto = at >= 0 && !add_fits(c->epi_in, &c->out[0]) ? at : e->n;
+  int upto = kernel_ops_end(c);
   static const int kinds[] = {[EPI_ADD] = ENG_GEMM_ADD,
                               [EPI_SUB] = ENG_GEMM_SUB,
                               [EPI_MUL] = ENG_GEMM_MUL,
@@ -176,30 +203,10 @@ const eng_gemm_epi *eng_kgemm_epi(eng_kctx *c, eng_gemm_epi *buf) {
     else if (k->buf)
       buf->op[i].k = eng_tensor_data(k); /* one per channel: checked when fused */
   }
-  if (upto < e->n)
-    c->epi_part = upto;
-  else
-    c->epi_done = true;
   return buf;
 }
 
-void eng_kepilogue_take(eng_kctx *c, eng_kepi *r) {
-  *r = (eng_kepi){.e = c->epi};
-  if (!c->epi) return;
-  int at = add_at(c->epi);
-  bool fits = at < 0 || add_fits(c->epi_in, &c->out[0]);
-  r->from = c->packed && eng_gemm_prescaled(c->packed) ? 1 : 0;
-  r->to = fits ? c->epi->n : at;
-  if (r->from > r->to) r->from = r->to;
-  if (at >= 0 && fits) {
-    r->add = eng_tensor_data(c->epi_in);
-    r->out = eng_tensor_data(&c->out[0]);
-  }
-  if (fits)
-    c->epi_done = true;
-  else
-    c->epi_part = at;
-}
+void eng_kepilogue_take(eng_kctx *c, eng_kepi *r) { take_ops(c, r, true); }
 
 void eng_kepilogue_rows(const eng_kepi *r, float *y, int64_t rows, int64_t ch) {
   if (!r->e || r->from >= r->to || rows <= 0 || ch <= 0) return;
@@ -207,17 +214,7 @@ void eng_kepilogue_rows(const eng_kepi *r, float *y, int64_t rows, int64_t ch) {
 }
 
 void eng_kepilogue(eng_kctx *c, float *y, int64_t rows, int64_t ch) {
-  if (!c->epi) return;
-  const float *add = NULL;
-  int at = add_at(c->epi);
-  if (at >= 0 && !add_fits(c->epi_in, &c->out[0])) {
-    /* The ops before the operand only; the run loop does the rest. */
-    if (rows > 0 && ch > 0) epilogue_rows(c->epi, 0, at, y, NULL, rows * ch, ch);
-    c->epi_part = at;
-    return;
-  }
-  if (at >= 0)
-    add = (const float *)eng_tensor_data(c->epi_in) + (y - (float *)eng_tensor_data(&c->out[0]));
-  if (rows > 0 && ch > 0) epilogue_rows(c->epi, 0, c->epi->n, y, add, rows * ch, ch);
-  c->epi_done = true;
+  eng_kepi r; /* from the first op: the caller's weights were not prescaled */
+  take_ops(c, &r, false);
+  eng_kepilogue_rows(&r, y, rows, ch);
 }

@@ -19,6 +19,7 @@
 #include "eng_op.h"
 #include "eng_plan.h"
 #include "eng_run.h"
+#include "eng_wino.h"
 
 
 
@@ -608,7 +609,8 @@ eng_plan_info eng_plan_get_info(const eng_plan *p) {
   for (int s = 0; p->epi && s < p->n_steps; s++)
     if (p->epi[s]) info.fused_ops += p->epi[s]->n;
   for (int s = 0; p->packed && s < p->n_steps; s++)
-    info.winograd_steps += p->packed[s] && eng_gemm_parts(p->packed[s]) == 16;
+    info.winograd_steps += p->packed[s] && eng_wino_form(p->packed[s], eng_gemm_k(p->packed[s]),
+                                                         eng_gemm_n(p->packed[s]));
   if (p->can_specialise) {
     mtx_lock((mtx_t *)&p->spec_lock);
     for (int i = 0; i < p->n_specs; i++) {

@@ -77,7 +77,6 @@ static void wino_part(void *arg, int64_t t, float *u) {
 
 eng_packed *eng_wino_pack(const float *f, int64_t cin, int64_t cout, const float *scale,
                           int64_t nscale) {
-  if (cin <= 0 || cout <= 0 || cin > (1 << 20) || cout > (1 << 20)) return NULL;
   wino_filter w = {f, cin, cout};
   return eng_gemm_pack_parts(16, cin, cout, wino_part, &w, scale, nscale);
 }
