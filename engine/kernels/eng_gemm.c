@@ -518,6 +518,31 @@ typedef struct gemm_args {
   bool rows_outer; /* block: rows outside, panels inside (rows_outer_ok) */
 } gemm_args;
 
+/* Prefetches what the call after this one reads from memory, one call
+ * ahead (a call of a short-k product is too short for the hardware's
+ * prefetchers to catch up with its rows): rows [r, e) of A (every
+ * segment, when a, the first panel pass) and of C over columns [c0, c1),
+ * with the residual's rows when the epilogue adds one. */
+static void prefetch_call(const gemm_args *g, int64_t r, int64_t e, bool a, int64_t c0,
+                          int64_t c1) {
+  intptr_t add = 0;
+  for (int i = 0; g->epi && i < g->epi->n; i++)
+    if (g->epi->op[i].kind == ENG_GEMM_ADD_AT) add = g->epi->op[i].off;
+  for (; r < e; r++) {
+    if (a) {
+      const char *ap = (const char *)(g->rows ? g->rows[r] : g->a + r * g->lda);
+      for (int64_t sg = 0; sg < g->nseg; sg++, ap += g->sst * (int64_t)sizeof(float))
+        for (int64_t o = 0; o < g->slen * (int64_t)sizeof(float); o += 64)
+          __builtin_prefetch(ap + o, 0, 3);
+    }
+    const char *cp = (const char *)(g->c + r * g->ldc + c0);
+    for (int64_t o = 0; o < (c1 - c0) * (int64_t)sizeof(float); o += 64) {
+      __builtin_prefetch(cp + o, 1, 3);
+      if (add) __builtin_prefetch(cp + add + o, 0, 3);
+    }
+  }
+}
+
 /* Row block rb (ROW_BLOCK rows from rb * ROW_BLOCK; the last one to the
  * end), panels [p0, p1). A block is cut into calls of the panel kind's
  * rows, except that where the rows left after the full calls are no more
@@ -541,7 +566,13 @@ static void block(const gemm_args *g, int64_t rb, int64_t p0, int64_t p1) {
       const float *ap[MR + 1];
       for (int64_t i = 0; i < mr; i++)
         ap[i] = g->rows ? g->rows[r0 + r + i] : g->a + (r0 + r + i) * g->lda;
-      for (int64_t pn = g->rows_outer ? p0 : q; pn < (g->rows_outer ? p1 : q + 1); pn++) {
+      int64_t pa = g->rows_outer ? p0 : q, pb = g->rows_outer ? p1 : q + 1;
+      if (r + mr < nrows) {
+        int64_t c1 = pb < b->panels ? b->col0[pb] : b->n;
+        prefetch_call(g, r0 + r + mr, r0 + (r + mr + kmr + 1 < nrows ? r + mr + kmr + 1 : nrows),
+                      q == q0, b->col0[pa], c1 < b->n ? c1 : b->n);
+      }
+      for (int64_t pn = pa; pn < pb; pn++) {
         int pk = b->kind[pn];
         const float *bp = b->data + b->off[pn];
         int64_t col0 = b->col0[pn], nr = kind_nr[pk];
