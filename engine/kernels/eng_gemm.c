@@ -652,8 +652,9 @@ static void run(const float *a, int64_t lda, const float *const *rows, int64_t m
                 const eng_gemm_epi *epi) {
   if (epi && !epi->n) epi = NULL;
   int64_t blocks = row_blocks(m);
-  gemm_args g = {a,   lda, rows,   m, nseg, sst, slen, b, c, ldc, epi, blocks, 1, rows_outer_ok(b),
-                 false};
+  gemm_args g = {.a = a, .lda = lda, .rows = rows, .m = m, .nseg = nseg, .sst = sst,
+                 .slen = slen, .b = b, .c = c, .ldc = ldc, .epi = epi, .blocks = blocks,
+                 .pgroups = 1, .rows_outer = rows_outer_ok(b)};
   g.prefetch = product_bytes(&g) > l2_bytes();
   int threads = eng_pool_threads(NULL);
   if (threads < 2 || m * b->n * b->k < PAR_MIN_MACS) {
