@@ -545,12 +545,13 @@ static void prefetch_call(const gemm_args *g, int64_t r, int64_t e, bool a, int6
   }
 }
 
-/* Bytes a product touches: A, C (and the residual) and the packed B. */
-static int64_t product_bytes(const gemm_args *g) {
-  int64_t cols = g->b->n;
-  for (int i = 0; g->epi && i < g->epi->n; i++)
-    if (g->epi->op[i].kind == ENG_GEMM_ADD_AT) cols += g->b->n;
-  return (g->m * (g->nseg * g->slen + cols) + g->b->k * g->b->n) * (int64_t)sizeof(float);
+/* Bytes a product touches: A (m rows of k floats), C (and the residual)
+ * and the packed B. */
+static int64_t product_bytes(int64_t m, int64_t k, const eng_packed *b, const eng_gemm_epi *epi) {
+  int64_t cols = b->n;
+  for (int i = 0; epi && i < epi->n; i++)
+    if (epi->op[i].kind == ENG_GEMM_ADD_AT) cols += b->n;
+  return (m * (k + cols) + b->k * b->n) * (int64_t)sizeof(float);
 }
 
 /* The L2 cache per core, as the C library reads it (1 MiB when it cannot
@@ -652,10 +653,8 @@ static void run(const float *a, int64_t lda, const float *const *rows, int64_t m
                 const eng_gemm_epi *epi) {
   if (epi && !epi->n) epi = NULL;
   int64_t blocks = row_blocks(m);
-  gemm_args g = {.a = a, .lda = lda, .rows = rows, .m = m, .nseg = nseg, .sst = sst,
-                 .slen = slen, .b = b, .c = c, .ldc = ldc, .epi = epi, .blocks = blocks,
-                 .pgroups = 1, .rows_outer = rows_outer_ok(b)};
-  g.prefetch = product_bytes(&g) > l2_bytes();
+  bool pf = product_bytes(m, nseg * slen, b, epi) > l2_bytes();
+  gemm_args g = {a, lda, rows, m, nseg, sst, slen, b, c, ldc, epi, blocks, 1, rows_outer_ok(b), pf};
   int threads = eng_pool_threads(NULL);
   if (threads < 2 || m * b->n * b->k < PAR_MIN_MACS) {
     for (int64_t rb = 0; rb < blocks; rb++) block(&g, rb, 0, b->panels);
