@@ -16,7 +16,9 @@
 #define DW_TARGET "avx512f"
 #define DW_W 16
 #define DW_PX 4 /* pixels per row of the two-row kernel: 9 + 8 + 1 of 32 zmm */
+#define DW_WHELD 1
 #define DW_NB 2 /* channel blocks of the one-row kernel: 2 x 8 accumulators */
+#define DW_EB 4 /* channel blocks of a pixel in the padding */
 typedef __m512 dw_v512;
 typedef __mmask16 dw_m512;
 #define dw_v dw_v512
@@ -49,7 +51,9 @@ __attribute__((target("avx512f"))) static inline __m512 epi512(int kind, __m512 
 #undef DW_TARGET
 #undef DW_W
 #undef DW_PX
+#undef DW_WHELD
 #undef DW_NB
+#undef DW_EB
 #undef dw_v
 #undef dw_m
 #undef DW_MASK
@@ -67,8 +71,10 @@ __attribute__((target("avx512f"))) static inline __m512 epi512(int kind, __m512 
 #define DW_FN(name) name##_256
 #define DW_TARGET "avx2,fma"
 #define DW_W 8
-#define DW_PX 2 /* 9 + 4 + 1 of 16 ymm */
+#define DW_PX 4 /* 8 accumulators + 6 weights + 1 input of 16 ymm */
+#define DW_WHELD 0
 #define DW_NB 1
+#define DW_EB 8
 typedef __m256 dw_v256;
 typedef __m256i dw_m256;
 #define dw_v dw_v256

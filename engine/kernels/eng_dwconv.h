@@ -10,10 +10,12 @@
  * load each tap's weight vector once for the eight (AVX-512: two channel
  * blocks at once). The row's remaining interior pixels go four, two and one
  * at a time. 3x3 stride-1 windows (MobileNet's) take two output rows by
- * four (AVX2: two) pixels at a time instead, loading each input vector once
- * for every accumulator it feeds, with the nine weights held in registers.
- * Pixels whose window reaches into the padding visit only the valid taps,
- * over four channel blocks side by side. Every output sums its valid taps
+ * four pixels at a time instead, loading each input vector once for every
+ * accumulator it feeds, with the nine weights held in registers (AVX2,
+ * whose 16 registers the eight accumulators half fill: each input row's
+ * weight rows, reloaded from L1). Pixels whose window reaches into the
+ * padding visit only the valid taps, over channel blocks side by side
+ * (AVX-512 four, AVX2 eight: two FMA units' worth of chains). Every output sums its valid taps
  * in tap order (row-major over the window) starting from zero, whichever
  * path computes it, so every path gives the scalar loop's bits. AVX-512 and
  * AVX2+FMA are picked at run time (eng_isa_active), with a scalar loop for

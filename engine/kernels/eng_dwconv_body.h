@@ -4,7 +4,9 @@
  *   DW_TARGET      the target attribute string
  *   DW_W           floats per vector
  *   DW_PX          pixels per row of the 3x3 two-row kernel
+ *   DW_WHELD       1: that kernel holds all nine weights in registers
  *   DW_NB          channel blocks side by side in the one-row kernel
+ *   DW_EB          channel blocks side by side at pixels in the padding
  *   dw_v, dw_m     vector and lane-mask types
  *   DW_MASK(cw)    mask of the first cw lanes (0 <= cw <= DW_W)
  *   DW_ZERO()      DW_SET1(s)
@@ -125,32 +127,54 @@ __attribute__((target(DW_TARGET), always_inline)) static inline void DW_FN(wrow_
 
 /* 3x3, stride 1, no dilation: two output rows by DW_PX interior pixels at a
  * time, input-stationary. Each of the 4 x (DW_PX + 2) input vectors is
- * loaded once and multiplied into every accumulator whose window holds it,
- * the nine weight vectors stay in registers: about a third of a load per
- * FMA instead of more than one. An accumulator still receives its taps in
- * window order (input rows, then columns, ascending), from zero. Rows oh
+ * loaded once and multiplied into every accumulator whose window holds it:
+ * about a third of a load per FMA instead of more than one. With
+ * DW_WHELD the nine weight vectors stay in registers for the whole call;
+ * without (AVX2: 16 registers hold the 2 x 4 accumulators but not the
+ * weights too), each input row loads the weight rows its accumulators meet
+ * (at most two of three, from L1). An accumulator still receives its taps
+ * in window order (input rows, then columns, ascending), from zero. Rows oh
  * and oh + 1 lie wholly inside the image; columns [ow0, ow0 + npx). */
 __attribute__((target(DW_TARGET), always_inline)) static inline void DW_FN(rows2_block)(
     const eng_conv_geom *g, const float *x, const float *f, float *y, const eng_gemm_epi *epi,
     int64_t n, int64_t oh, int64_t ow0, int64_t npx, int64_t cb, dw_m m, const bool full) {
-  const int64_t c = g->c, ih0 = oh - g->pt;
+  /* The geometry in locals: the vector stores may alias anything, g
+   * included, and would make the compiler read its fields again. */
+  const int64_t c = g->c, rs = g->w * c;
+  const float *xb = x + ((n * g->h + oh - g->pt) * g->w + ow0 - g->pl) * c + cb;
+  float *y0 = y + ((n * g->oh + oh) * g->ow + ow0) * c + cb, *y1 = y0 + g->ow * c;
+  /* The weights of this channel block side by side, so that a load is a
+   * constant offset from wb. */
+  float wb[9][DW_W] __attribute__((aligned(64)));
+#pragma GCC unroll 9
+  for (int t = 0; t < 9; t++) DW_STOREU(wb[t], DW_LD(f + t * c + cb));
   dw_v wv[3][3];
+#if DW_WHELD
 #pragma GCC unroll 3
   for (int i = 0; i < 3; i++)
 #pragma GCC unroll 3
-    for (int j = 0; j < 3; j++) wv[i][j] = DW_LD(f + (i * 3 + j) * c + cb);
-  for (int64_t ow = ow0; ow < ow0 + npx; ow += DW_PX) {
+    for (int j = 0; j < 3; j++) wv[i][j] = DW_LOADU(wb[i * 3 + j]);
+#endif
+  for (int64_t k = 0; k < npx; k += DW_PX, xb += DW_PX * c, y0 += DW_PX * c, y1 += DW_PX * c) {
     dw_v acc[2][DW_PX];
 #pragma GCC unroll 2
     for (int o = 0; o < 2; o++)
 #pragma GCC unroll 8
       for (int p = 0; p < DW_PX; p++) acc[o][p] = DW_ZERO();
-    const float *xb = x + (((n * g->h + ih0) * g->w + ow - g->pl) * c + cb);
+    const float *xr = xb;
 #pragma GCC unroll 4
-    for (int r = 0; r < 4; r++)
+    for (int r = 0; r < 4; r++, xr += rs) {
+#if !DW_WHELD
+#pragma GCC unroll 2
+      for (int o = 0; o < 2; o++)
+        if (r - o >= 0 && r - o < 3)
+#pragma GCC unroll 3
+          for (int j = 0; j < 3; j++) wv[r - o][j] = DW_LOADU(wb[(r - o) * 3 + j]);
+#endif
+      const float *xq = xr;
 #pragma GCC unroll 10
-      for (int q = 0; q < DW_PX + 2; q++) {
-        dw_v v = DW_LD(xb + (r * g->w + q) * c);
+      for (int q = 0; q < DW_PX + 2; q++, xq += c) {
+        dw_v v = DW_LD(xq);
 #pragma GCC unroll 2
         for (int o = 0; o < 2; o++)
 #pragma GCC unroll 8
@@ -159,19 +183,20 @@ __attribute__((target(DW_TARGET), always_inline)) static inline void DW_FN(rows2
             if (i >= 0 && i < 3 && j >= 0 && j < 3) acc[o][p] = DW_FMA(v, wv[i][j], acc[o][p]);
           }
       }
+    }
     for (int e = 0; epi && e < epi->n; e++) {
-      dw_v k = DW_FN(epi_k)(epi, e, cb, m);
+      dw_v kv = DW_FN(epi_k)(epi, e, cb, m);
       int kind = epi->op[e].kind;
 #pragma GCC unroll 2
       for (int o = 0; o < 2; o++)
 #pragma GCC unroll 8
-        for (int p = 0; p < DW_PX; p++) acc[o][p] = DW_EPI(kind, acc[o][p], k);
+        for (int p = 0; p < DW_PX; p++) acc[o][p] = DW_EPI(kind, acc[o][p], kv);
     }
-#pragma GCC unroll 2
-    for (int o = 0; o < 2; o++)
 #pragma GCC unroll 8
-      for (int p = 0; p < DW_PX; p++)
-        DW_ST(y + (((n * g->oh + oh + o) * g->ow + ow + p) * c + cb), acc[o][p]);
+    for (int p = 0; p < DW_PX; p++) {
+      DW_ST(y0 + p * c, acc[0][p]);
+      DW_ST(y1 + p * c, acc[1][p]);
+    }
   }
 }
 
@@ -187,51 +212,68 @@ __attribute__((target(DW_TARGET))) static void DW_FN(rows2)(const eng_conv_geom 
       DW_FN(rows2_block)(g, x, f, y, epi, n, oh, ow0, npx, cb, DW_MASK(g->c - cb), false);
 }
 
+/* NB channel blocks from cb of one pixel whose window reaches into the
+ * padding: NB independent FMA chains over its valid taps, rows [i0, i1) and
+ * columns [j0, j1) of the window. xp: input at (row of tap i = 0, column of
+ * tap j = 0) and channel cb, which may lie outside the image: only valid
+ * taps are read; rs, cs: input steps between window rows and columns.
+ * Inlined with NB and full constant; !full masks every block (lanes past c
+ * off). */
+__attribute__((target(DW_TARGET), always_inline)) static inline void DW_FN(edge_blocks)(
+    const float *xp, const float *fp, int64_t rs, int64_t cs, int64_t kw, int64_t c, int64_t cb,
+    int64_t i0, int64_t i1, int64_t j0, int64_t j1, const eng_gemm_epi *epi, float *yp,
+    const int NB, const bool full) {
+  dw_m m[DW_EB];
+  dw_v acc[DW_EB];
+#pragma GCC unroll 8
+  for (int b = 0; b < NB; b++) {
+    int64_t left = c - cb - b * DW_W;
+    m[b] = DW_MASK(left <= 0 ? 0 : left < DW_W ? left : DW_W);
+    acc[b] = DW_ZERO();
+  }
+  for (int64_t i = i0; i < i1; i++)
+    for (int64_t j = j0; j < j1; j++) {
+      const float *xt = xp + i * rs + j * cs, *ft = fp + (i * kw + j) * c;
+#pragma GCC unroll 8
+      for (int b = 0; b < NB; b++)
+        acc[b] = full ? DW_FMA(DW_LOADU(xt + b * DW_W), DW_LOADU(ft + b * DW_W), acc[b])
+                      : DW_FMA(DW_LOAD(xt + b * DW_W, m[b]), DW_LOAD(ft + b * DW_W, m[b]), acc[b]);
+    }
+  for (int e = 0; epi && e < epi->n; e++) {
+    int kind = epi->op[e].kind;
+#pragma GCC unroll 8
+    for (int b = 0; b < NB; b++)
+      acc[b] = DW_EPI(kind, acc[b], DW_FN(epi_k)(epi, e, cb + b * DW_W, m[b]));
+  }
+#pragma GCC unroll 8
+  for (int b = 0; b < NB; b++)
+    if (full)
+      DW_STOREU(yp + b * DW_W, acc[b]);
+    else
+      DW_STORE(yp + b * DW_W, m[b], acc[b]);
+}
+
 /* One pixel whose window reaches into the padding, over every channel:
- * four channel blocks side by side (four independent FMA chains; a single
- * chain would wait on the FMA latency at every tap). Its valid taps are
- * rows [i0, i1) and columns [j0, j1) of the window; xo is the input offset
- * of (row of tap i = 0, column of tap j = 0), which may lie outside the
- * image: only valid taps are read. */
-#define DW_EB 4
+ * DW_EB channel blocks side by side (a single FMA chain would wait on the
+ * FMA latency at every tap; two FMA units of four cycles' latency want
+ * eight chains), the channels left over four blocks at a time, the last
+ * four masked. xo is the input offset of (row of tap i = 0, column of tap
+ * j = 0). */
 __attribute__((target(DW_TARGET))) static void DW_FN(edge)(
     const eng_conv_geom *g, const float *x, int64_t xo, const float *f, int64_t i0, int64_t i1,
     int64_t j0, int64_t j1, const eng_gemm_epi *epi, float *yp) {
-  const int64_t c = g->c;
-  for (int64_t cb = 0; cb < c; cb += DW_EB * DW_W) {
-    dw_m m[DW_EB];
-    dw_v acc[DW_EB];
-#pragma GCC unroll 4
-    for (int b = 0; b < DW_EB; b++) {
-      int64_t left = c - cb - b * DW_W;
-      m[b] = DW_MASK(left <= 0 ? 0 : left < DW_W ? left : DW_W);
-      acc[b] = DW_ZERO();
-    }
-    bool full = c - cb >= DW_EB * DW_W;
-    for (int64_t i = i0; i < i1; i++)
-      for (int64_t j = j0; j < j1; j++) {
-        const float *xp = x + xo + (i * g->dh * g->w + j * g->dw) * c + cb;
-        const float *fp = f + (i * g->kw + j) * c + cb;
-        if (full)
-#pragma GCC unroll 4
-          for (int b = 0; b < DW_EB; b++)
-            acc[b] = DW_FMA(DW_LOADU(xp + b * DW_W), DW_LOADU(fp + b * DW_W), acc[b]);
-        else
-#pragma GCC unroll 4
-          for (int b = 0; b < DW_EB; b++)
-            acc[b] = DW_FMA(DW_LOAD(xp + b * DW_W, m[b]), DW_LOAD(fp + b * DW_W, m[b]), acc[b]);
-      }
-    for (int e = 0; epi && e < epi->n; e++) {
-      int kind = epi->op[e].kind;
-#pragma GCC unroll 4
-      for (int b = 0; b < DW_EB; b++)
-        acc[b] = DW_EPI(kind, acc[b], DW_FN(epi_k)(epi, e, cb + b * DW_W, m[b]));
-    }
-#pragma GCC unroll 4
-    for (int b = 0; b < DW_EB; b++) DW_STORE(yp + cb + b * DW_W, m[b], acc[b]);
-  }
+  const int64_t c = g->c, rs = g->dh * g->w * c, cs = g->dw * c, kw = g->kw;
+  int64_t cb = 0;
+  for (; c - cb >= DW_EB * DW_W; cb += DW_EB * DW_W)
+    DW_FN(edge_blocks)(x + xo + cb, f + cb, rs, cs, kw, c, cb, i0, i1, j0, j1, epi, yp + cb,
+                       DW_EB, true);
+  for (; c - cb >= 4 * DW_W; cb += 4 * DW_W)
+    DW_FN(edge_blocks)(x + xo + cb, f + cb, rs, cs, kw, c, cb, i0, i1, j0, j1, epi, yp + cb, 4,
+                       true);
+  if (cb < c)
+    DW_FN(edge_blocks)(x + xo + cb, f + cb, rs, cs, kw, c, cb, i0, i1, j0, j1, epi, yp + cb, 4,
+                       false);
 }
-#undef DW_EB
 
 /* Output row oh of image n, all but the interior columns [lo, from) (which
  * the two-row kernel has done when from > lo). */
