@@ -504,33 +504,56 @@ static void pool_avg_pixel(const float *x, int64_t off, int64_t rs, int64_t c, i
 
 /* One output row of a pool on AVX2: eight channels a vector (masked at the
  * tail), max as (x > m ? x : m) like the scalar code, sums in window order;
- * rows [i0, i1) of the window are valid. */
+ * rows [i0, i1) of the window are valid. The geometry is read into locals
+ * first: the vector stores may alias anything, g included, and would make
+ * the compiler read its fields again after each. Inlined with is_max
+ * constant. */
+__attribute__((target("avx2"), always_inline)) static inline void pool_row_avx2_k(
+    const bool is_max, const geom *g, const float *x, int64_t n, int64_t ih0, int64_t i0,
+    int64_t i1, float *o) {
+  const int64_t c = g->c, w = g->w, rs = w * c, kw = g->kw, sw = g->sw, pl = g->pl, ow_n = g->ow;
+  const int64_t full = c / 8 * 8, rows = i1 > i0 ? i1 - i0 : 0;
+  const __m256i m = _mm256_sub_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                     _mm256_set1_epi32((int)(c - full)));
+  const int64_t row0 = ((n * g->h + ih0) * w) * c; /* offset of (ih0, 0) */
+  for (int64_t ow = 0; ow < ow_n; ow++, o += c) {
+    int64_t iw0 = ow * sw - pl, j0 = iw0 < 0 ? -iw0 : 0;
+    int64_t j1 = w - iw0 < kw ? w - iw0 : kw, cols = j1 > j0 ? j1 - j0 : 0;
+    int64_t cnt = rows * cols;
+    /* The window's first valid cell (only valid cells are read). */
+    const float *xb = x + (row0 + i0 * rs + (iw0 + j0) * c);
+    const __m256 div = _mm256_set1_ps((float)cnt);
+    int64_t ch = 0;
+    for (; ch < full; ch += 8) {
+      __m256 acc = is_max ? _mm256_set1_ps(-INFINITY) : _mm256_setzero_ps();
+      for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) {
+          __m256 v = _mm256_loadu_ps(xb + i * rs + j * c + ch);
+          acc = is_max ? _mm256_max_ps(v, acc) : _mm256_add_ps(acc, v);
+        }
+      if (!is_max && cnt) acc = _mm256_div_ps(acc, div);
+      _mm256_storeu_ps(o + ch, acc);
+    }
+    if (ch < c) {
+      __m256 acc = is_max ? _mm256_set1_ps(-INFINITY) : _mm256_setzero_ps();
+      for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) {
+          __m256 v = _mm256_maskload_ps(xb + i * rs + j * c + ch, m);
+          acc = is_max ? _mm256_max_ps(v, acc) : _mm256_add_ps(acc, v);
+        }
+      if (!is_max && cnt) acc = _mm256_div_ps(acc, div);
+      _mm256_maskstore_ps(o + ch, m, acc);
+    }
+  }
+}
+
 __attribute__((target("avx2"))) static void pool_row_avx2(bool is_max, const geom *g,
                                                           const float *x, int64_t n, int64_t ih0,
                                                           int64_t i0, int64_t i1, float *o) {
-  const int64_t c = g->c, rs = g->w * c;
-  for (int64_t ow = 0; ow < g->ow; ow++, o += c) {
-    int64_t iw0 = ow * g->sw - g->pl, j0 = iw0 < 0 ? -iw0 : 0;
-    int64_t j1 = g->w - iw0 < g->kw ? g->w - iw0 : g->kw;
-    int64_t cnt = i1 > i0 && j1 > j0 ? (i1 - i0) * (j1 - j0) : 0;
-    int64_t off = ((n * g->h + ih0) * g->w + iw0) * c;
-    for (int64_t ch = 0; ch < c; ch += 8) {
-      int cw = c - ch < 8 ? (int)(c - ch) : 8;
-      __m256i m = _mm256_sub_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(cw));
-      __m256 acc = is_max ? _mm256_set1_ps(-INFINITY) : _mm256_setzero_ps();
-      for (int64_t i = i0; i < i1; i++)
-        for (int64_t j = j0; j < j1; j++) {
-          const float *p = x + (off + i * rs + j * c + ch);
-          __m256 v = cw == 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, m);
-          acc = is_max ? _mm256_max_ps(v, acc) : _mm256_add_ps(acc, v);
-        }
-      if (!is_max && cnt) acc = _mm256_div_ps(acc, _mm256_set1_ps((float)cnt));
-      if (cw == 8)
-        _mm256_storeu_ps(o + ch, acc);
-      else
-        _mm256_maskstore_ps(o + ch, m, acc);
-    }
-  }
+  if (is_max)
+    pool_row_avx2_k(true, g, x, n, ih0, i0, i1, o);
+  else
+    pool_row_avx2_k(false, g, x, n, ih0, i0, i1, o);
 }
 
 static td_code pool(eng_kctx *c, bool is_max) {
