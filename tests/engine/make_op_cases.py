@@ -231,6 +231,12 @@ for op in ["MaxPool", "AvgPool"]:
     for pad, k, s in [("SAME", 3, 2), ("VALID", 2, 2), ("SAME", 2, 1)]:
         at = {"ksize": [1, k, k, 1], "strides": [1, s, s, 1], "padding": pad}
         case(op, [IMG], at, call=lambda x, op=op, at=at: getattr(R, op)(value=x, **at) if op == "AvgPool" else getattr(R, op)(input=x, **at))
+# 19 channels: two whole AVX2 vectors and a masked one per pixel, edges included
+IMG19 = r([1, 7, 6, 19], 80)
+for op in ["MaxPool", "AvgPool"]:
+    for pad, k, s in [("SAME", 3, 2), ("VALID", 2, 2)]:
+        at = {"ksize": [1, k, k, 1], "strides": [1, s, s, 1], "padding": pad}
+        case(op, [IMG19], at, call=lambda x, op=op, at=at: getattr(R, op)(value=x, **at) if op == "AvgPool" else getattr(R, op)(input=x, **at))
 X4D = r([2, 2, 2, 3], 38)
 sc, of, mu, va = a(1.0, 0.5, 2.0), a(0.1, -0.2, 0.0), a(0.3, -0.1, 0.2), a(0.5, 1.5, 2.0)
 case("FusedBatchNormV3", [X4D, sc, of, mu, va], {"is_training": False, "epsilon": 0.001},
