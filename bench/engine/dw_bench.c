@@ -15,25 +15,26 @@
  *   each call, outside the timing, so that input and output start out of
  *   cache. bench/engine/dw_compare.py runs several builds' dw_bench
  *   interleaved. */
-#define _POSIX_C_SOURCE 200809L
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "eng_dwconv.h"
 #include "eng_pool.h"
+#include "kbench.h"
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+/* One call of the kernel as kbench times it. */
+typedef struct dw_call {
+  const eng_conv_geom *g;
+  const float *x, *f;
+  float *y;
+  const eng_gemm_epi *epi;
+} dw_call;
 
-static int cmpd(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
+static void run_call(void *arg) {
+  const dw_call *d = arg;
+  eng_dwconv_run(d->g, d->x, d->f, d->y, d->epi);
 }
 
 static const char *const builtin[] = {
@@ -77,35 +78,17 @@ static int one(const char *shape, double secs) {
   for (long long i = 0; i < c; i++) bias[i] = 0.01f * (float)(i % 11);
   eng_gemm_epi epi = {2, {{ENG_GEMM_ADD, bias, 0, 0}, {ENG_GEMM_RELU6, NULL, 0, 0}}};
   if (swish) epi.op[1].kind = ENG_GEMM_SWISH, epi.op[1].s = 1.0f; /* x * sigmoid(1 * x) */
-  const char *ee = getenv("DW_BENCH_EVICT");
-  size_t evict = ee ? (size_t)atoi(ee) << 20 : 0;
-  char *junk = evict ? malloc(evict) : NULL;
-  if (junk) memset(junk, 1, evict);
-  double t[5];
-  int iters = 1;
-  for (int rep = -1; rep < 5; rep++) {
-    double t0 = now(), away = 0;
-    for (int i = 0; i < iters; i++) {
-      if (junk) { /* outside the timing */
-        double e0 = now();
-        for (size_t j = 0; j < evict; j += 64) junk[j]++;
-        away += now() - e0;
-      }
-      eng_dwconv_run(&g, x, f, y, &epi);
-    }
-    double dt = now() - t0 - away;
-    if (rep < 0) { /* warm-up: size the repetitions to about secs / 5 each */
-      iters = (int)(secs / 5 / (dt > 1e-7 ? dt : 1e-7)) + 1;
-      continue;
-    }
-    t[rep] = dt / iters;
+  dw_call call = {&g, x, f, y, &epi};
+  double t = kbench_time(run_call, &call, secs, kbench_env_mib("DW_BENCH_EVICT"));
+  if (t < 0) {
+    fprintf(stderr, "dw_bench: out of memory for %s\n", shape);
+    return 1;
   }
-  qsort(t, 5, sizeof *t, cmpd);
   double fma = (double)g.oh * (double)g.ow * (double)c * (double)(k * k);
-  printf("{\"shape\": \"%s\", \"us\": %.1f, \"gfma\": %.2f, \"isa\": \"%s\"}\n", shape,
-         t[2] * 1e6, fma / t[2] * 1e-9, eng_isa_name(eng_isa_active()));
+  printf("{\"shape\": \"%s\", \"us\": %.1f, \"gfma\": %.2f, \"isa\": \"%s\"}\n", shape, t * 1e6,
+         fma / t * 1e-9, eng_isa_name(eng_isa_active()));
   fflush(stdout);
-  free(x), free(y), free(f), free(bias), free(junk);
+  free(x), free(y), free(f), free(bias);
   return 0;
 bad:
   fprintf(stderr, "dw_bench: bad shape '%s' (HxCxKsS or HxCxKsS:swish)\n", shape);

@@ -18,20 +18,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "eng_gemm.h"
 #include "eng_pool.h"
+#include "kbench.h"
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+/* One call of the product as kbench times it. */
+typedef struct gemm_call {
+  const float *a, **rows;
+  long long m, k, n, seg, sst, len;
+  const eng_packed *p;
+  float *c;
+  bool conv, cold, oom;
+} gemm_call;
 
-static int cmpd(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
+static void run_call(void *arg) {
+  gemm_call *g = arg;
+  if (g->cold) { /* a fresh C, as a model's output buffers are: page faults counted */
+    free(g->c);
+    if (!(g->c = malloc(sizeof *g->c * (size_t)(g->m * g->n)))) {
+      g->oom = true;
+      return;
+    }
+  }
+  if (g->conv)
+    eng_gemm_run_rows(g->rows, g->m, g->seg, g->sst, g->len, g->p, g->c, g->n, NULL);
+  else
+    eng_gemm_run(g->a, g->k, g->m, g->p, g->c, g->n, NULL);
 }
 
 static const char *const builtin[] = {
@@ -74,49 +87,21 @@ static int one(const char *shape, double secs) {
     fprintf(stderr, "gemm_bench: no packed kernel on this CPU / ISA cap\n");
     return 1;
   }
-  double t[5];
-  int iters = 1;
   const char *ce = getenv("GEMM_BENCH_COLD");
-  bool cold = ce && atoi(ce);
-  const char *ee = getenv("GEMM_BENCH_EVICT");
-  size_t evict = ee ? (size_t)atoi(ee) << 20 : 0;
-  char *junk = evict ? malloc(evict) : NULL;
-  if (junk) memset(junk, 1, evict);
-  for (int rep = -1; rep < 5; rep++) {
-    double t0 = now(), away = 0;
-    for (int i = 0; i < iters; i++) {
-      if (junk) { /* outside the timing */
-        double e0 = now();
-        for (size_t j = 0; j < evict; j += 64) junk[j]++;
-        away += now() - e0;
-      }
-      if (cold) {
-        free(c);
-        if (!(c = malloc(sizeof *c * (size_t)(m * n)))) {
-          fprintf(stderr, "gemm_bench: out of memory for %s\n", shape);
-          return 1;
-        }
-      }
-      if (conv)
-        eng_gemm_run_rows(rows, m, seg, sst, len, p, c, n, NULL);
-      else
-        eng_gemm_run(a, k, m, p, c, n, NULL);
-    }
-    double dt = now() - t0 - away;
-    if (rep < 0) { /* warm-up: size the repetitions to about secs / 5 each */
-      iters = (int)(secs / 5 / (dt > 1e-7 ? dt : 1e-7)) + 1;
-      continue;
-    }
-    t[rep] = dt / iters;
+  gemm_call call = {a, rows, m, k, n, seg, sst, len, p, c, conv, ce && atoi(ce), false};
+  double t = kbench_time(run_call, &call, secs, kbench_env_mib("GEMM_BENCH_EVICT"));
+  c = call.c;
+  if (t < 0 || call.oom) {
+    fprintf(stderr, "gemm_bench: out of memory for %s\n", shape);
+    return 1;
   }
-  qsort(t, 5, sizeof *t, cmpd);
   double flops = 2.0 * (double)m * (double)k * (double)n;
   printf("{\"shape\": \"%s\", \"m\": %lld, \"k\": %lld, \"n\": %lld, \"us\": %.1f, "
          "\"gflops\": %.2f}\n",
-         shape, m, k, n, t[2] * 1e6, flops / t[2] * 1e-9);
+         shape, m, k, n, t * 1e6, flops / t * 1e-9);
   fflush(stdout);
   eng_gemm_free(p);
-  free(a), free(b), free(c), free(rows), free(junk);
+  free(a), free(b), free(c), free(rows);
   return 0;
 bad:
   fprintf(stderr, "gemm_bench: bad shape '%s' (MxKxN or conv:MxSEGxLENxN)\n", shape);
