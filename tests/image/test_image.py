@@ -37,10 +37,21 @@ def docker(*args, check=True, timeout=120):
     return p
 
 
+_HANDED_OUT = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port nothing listens on now and that this process has not handed
+    out before: the kernel can give the same port to two binds in a row
+    (the first socket is closed by then), and a server asked to use one
+    port for gRPC and REST refuses to start."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def port_free(port):
