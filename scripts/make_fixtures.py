@@ -1883,6 +1883,10 @@ def main():
             shutil.rmtree(p(ZOO_ROOT))
         export_zoo()
         return
+    if sys.argv[1:]:
+        # Anything else (--help, a typo) would otherwise fall through to the
+        # full rewrite below, which deletes and regenerates the fixtures.
+        sys.exit(__doc__ + f"\nunknown arguments: {' '.join(sys.argv[1:])}")
     for rel in WIPE + [REF_JSON]:
         if os.path.isdir(p(rel)):
             shutil.rmtree(p(rel))
