@@ -7,9 +7,14 @@
  * [outer, reduce, inner] walk. The walk visits the input once in order and
  * accumulates into the output through per-dim output strides (0 on reduced
  * dims). Float sums accumulate in the output's own type, as TF's CPU kernels
- * do. When the outermost merged dim is kept (LayerNorm's rows, pooling's
- * batch), its items split over the engine's pool: every output is still
- * summed by one thread in the serial order, so no bits change. */
+ * do. A sum over a contiguous run (LayerNorm's last axis) adds the run in
+ * SUM_LANES interleaved partial sums, then the partials pairwise: one chain
+ * of dependent adds would wait on the adder's latency at every element.
+ * The order depends on the run's length alone (not the ISA or the thread
+ * count), and TensorFlow's own sums are not serial either. When the
+ * outermost merged dim is kept (LayerNorm's rows, pooling's batch), its
+ * items split over the engine's pool: every output is summed by one
+ * thread, in the same order as on one, so no bits change. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -19,7 +24,35 @@
 
 typedef enum { R_SUM, R_MEAN, R_PROD, R_MAX, R_MIN, R_ALL, R_ANY } redop;
 
-#define RED_LOOP(T, NAME, LOWEST, HIGHEST)                                               \
+/* Partial sums of a contiguous run: lane j takes elements j, j + SUM_LANES,
+ * ... (a whole number of vectors at every ISA). */
+#define SUM_LANES 16
+
+#define SUM_RUN(T, NAME)                                                  \
+  static T NAME(const T *x, int64_t n) {                                  \
+    T p[SUM_LANES] = {0};                                                 \
+    int64_t k = 0;                                                        \
+    for (; k + SUM_LANES <= n; k += SUM_LANES)                            \
+      for (int j = 0; j < SUM_LANES; j++) p[j] += x[k + j];               \
+    for (int j = 0; k < n; k++, j++) p[j] += x[k];                        \
+    for (int w = SUM_LANES / 2; w >= 1; w /= 2)                           \
+      for (int j = 0; j < w; j++) p[j] += p[j + w];                       \
+    return p[0];                                                          \
+  }
+SUM_RUN(float, sum_run_f32)
+SUM_RUN(double, sum_run_f64)
+
+/* Integer sums are exact in any order: the plain loop. */
+#define SUM_SERIAL(T, NAME)                                   \
+  static T NAME(const T *x, int64_t n) {                      \
+    T acc = 0;                                                \
+    for (int64_t k = 0; k < n; k++) acc += x[k];              \
+    return acc;                                               \
+  }
+SUM_SERIAL(int32_t, sum_run_i32)
+SUM_SERIAL(int64_t, sum_run_i64)
+
+#define RED_LOOP(T, NAME, LOWEST, HIGHEST, SUM)                                          \
   static void NAME(redop op, const T *x, T *y, int g, const int64_t *dims,               \
                    const int64_t *ost, int64_t nout, int64_t count) {                    \
     T init = op == R_PROD ? (T)1 : op == R_MAX ? (LOWEST) : op == R_MIN ? (HIGHEST) : (T)0; \
@@ -33,7 +66,7 @@ typedef enum { R_SUM, R_MEAN, R_PROD, R_MAX, R_MIN, R_ALL, R_ANY } redop;
       if (is == 0) {                                                                     \
         T acc = y[oo];                                                                   \
         switch (op) {                                                                    \
-          case R_SUM: case R_MEAN: for (int64_t k = 0; k < inner; k++) acc += xs[k]; break; \
+          case R_SUM: case R_MEAN: acc += SUM(xs, inner); break;                        \
           case R_PROD: for (int64_t k = 0; k < inner; k++) acc *= xs[k]; break;          \
           case R_MAX: for (int64_t k = 0; k < inner; k++) acc = xs[k] > acc ? xs[k] : acc; break; \
           default: for (int64_t k = 0; k < inner; k++) acc = xs[k] < acc ? xs[k] : acc; break; \
@@ -62,10 +95,10 @@ typedef enum { R_SUM, R_MEAN, R_PROD, R_MAX, R_MIN, R_ALL, R_ANY } redop;
       for (int64_t i = 0; i < nout; i++) y[i] = (T)(y[i] / (T)count);                     \
   }
 
-RED_LOOP(float, red_f32, -INFINITY, INFINITY)
-RED_LOOP(double, red_f64, -INFINITY, INFINITY)
-RED_LOOP(int32_t, red_i32, INT32_MIN, INT32_MAX)
-RED_LOOP(int64_t, red_i64, INT64_MIN, INT64_MAX)
+RED_LOOP(float, red_f32, -INFINITY, INFINITY, sum_run_f32)
+RED_LOOP(double, red_f64, -INFINITY, INFINITY, sum_run_f64)
+RED_LOOP(int32_t, red_i32, INT32_MIN, INT32_MAX, sum_run_i32)
+RED_LOOP(int64_t, red_i64, INT64_MIN, INT64_MAX, sum_run_i64)
 
 /* Below this many input elements a reduction runs on one thread. */
 #define PAR_MIN_ELEMS ((int64_t)1 << 14)
