@@ -117,6 +117,15 @@ case("Equal", [a(True, False, dt=b8), a(True, True, dt=b8)], call=lambda x, y: R
 case("LogicalAnd", [a([True], [False], dt=b8), a(True, False, True, dt=b8)], call=lambda x, y: R.LogicalAnd(x=x, y=y))
 case("LogicalOr", [a([True], [False], dt=b8), a(True, False, True, dt=b8)], call=lambda x, y: R.LogicalOr(x=x, y=y))
 case("SelectV2", [a([True], [False], dt=b8), A23, sc(9.0)], call=lambda c, t, e: R.SelectV2(condition=c, t=t, e=e))
+# SelectV2 rows where each operand is contiguous or one repeated element (a
+# mask over scores and a constant, each way round, all three contiguous, the
+# condition repeated along the row), float and double, and a mix the
+# strided loop takes (the condition contiguous, then and else repeated).
+SM, ST3, SE3 = r([2, 1, 19], 120, dt=b8, lo=0, hi=2), r([2, 3, 19], 121), r([2, 3, 19], 122)
+for c_, t_, e_ in [(SM, ST3, sc(-1e9)), (SM, sc(0.0), SE3), (r([2, 3, 19], 123, dt=b8, lo=0, hi=2), ST3, SE3),
+                   (r([2, 3, 1], 124, dt=b8, lo=0, hi=2), ST3, SE3), (SM, ST3.astype(np.float64), sc(-1e9, np.float64)),
+                   (SM, r([2, 3, 1], 125), sc(5.0))]:
+    case("SelectV2", [c_, t_, e_], call=lambda c, t, e: R.SelectV2(condition=c, t=t, e=e))
 case("Select", [a(False, True, dt=b8), A23, r([2, 3], 4)], call=lambda c, t, e: R.Select(condition=c, x=t, y=e))
 case("Pow", [XP, a(0.5, 2.0, -1.0, 3.0)], call=lambda x, y: R.Pow(x=x, y=y))
 case("Pow", [a(2, 3, dt=i32), a(3, dt=i32)], call=lambda x, y: R.Pow(x=x, y=y))
