@@ -21,7 +21,9 @@
  * exact form, gelu_erfc_at), runs the chain in place on its own output.
  * The arithmetic is the same, element for element, as the separate
  * kernels', so results are bit-identical; what goes away is one output
- * allocation and one pass over memory per fused op. */
+ * allocation and one pass over memory per fused op. Keras's
+ * LayerNormalization (its Mean and the chain after it) likewise becomes
+ * one step (fuse_layer_norms). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -825,6 +827,187 @@ out:
   free(made);
 }
 
+/* --- LayerNorm ----------------------------------------------------------------
+ *
+ * Keras's LayerNormalization (centred and scaled, over one axis) as its
+ * TensorFlow graph computes it from x:
+ *   m = Mean(x, axis, keep_dims), g = StopGradient(m) (or m itself),
+ *   d = SquaredDifference(x, g), v = Mean(d, axis, keep_dims),
+ *   a = AddV2(v, eps), r = Rsqrt(a), i = Mul(r, gamma), n = Neg(m),
+ *   t = Mul(n, i), u = AddV2(t, beta), w = Mul(x, i), y = AddV2(w, u)
+ * with eps a float scalar, gamma and beta float constants laid out along
+ * their last dim (binary ops' operands in either order), every value
+ * between x and y read by the next ops of the chain only. The Mean step
+ * becomes the plan-internal _LayerNorm (its node still reads x and the
+ * axis); an epilogue carries gamma with eps (op 0) and beta (op 1) and
+ * stores the result as y; the other eleven steps go. The kernel
+ * (eng_k_layer_norm) computes each of those ops on a row as its own kernel
+ * would, so the result is the same bit for bit; what goes away is ten
+ * passes over the activations. CPU only: a device runs the ops as they
+ * are. */
+
+/* How many steps read value v (as an input or a fused addend); the first
+ * max of them, in schedule order, into out. */
+static int readers_of(const eng_plan *p, int v, int *out, int max) {
+  const eng_graph *g = eng_model_graph(p->m);
+  int n = 0;
+  for (int s = 0; s < p->n_steps; s++) {
+    const eng_node *nd = eng_graph_node(g, p->steps[s]);
+    bool reads = eng_epilogue_input(p->epi ? p->epi[s] : NULL) == v;
+    for (int k = 0; k < nd->n_in && !reads; k++)
+      reads = p->base[nd->in[k].node] + nd->in[k].index == v;
+    if (reads) {
+      if (n < max) out[n] = s;
+      n++;
+    }
+  }
+  return n;
+}
+
+/* Step s's op is `op` and it has n_in inputs and one output. */
+static bool step_is(const eng_plan *p, int s, const char *op, int n_in) {
+  const eng_node *nd = eng_graph_node(eng_model_graph(p->m), p->steps[s]);
+  return !strcmp(p->ops[s]->name, op) && nd->n_in == n_in && nd->n_out == 1;
+}
+
+static int in_value(const eng_plan *p, int s, int k) {
+  const eng_node *nd = eng_graph_node(eng_model_graph(p->m), p->steps[s]);
+  return p->base[nd->in[k].node] + nd->in[k].index;
+}
+
+/* The only step reading step s's value, when the chain may drop that
+ * value (no other reader, not fetched, not fed); else -1. */
+static int only_reader(const eng_plan *p, int s) {
+  int v = p->base[p->steps[s]], r;
+  if (is_fetched(p, v) || is_fed(p, v) || readers_of(p, v, &r, 1) != 1) return -1;
+  return r;
+}
+
+/* A float constant with one value per element of its last dim (leading
+ * dims 1): gamma or beta as Keras reshapes them for broadcasting. */
+static const eng_tensor *last_dim_const(const eng_plan *p, int v) {
+  const eng_tensor *k = const_of(p, v);
+  if (!k || k->dtype != ENG_DT_FLOAT || k->shape.rank < 1) return NULL;
+  for (int i = 0; i + 1 < k->shape.rank; i++)
+    if (k->shape.dim[i] != 1) return NULL;
+  return k;
+}
+
+/* Step s (an add or a multiply) reads value a and a last_dim_const: that
+ * constant, else NULL. */
+static const eng_tensor *const_beside(const eng_plan *p, int s, int a) {
+  int v0 = in_value(p, s, 0), v1 = in_value(p, s, 1);
+  if ((v0 == a) == (v1 == a)) return NULL;
+  return last_dim_const(p, v0 == a ? v1 : v0);
+}
+
+static bool is_add(const eng_plan *p, int s) {
+  return step_is(p, s, "AddV2", 2) || step_is(p, s, "Add", 2);
+}
+
+/* Whether Mean steps a and b reduce over the same one constant axis with
+ * keep_dims. */
+static bool same_one_axis(const eng_plan *p, int a, int b) {
+  const eng_graph *g = eng_model_graph(p->m);
+  const eng_tensor *ka = const_of(p, in_value(p, a, 1)), *kb = const_of(p, in_value(p, b, 1));
+  if (!ka || !kb || eng_tensor_numel(ka) != 1 || eng_tensor_numel(kb) != 1 ||
+      ka->dtype != kb->dtype || (ka->dtype != ENG_DT_INT32 && ka->dtype != ENG_DT_INT64) ||
+      memcmp(eng_tensor_data(ka), eng_tensor_data(kb), eng_dtype_size(ka->dtype)))
+    return false;
+  return eng_node_attr_bool(eng_graph_node(g, p->steps[a]), "keep_dims", false) &&
+         eng_node_attr_bool(eng_graph_node(g, p->steps[b]), "keep_dims", false);
+}
+
+/* Matches the chain from Mean step sm; fills steps[11] (the chain after
+ * sm), gamma, beta and eps, and returns y's value, or -1. */
+static int layer_norm_at(const eng_plan *p, int sm, int steps[11], const eng_tensor **gamma,
+                         const eng_tensor **beta, float *eps) {
+  if (!step_is(p, sm, "Mean", 2)) return -1;
+  int x = in_value(p, sm, 0), m = p->base[p->steps[sm]], rm[2];
+  if (is_fetched(p, m) || is_fed(p, m) || readers_of(p, m, rm, 2) != 2) return -1;
+  int sneg = step_is(p, rm[0], "Neg", 1) ? rm[0] : step_is(p, rm[1], "Neg", 1) ? rm[1] : -1;
+  if (sneg < 0) return -1;
+  int sg = rm[0] == sneg ? rm[1] : rm[0], sd = sg, gv = m;
+  if (step_is(p, sg, "StopGradient", 1)) {
+    sd = only_reader(p, sg);
+    gv = p->base[p->steps[sg]];
+  } else {
+    sg = -1;
+  }
+  if (sd < 0 || !reads_both(p, sd, "SquaredDifference", x, gv)) return -1;
+  int sv = only_reader(p, sd);
+  if (sv < 0 || !step_is(p, sv, "Mean", 2) || in_value(p, sv, 0) != p->base[p->steps[sd]] ||
+      !same_one_axis(p, sm, sv))
+    return -1;
+  int sa = only_reader(p, sv);
+  const eng_tensor *e =
+      sa >= 0 && is_add(p, sa) ? scalar_beside(p, sa, p->base[p->steps[sv]]) : NULL;
+  int sr = e ? only_reader(p, sa) : -1;
+  if (sr < 0 || !step_is(p, sr, "Rsqrt", 1)) return -1;
+  int smul = only_reader(p, sr);
+  if (smul < 0 || !step_is(p, smul, "Mul", 2) ||
+      !(*gamma = const_beside(p, smul, p->base[p->steps[sr]])))
+    return -1;
+  int inv = p->base[p->steps[smul]], ri[2];
+  if (is_fetched(p, inv) || is_fed(p, inv) || readers_of(p, inv, ri, 2) != 2) return -1;
+  int smul1 = only_reader(p, sneg);
+  if (smul1 < 0 || !reads_both(p, smul1, "Mul", p->base[p->steps[sneg]], inv)) return -1;
+  int smul2 = ri[0] == smul1 ? ri[1] : ri[0];
+  if (smul2 == smul1 || !reads_both(p, smul2, "Mul", x, inv)) return -1;
+  int sadd1 = only_reader(p, smul1);
+  if (sadd1 < 0 || !is_add(p, sadd1) || !(*beta = const_beside(p, sadd1, p->base[p->steps[smul1]])))
+    return -1;
+  int sadd2 = only_reader(p, smul2);
+  if (sadd2 < 0 || !is_add(p, sadd2) || only_reader(p, sadd1) != sadd2 ||
+      !reads_both(p, sadd2, p->ops[sadd2]->name, p->base[p->steps[smul2]],
+                  p->base[p->steps[sadd1]]))
+    return -1;
+  if (eng_tensor_numel(*gamma) != eng_tensor_numel(*beta)) return -1;
+  const int chain[11] = {sg, sd, sv, sa, sr, smul, sneg, smul1, sadd1, smul2, sadd2};
+  for (int i = 0; i < 11; i++) steps[i] = chain[i];
+  *eps = *(const float *)eng_tensor_data(e);
+  return p->base[p->steps[sadd2]];
+}
+
+static void fuse_layer_norms(eng_plan *p) {
+  if (!p->epi || eng_device_active()) return;
+  const eng_op_def *ln = eng_op_find("_LayerNorm");
+  bool *gone = calloc((size_t)p->n_steps + 1, sizeof *gone);
+  if (!ln || !gone) {
+    free(gone);
+    return;
+  }
+  bool any = false;
+  for (int s = 0; s < p->n_steps; s++) {
+    int steps[11];
+    const eng_tensor *gamma, *beta;
+    float eps;
+    if (gone[s] || p->epi[s]) continue;
+    int y = layer_norm_at(p, s, steps, &gamma, &beta, &eps);
+    for (int i = 0; i < 11 && y >= 0; i++)
+      if (steps[i] >= 0 && (gone[steps[i]] || p->epi[steps[i]])) y = -1;
+    if (y < 0) continue;
+    eng_epilogue *e = calloc(1, sizeof *e);
+    if (!e) break;
+    e->n = 2;
+    e->op[0].kind = e->op[1].kind = EPI_LAYER_NORM;
+    e->op[0].k = eng_tensor_share(gamma);
+    e->op[0].c[0] = eps;
+    e->op[1].k = eng_tensor_share(beta);
+    e->out_value = y;
+    p->epi[s] = e;
+    p->ops[s] = ln;
+    for (int i = 0; i < 11; i++)
+      if (steps[i] >= 0) {
+        gone[steps[i]] = true;
+        e->op[1].c[0]++;
+      }
+    any = true;
+  }
+  if (any) drop_steps(p, gone);
+  free(gone);
+}
+
 static void recount_uses(eng_plan *p) {
   const eng_graph *g = eng_model_graph(p->m);
   memset(p->uses, 0, sizeof *p->uses * (size_t)p->n_values);
@@ -905,6 +1088,7 @@ void eng_plan_compile(eng_plan *p) {
   if (!foldable_plan(p)) return;
   fold(p);
   fuse(p);
+  fuse_layer_norms(p);
   fold_pads(p);
   scale_dw_filters(p);
   pack_weights(p);
@@ -987,6 +1171,7 @@ static eng_plan *build_spec(eng_plan *p, const eng_tensor *in) {
     return NULL;
   }
   fuse(sp);
+  fuse_layer_norms(sp);
   fold_pads(sp);
   scale_dw_filters(sp);
   pack_weights(sp);

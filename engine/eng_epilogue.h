@@ -37,6 +37,11 @@
  * output's shape and is float, the kernel adds it element for element
  * where it applies the rest; otherwise the run loop runs the Add kernel
  * itself, broadcasting as the graph's Add would. */
+/* EPI_LAYER_NORM: not applied in place: the two ops of a _LayerNorm step
+ * (eng_compile.c's fuse_layer_norms), gamma with eps in c[0] (op 0) and
+ * beta with, in c[0], how many graph ops the step stands for besides its
+ * Mean (op 1, for eng_plan_get_info), which its kernel reads and applies
+ * itself (it always sets epi_done). */
 enum {
   EPI_ADD,
   EPI_SUB,
@@ -46,7 +51,8 @@ enum {
   EPI_SWISH,
   EPI_GELU_TANH,
   EPI_GELU_ERFC,
-  EPI_ADD_VALUE
+  EPI_ADD_VALUE,
+  EPI_LAYER_NORM
 };
 
 #define ENG_EPI_MAX 8

@@ -607,7 +607,9 @@ eng_plan_info eng_plan_get_info(const eng_plan *p) {
   int cut = atomic_load(&((eng_plan *)p)->slice_cut);
   if (info.slice_examples > 0 && cut > 0) info.tail_steps = p->n_steps - cut;
   for (int s = 0; p->epi && s < p->n_steps; s++)
-    if (p->epi[s]) info.fused_ops += p->epi[s]->n;
+    if (p->epi[s])
+      info.fused_ops +=
+          p->epi[s]->op[0].kind == EPI_LAYER_NORM ? (int)p->epi[s]->op[1].c[0] : p->epi[s]->n;
   for (int s = 0; p->packed && s < p->n_steps; s++)
     info.winograd_steps += p->packed[s] && eng_wino_form(p->packed[s], eng_gemm_k(p->packed[s]),
                                                          eng_gemm_n(p->packed[s]));

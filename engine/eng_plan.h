@@ -24,9 +24,11 @@
  * counts it) applied in place to the step's output 0, which is then stored
  * as the value of the last fused node instead of the step's own. MatMul,
  * Conv2D and dense-layer Einsum steps with a constant weight also get it
- * packed for eng_gemm, and a Pad feeding a VALID depthwise convolution
+ * packed for eng_gemm, a Pad feeding a VALID depthwise convolution
  * becomes the op table's plan-internal _PadView /
- * _DepthwiseConv2dNativePadded. */
+ * _DepthwiseConv2dNativePadded, and Keras's LayerNormalization (a Mean and
+ * the ten or eleven ops after it) one _LayerNorm step on the CPU, its
+ * constants in an EPI_LAYER_NORM epilogue. */
 #ifndef ENG_PLAN_H
 #define ENG_PLAN_H
 

@@ -183,6 +183,12 @@ td_code eng_s_unpack(const eng_node *n, const eng_shape *in, eng_shape *out, td_
 /* eng_kernels_reduce.c: Sum, Mean, Max, Min, Prod, All, Any; the scans
  * Cumsum and Cumprod; L2Loss (a scalar, accumulated in double). */
 td_code eng_k_reduce(eng_kctx *c);
+/* _LayerNorm (plan-internal, eng_compile.c's LayerNorm fusion): in 0 is x,
+ * in 1 the normalised axis (x's last), the step's epilogue its gamma with
+ * eps and its beta (EPI_LAYER_NORM); out 0 has x's shape. Each row's mean
+ * and variance are the Mean kernel's, every other value the Rsqrt, Neg,
+ * Mul and AddV2 kernels' as Keras's graph chains them. */
+td_code eng_k_layer_norm(eng_kctx *c);
 td_code eng_k_cumsum(eng_kctx *c);
 td_code eng_k_cumprod(eng_kctx *c);
 td_code eng_k_l2_loss(eng_kctx *c);

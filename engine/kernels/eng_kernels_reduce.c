@@ -19,6 +19,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "eng_epilogue.h"
 #include "eng_kernels.h"
 #include "eng_pool.h"
 
@@ -246,6 +247,70 @@ td_code eng_k_reduce(eng_kctx *c) {
     a.yper = ost[0];
     eng_pool_for(NULL, dims[0], PAR_MIN_ELEMS / a.xper + 1, 1, red_range, &a);
   }
+  return TD_OK;
+}
+
+/* --- _LayerNorm (eng_compile.c's fusion of Keras's LayerNormalization) -------- */
+
+typedef struct ln_args {
+  const float *x, *gamma, *beta;
+  float *y, eps;
+  int64_t c;
+} ln_args;
+
+/* Rows [r0, r1): each value as the kernel the fusion replaced computes it,
+ * in the graph's order (the row of y holds the squared differences until
+ * the variance is taken). */
+static void ln_rows(void *arg, int64_t r0, int64_t r1) {
+  const ln_args *a = arg;
+  int64_t c = a->c;
+  const float *g = a->gamma, *b = a->beta;
+  for (int64_t r = r0; r < r1; r++) {
+    const float *x = a->x + r * c;
+    float *y = a->y + r * c;
+    float acc = 0;
+    acc += sum_run_f32(x, c);
+    float mean = (float)(acc / (float)c);
+    for (int64_t j = 0; j < c; j++) y[j] = (x[j] - mean) * (x[j] - mean);
+    float vacc = 0;
+    vacc += sum_run_f32(y, c);
+    float var = (float)(vacc / (float)c);
+    float rs = 1.0f / sqrtf(var + a->eps), nm = -mean;
+    for (int64_t j = 0; j < c; j++) {
+      float inv = rs * g[j], t = nm * inv, u = t + b[j], w = x[j] * inv;
+      y[j] = w + u;
+    }
+  }
+}
+
+td_code eng_k_layer_norm(eng_kctx *c) {
+  const eng_tensor *x = &c->in[0];
+  const eng_epilogue *e = c->epi;
+  if (!e || e->n != 2 || e->op[0].kind != EPI_LAYER_NORM)
+    return eng_kfail(c, TD_INTERNAL, "the fused LayerNorm lost its constants");
+  if (x->dtype != ENG_DT_FLOAT || x->shape.rank < 1)
+    return eng_kfail(c, TD_INVALID_ARGUMENT,
+                     "the fused LayerNorm needs a float input of rank >= 1");
+  int64_t axes[2];
+  int na, r = x->shape.rank;
+  td_code rc = eng_karg_ints(c, 1, axes, 2, &na);
+  if (rc) return rc;
+  const eng_tensor *gamma = &e->op[0].k, *beta = &e->op[1].k;
+  int64_t ch = x->shape.dim[r - 1];
+  if (na != 1 || (axes[0] != -1 && axes[0] != r - 1) || gamma->shape.rank > r ||
+      eng_tensor_numel(gamma) != ch || eng_tensor_numel(beta) != ch)
+    return eng_kfail(c, TD_UNIMPLEMENTED,
+                     "the fused LayerNorm normalises the last axis of its input, whose %lld "
+                     "channels its scale and offset must match",
+                     (long long)ch);
+  rc = eng_kout_raw(c, 0, ENG_DT_FLOAT, &x->shape);
+  if (rc) return rc;
+  c->epi_done = true;
+  int64_t rows = ch ? eng_tensor_numel(x) / ch : 0;
+  if (!rows) return TD_OK;
+  ln_args a = {eng_tensor_data(x),          eng_tensor_data(gamma), eng_tensor_data(beta),
+               eng_tensor_data(&c->out[0]), e->op[0].c[0],          ch};
+  eng_pool_for(NULL, rows, PAR_MIN_ELEMS / ch + 1, 1, ln_rows, &a);
   return TD_OK;
 }
 

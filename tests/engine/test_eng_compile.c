@@ -8,7 +8,8 @@
  * Kernels whose fast paths only a compiled plan reaches (Conv2D on packed
  * weights, dense BatchMatMul through a Reshape, Einsum in place, a Pad
  * folded into a depthwise convolution, the pools) are checked here against
- * plain loops, through whole plans. */
+ * plain loops, through whole plans; a fused LayerNorm against the same
+ * graph run unfused, bit for bit. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -790,6 +791,98 @@ START_TEST(shape_plan_after_release_reads_the_packed_weight) {
 }
 END_TEST
 
+/* Keras's LayerNormalization as its graph computes it over x [n, t, c]
+ * (eng_compile.c's fuse_layer_norms), gamma and beta shaped [c] or, as
+ * Keras reshapes them, [1, 1, c]; the axis -1 or 2; with or without the
+ * StopGradient. */
+static eng_graph *ln_graph(int64_t c, int axis, bool stop, bool reshaped, const float *gamma,
+                           const float *beta) {
+  eng_graph *g = eng_graph_create();
+  placeholder(g, "x");
+  int_const(g, "ax", 1, (int32_t[]){axis});
+  int64_t gd[3] = {1, 1, c};
+  konst(g, "gamma", reshaped ? 3 : 1, reshaped ? gd : &c, gamma);
+  konst(g, "beta", reshaped ? 3 : 1, reshaped ? gd : &c, beta);
+  konst(g, "eps", 0, NULL, (float[]){1e-3f});
+  td_opcase_node(g, "mean", "Mean", "keep_dims=b:1", 2, (const char *[]){"x", "ax"});
+  if (stop) td_opcase_vnode(g, "sg", "StopGradient", 1, "mean", NULL);
+  td_opcase_vnode(g, "sqd", "SquaredDifference", 1, "x", stop ? "sg" : "mean", NULL);
+  td_opcase_node(g, "var", "Mean", "keep_dims=b:1", 2, (const char *[]){"sqd", "ax"});
+  td_opcase_vnode(g, "add", "AddV2", 1, "var", "eps", NULL);
+  td_opcase_vnode(g, "rs", "Rsqrt", 1, "add", NULL);
+  td_opcase_vnode(g, "mul", "Mul", 1, "rs", "gamma", NULL);
+  td_opcase_vnode(g, "neg", "Neg", 1, "mean", NULL);
+  td_opcase_vnode(g, "mul_1", "Mul", 1, "neg", "mul", NULL);
+  td_opcase_vnode(g, "add_1", "AddV2", 1, "mul_1", "beta", NULL);
+  td_opcase_vnode(g, "mul_2", "Mul", 1, "x", "mul", NULL);
+  td_opcase_vnode(g, "y", "AddV2", 1, "mul_2", "add_1", NULL);
+  return g;
+}
+
+static void layer_norm_case(int64_t n, int64_t tt, int64_t c, int axis, bool stop, bool reshaped) {
+  float *gamma = malloc(sizeof *gamma * (size_t)c), *beta = malloc(sizeof *beta * (size_t)c);
+  int64_t xd[3] = {n, tt, c}, total = n * tt * c;
+  float *xv = malloc(sizeof *xv * (size_t)total), *got[2];
+  for (int64_t j = 0; j < c; j++) {
+    gamma[j] = cval(j, 3) + 1.5f;
+    beta[j] = cval(j, 4);
+  }
+  for (int64_t i = 0; i < total; i++) xv[i] = cval(i, 5) * (float)(1 + i % 7) + 3.0f;
+  eng_tensor x = tensor(3, xd, xv);
+  for (int fused = 1; fused >= 0; fused--) {
+    eng_model *m;
+    td_err err;
+    ck_assert_int_eq(
+        eng_model_create(ln_graph(c, axis, stop, reshaped, gamma, beta), NULL, NULL, &m, &err),
+        TD_OK);
+    const char *in[] = {"x:0"}, *outs[] = {"y:0", "mul:0"};
+    eng_plan *p;
+    ck_assert_msg(eng_plan_create(m, 1, in, fused ? 1 : 2, outs, 0, NULL, &p, &err) == TD_OK, "%s",
+                  err.msg);
+    eng_plan_info info = eng_plan_get_info(p);
+    eng_tensor out[2] = {0};
+    ck_assert_msg(eng_plan_run(p, &x, out, &err) == TD_OK, "%s", err.msg);
+    ck_assert_int_eq(eng_tensor_numel(&out[0]), total);
+    got[fused] = malloc(sizeof *got[fused] * (size_t)total);
+    memcpy(got[fused], eng_tensor_data(&out[0]), sizeof *got[fused] * (size_t)total);
+    int ops = stop ? 11 : 10;
+    /* Fused: the _LayerNorm step alone. Fetching the scale cuts it. */
+    ck_assert_int_eq(info.steps, fused ? 1 : ops + 1);
+    ck_assert_int_eq(info.fused_ops, fused ? ops : 0);
+    for (int i = 0; i < 2; i++) eng_tensor_release(&out[i]);
+    eng_plan_destroy(p);
+    eng_model_destroy(m);
+  }
+  ck_assert_int_eq(memcmp(got[0], got[1], sizeof *got[0] * (size_t)total), 0);
+  for (int64_t r = 0; r < n * tt; r++) {
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < c; j++) mean += xv[r * c + j];
+    mean /= (double)c;
+    for (int64_t j = 0; j < c; j++) var += (xv[r * c + j] - mean) * (xv[r * c + j] - mean);
+    var /= (double)c;
+    for (int64_t j = 0; j < c; j++) {
+      double want = (xv[r * c + j] - mean) / sqrt(var + 1e-3) * gamma[j] + beta[j];
+      ck_assert_msg(fabs(got[1][r * c + j] - want) <= 1e-4 * (fabs(want) > 1 ? fabs(want) : 1),
+                    "row %lld col %lld: %g, want %g", (long long)r, (long long)j, got[1][r * c + j],
+                    want);
+    }
+  }
+  eng_tensor_release(&x);
+  free(got[0]);
+  free(got[1]);
+  free(xv);
+  free(gamma);
+  free(beta);
+}
+
+START_TEST(layer_norm_fuses_with_the_same_bits) {
+  layer_norm_case(2, 5, 37, -1, true, true);
+  layer_norm_case(3, 7, 768, 2, true, false);
+  layer_norm_case(1, 1, 16, -1, false, false);
+  layer_norm_case(64, 33, 129, -1, true, true); /* above the pool's split size */
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("eng_compile");
   TCase *tc = tcase_create("compile");
@@ -805,6 +898,7 @@ int main(void) {
   tcase_add_test(tc, shape_arithmetic_folds_per_input_shape);
   tcase_add_test(tc, prepare_builds_the_batch1_plan_sharing_packed_weights);
   tcase_add_test(tc, shape_plan_after_release_reads_the_packed_weight);
+  tcase_add_test(tc, layer_norm_fuses_with_the_same_bits);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
