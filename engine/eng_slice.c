@@ -116,59 +116,90 @@ int eng_slice_frontier(const eng_plan *p, int cut, int *fv) {
   return f.n;
 }
 
-/* The tail's search (eng_slice_separable): the last step that touches a
- * large value, and the weights the steps after it read. */
+/* The tail's search (eng_slice_separable). */
 typedef struct tail_scan {
   const eng_plan *p;
-  const eng_shape *shapes;
-  const eng_dtype *dtypes;
   const bool *dep;
-  int64_t batch;
-  int last; /* the last step reading or making a large value */
-  int cut;  /* the candidate tail's first step */
-  const int *made;
-  bool crosses_bad; /* a tail step reads a value of the head not split by batch */
-  int64_t weights;  /* bytes of constants the tail reads */
+  int *last;     /* per value: the last step that reads it */
+  bool *counted; /* per value: a constant already in weights */
+  int64_t weights;
 } tail_scan;
 
-static bool large(const tail_scan *t, int v) {
-  return t->dep[v] &&
-         eng_shape_numel(&t->shapes[v]) / t->batch * (int64_t)eng_dtype_size(t->dtypes[v]) >
-             ENG_SLICE_TAIL_BYTES;
-}
-
-static void scan_read(void *arg, int s, int v) {
+static void note_last(void *arg, int s, int v) {
   tail_scan *t = arg;
-  if (large(t, v) && s > t->last) t->last = s;
+  if (s > t->last[v]) t->last[v] = s;
 }
 
-static void tail_read(void *arg, int s, int v) {
+static void add_const(void *arg, int s, int v) {
   tail_scan *t = arg;
   (void)s;
-  if (t->made[v] >= 0 && t->made[v] < t->cut && !t->dep[v]) t->crosses_bad = true;
-  for (int i = 0; t->made[v] < 0 && i < t->p->n_consts; i++)
+  if (t->counted[v]) return;
+  for (int i = 0; i < t->p->n_consts; i++)
     if (t->p->const_value[i] == v) {
       const eng_tensor *c = &t->p->const_tensor[i];
       t->weights += eng_tensor_numel(c) * (int64_t)eng_dtype_size(c->dtype);
+      t->counted[v] = true;
     }
 }
 
-/* The first step of a separable plan's tail, or p->n_steps. */
+/* The first step of a separable plan's tail, or p->n_steps. Run in slices
+ * of `slice` examples, the steps from c on read their weights once per
+ * slice and keep their activations in cache; run once over the whole
+ * batch, they read the weights once and move each activation through
+ * memory (written, read back). Per example that is a gain of about
+ *   W(c) / slice - 2 A(c)
+ * with W(c) the bytes of the constants those steps read and A(c) the
+ * bytes per example of the batch-dependent values they make. The tail
+ * starts at the c of most gain, when that is positive, reads at least
+ * ENG_SLICE_TAIL_WEIGHTS of weights, and no tail step reads a value of the
+ * steps before c that is not split by batch (their slices' stacked values
+ * are all the tail sees): the classifier after a global pooling, and the
+ * last stages of a convolutional net whose layers hold more weights than
+ * activations (ResNet50's 7x7 blocks). */
 static int find_tail(const eng_plan *p, const eng_shape *shapes, const eng_dtype *dtypes,
-                     const bool *dep, int64_t batch) {
+                     const bool *dep, int64_t batch, int64_t slice) {
+  const eng_graph *g = eng_model_graph(p->m);
+  int n = p->n_steps, cut = n;
   int *made = malloc(sizeof *made * ((size_t)p->n_values + 1));
-  if (!made) return p->n_steps;
+  int *last = malloc(sizeof *last * ((size_t)p->n_values + 1));
+  bool *counted = calloc((size_t)p->n_values + 1, sizeof *counted);
+  int *cross = calloc((size_t)n + 2, sizeof *cross);
+  if (!made || !last || !counted || !cross || slice < 1) goto out;
   makers(p, made);
-  tail_scan t = {p, shapes, dtypes, dep, batch, -1, 0, made, false, 0};
+  tail_scan t = {p, dep, last, counted, 0};
+  for (int v = 0; v < p->n_values; v++) last[v] = -1;
+  for (int s = 0; s < n; s++) each_read(p, s, note_last, &t);
+  /* cross[c] > 0: some value not split by batch is made before c and read
+   * from c on. */
   for (int v = 0; v < p->n_values; v++)
-    if (made[v] > t.last && large(&t, v)) t.last = made[v];
-  for (int s = 0; s < p->n_steps; s++) each_read(p, s, scan_read, &t);
-  t.cut = t.last + 1;
-  for (int s = t.cut; s < p->n_steps; s++) each_read(p, s, tail_read, &t);
+    if (made[v] >= 0 && !dep[v] && last[v] > made[v]) {
+      cross[made[v] + 1]++;
+      cross[last[v] + 1]--;
+    }
+  for (int c = 1; c <= n; c++) cross[c] += cross[c - 1];
+  int64_t act = 0;
+  double best = 0;
+  for (int c = n - 1; c >= 1; c--) {
+    each_read(p, c, add_const, &t);
+    const eng_epilogue *epi = p->epi ? p->epi[c] : NULL;
+    int n_out = eng_graph_node(g, p->steps[c])->n_out;
+    for (int o = 0; o < n_out; o++) {
+      int v = o == 0 && epi ? epi->out_value : p->base[p->steps[c]] + o;
+      if (dep[v] && eng_dtype_size(dtypes[v]))
+        act += eng_shape_numel(&shapes[v]) / batch * (int64_t)eng_dtype_size(dtypes[v]);
+    }
+    double gain = (double)t.weights / (double)slice - 2.0 * (double)act;
+    if (!cross[c] && t.weights >= ENG_SLICE_TAIL_WEIGHTS && gain > best) {
+      best = gain;
+      cut = c;
+    }
+  }
+out:
   free(made);
-  bool use =
-      t.cut > 0 && t.cut < p->n_steps && !t.crosses_bad && t.weights >= ENG_SLICE_TAIL_WEIGHTS;
-  return use ? t.cut : p->n_steps;
+  free(last);
+  free(counted);
+  free(cross);
+  return cut;
 }
 
 bool eng_slice_separable(const eng_plan *p, const eng_shape *shapes, const eng_dtype *dtypes,
@@ -287,7 +318,8 @@ bool eng_slice_separable(const eng_plan *p, const eng_shape *shapes, const eng_d
     ok =
         dep[v] && shapes[v].rank >= 1 && shapes[v].dim[0] == batch && eng_dtype_size(dtypes[v]) > 0;
   }
-  *cut = ok ? find_tail(p, shapes, dtypes, dep, batch) : p->n_steps;
+  int64_t slice = eng_slice_size(most > 0 ? most : 1, eng_slice_weight_bytes(p));
+  *cut = ok ? find_tail(p, shapes, dtypes, dep, batch, slice) : p->n_steps;
   free(dep);
   free(shp);
   *bytes = most > 0 ? most : 1;

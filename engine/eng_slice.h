@@ -42,15 +42,17 @@
  * level; ResNet50 224^2, about 30x, 0.97x.) */
 #define ENG_SLICE_WEIGHT_RATIO 8
 
-/* A separable plan's tail: the steps after the last one that reads or
- * makes a value of more than ENG_SLICE_TAIL_BYTES an example (a
- * classifier after its global pooling), when they read at least
- * ENG_SLICE_TAIL_WEIGHTS bytes of weights. Slices of one example would
- * read those weights once each for a product of one row; the tail runs
- * once over the whole batch instead, after the slices of the steps before
- * it, from their values stacked (every element is computed as in a slice:
- * eng_gemm's sums do not depend on the rows). */
-#define ENG_SLICE_TAIL_BYTES (16 << 10)
+/* A separable plan's tail: steps from some step on that run once over
+ * the whole batch, after the slices of the steps before it, from their
+ * values stacked (every element is computed as in a slice: eng_gemm's sums
+ * do not depend on the rows). Slices would read the tail's weights once
+ * each, for products of few rows; the whole batch moves the tail's
+ * activations through memory instead. The tail starts where the first
+ * outweighs the second most (eng_slice.c's find_tail: its weights over the
+ * slice size against twice its activations per example), when it reads
+ * at least ENG_SLICE_TAIL_WEIGHTS bytes of weights: a classifier after its
+ * global pooling, and the last stages of a convolutional net whose layers
+ * hold more weights than activations. */
 #define ENG_SLICE_TAIL_WEIGHTS (256 << 10)
 
 /* Decides from a run of p at batch `batch` (shapes[v], dtypes[v] recorded

@@ -659,6 +659,39 @@ START_TEST(batch_slices_run_the_classifier_whole) {
 }
 END_TEST
 
+START_TEST(batch_slices_run_weight_heavy_layers_whole) {
+  /* The same convolution, then a 3x3 one of stride 8 to 2048 channels
+   * (2.4 MB of weights, 288 KiB of output an example), Mean over [1, 2],
+   * a dense layer and Softmax: slices of 3 would read that filter once
+   * each for 6x6 outputs, so it runs once over the batch with the steps
+   * after it (four steps: the ReLUs and the BiasAdd are fused). */
+  eng_graph *g = eng_graph_create();
+  td_opcase_node(g, "x", "Placeholder", "dtype=t:1", 0, NULL);
+  eng_tensor w = {0}, w2 = {0}, ax = {0}, dw = {0}, db = {0};
+  tensor(&w, 4, (const int64_t[]){3, 3, 32, 32}, 60);
+  tensor(&w2, 4, (const int64_t[]){3, 3, 32, 2048}, 64);
+  ints(&ax, 2, (const int32_t[]){1, 2});
+  tensor(&dw, 2, (const int64_t[]){2048, 64}, 61);
+  tensor(&db, 1, (const int64_t[]){64}, 63);
+  gconst(g, "w", w);
+  gconst(g, "w2", w2);
+  gconst(g, "ax", ax);
+  gconst(g, "dw", dw);
+  gconst(g, "db", db);
+  td_opcase_node(g, "conv", "Conv2D", "strides=li:1,1,1,1;padding=s:SAME", 2,
+                 (const char *[]){"x", "w"});
+  td_opcase_node(g, "relu", "Relu", NULL, 1, (const char *[]){"conv"});
+  td_opcase_node(g, "conv2", "Conv2D", "strides=li:1,8,8,1;padding=s:SAME", 2,
+                 (const char *[]){"relu", "w2"});
+  td_opcase_node(g, "relu2", "Relu", NULL, 1, (const char *[]){"conv2"});
+  td_opcase_node(g, "m", "Mean", NULL, 2, (const char *[]){"relu2", "ax"});
+  td_opcase_node(g, "mm", "MatMul", NULL, 2, (const char *[]){"m", "dw"});
+  td_opcase_node(g, "logits", "BiasAdd", NULL, 2, (const char *[]){"mm", "db"});
+  td_opcase_node(g, "y", "Softmax", NULL, 1, (const char *[]){"logits"});
+  sliced_same_bits(g, "y:0", 2, 3, 4);
+}
+END_TEST
+
 START_TEST(batch_slices_keras_reshape) {
   /* The gate's Reshape takes each slice's own batch from its run-time
    * shape: the plan slices (288 KiB per example: 3 per slice). */
@@ -701,6 +734,7 @@ int main(void) {
   tcase_add_test(tc, rows_same_bits);
   tcase_add_test(tc, batch_slices_same_bits);
   tcase_add_test(tc, batch_slices_run_the_classifier_whole);
+  tcase_add_test(tc, batch_slices_run_weight_heavy_layers_whole);
   tcase_add_test(tc, batch_slices_keras_reshape);
   tcase_add_test(tc, slice_size_rule);
   suite_add_tcase(s, tc);
