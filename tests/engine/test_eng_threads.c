@@ -633,17 +633,17 @@ START_TEST(batch_slices_same_bits) {
 }
 END_TEST
 
-START_TEST(batch_slices_run_the_classifier_whole) {
-  /* The same convolution, Mean over [1, 2], then a dense layer of 512 KiB
-   * (MatMul, BiasAdd) and Softmax: the slices run up to the Mean, and
-   * the two steps after it once over the batch, from the Means stacked. */
+/* x [b, 48, 48, 32] -> the 3x3 Conv2D + ReLU above -> (with mid > 0) a
+ * 3x3 Conv2D of stride 8 to mid channels + ReLU -> Mean over [1, 2] -> a
+ * dense layer to `classes` (MatMul, BiasAdd) -> Softmax. */
+static eng_graph *conv_classifier(int64_t mid, int64_t classes) {
   eng_graph *g = eng_graph_create();
   td_opcase_node(g, "x", "Placeholder", "dtype=t:1", 0, NULL);
   eng_tensor w = {0}, ax = {0}, dw = {0}, db = {0};
   tensor(&w, 4, (const int64_t[]){3, 3, 32, 32}, 60);
   ints(&ax, 2, (const int32_t[]){1, 2});
-  tensor(&dw, 2, (const int64_t[]){32, 4096}, 61);
-  tensor(&db, 1, (const int64_t[]){4096}, 63);
+  tensor(&dw, 2, (const int64_t[]){mid > 0 ? mid : 32, classes}, 61);
+  tensor(&db, 1, (const int64_t[]){classes}, 63);
   gconst(g, "w", w);
   gconst(g, "ax", ax);
   gconst(g, "dw", dw);
@@ -651,44 +651,36 @@ START_TEST(batch_slices_run_the_classifier_whole) {
   td_opcase_node(g, "conv", "Conv2D", "strides=li:1,1,1,1;padding=s:SAME", 2,
                  (const char *[]){"x", "w"});
   td_opcase_node(g, "relu", "Relu", NULL, 1, (const char *[]){"conv"});
-  td_opcase_node(g, "m", "Mean", NULL, 2, (const char *[]){"relu", "ax"});
+  if (mid > 0) {
+    eng_tensor w2 = {0};
+    tensor(&w2, 4, (const int64_t[]){3, 3, 32, mid}, 64);
+    gconst(g, "w2", w2);
+    td_opcase_node(g, "conv2", "Conv2D", "strides=li:1,8,8,1;padding=s:SAME", 2,
+                   (const char *[]){"relu", "w2"});
+    td_opcase_node(g, "relu2", "Relu", NULL, 1, (const char *[]){"conv2"});
+  }
+  td_opcase_node(g, "m", "Mean", NULL, 2, (const char *[]){mid > 0 ? "relu2" : "relu", "ax"});
   td_opcase_node(g, "mm", "MatMul", NULL, 2, (const char *[]){"m", "dw"});
   td_opcase_node(g, "logits", "BiasAdd", NULL, 2, (const char *[]){"mm", "db"});
   td_opcase_node(g, "y", "Softmax", NULL, 1, (const char *[]){"logits"});
-  sliced_same_bits(g, "y:0", 2, 3, 2);
+  return g;
+}
+
+START_TEST(batch_slices_run_the_classifier_whole) {
+  /* The convolution, Mean over [1, 2], then a dense layer of 512 KiB
+   * (MatMul, BiasAdd) and Softmax: the slices run up to the Mean, and
+   * the two steps after it once over the batch, from the Means stacked. */
+  sliced_same_bits(conv_classifier(0, 4096), "y:0", 2, 3, 2);
 }
 END_TEST
 
 START_TEST(batch_slices_run_weight_heavy_layers_whole) {
-  /* The same convolution, then a 3x3 one of stride 8 to 2048 channels
-   * (2.4 MB of weights, 288 KiB of output an example), Mean over [1, 2],
-   * a dense layer and Softmax: slices of 3 would read that filter once
-   * each for 6x6 outputs, so it runs once over the batch with the steps
-   * after it (four steps: the ReLUs and the BiasAdd are fused). */
-  eng_graph *g = eng_graph_create();
-  td_opcase_node(g, "x", "Placeholder", "dtype=t:1", 0, NULL);
-  eng_tensor w = {0}, w2 = {0}, ax = {0}, dw = {0}, db = {0};
-  tensor(&w, 4, (const int64_t[]){3, 3, 32, 32}, 60);
-  tensor(&w2, 4, (const int64_t[]){3, 3, 32, 2048}, 64);
-  ints(&ax, 2, (const int32_t[]){1, 2});
-  tensor(&dw, 2, (const int64_t[]){2048, 64}, 61);
-  tensor(&db, 1, (const int64_t[]){64}, 63);
-  gconst(g, "w", w);
-  gconst(g, "w2", w2);
-  gconst(g, "ax", ax);
-  gconst(g, "dw", dw);
-  gconst(g, "db", db);
-  td_opcase_node(g, "conv", "Conv2D", "strides=li:1,1,1,1;padding=s:SAME", 2,
-                 (const char *[]){"x", "w"});
-  td_opcase_node(g, "relu", "Relu", NULL, 1, (const char *[]){"conv"});
-  td_opcase_node(g, "conv2", "Conv2D", "strides=li:1,8,8,1;padding=s:SAME", 2,
-                 (const char *[]){"relu", "w2"});
-  td_opcase_node(g, "relu2", "Relu", NULL, 1, (const char *[]){"conv2"});
-  td_opcase_node(g, "m", "Mean", NULL, 2, (const char *[]){"relu2", "ax"});
-  td_opcase_node(g, "mm", "MatMul", NULL, 2, (const char *[]){"m", "dw"});
-  td_opcase_node(g, "logits", "BiasAdd", NULL, 2, (const char *[]){"mm", "db"});
-  td_opcase_node(g, "y", "Softmax", NULL, 1, (const char *[]){"logits"});
-  sliced_same_bits(g, "y:0", 2, 3, 4);
+  /* The convolution, then a 3x3 one of stride 8 to 2048 channels (2.4 MB
+   * of weights, 288 KiB of output an example), Mean over [1, 2], a dense
+   * layer and Softmax: slices of 3 would read that filter once each for
+   * 6x6 outputs, so it runs once over the batch with the steps after it
+   * (four steps: the ReLUs and the BiasAdd are fused). */
+  sliced_same_bits(conv_classifier(2048, 64), "y:0", 2, 3, 4);
 }
 END_TEST
 

@@ -8,6 +8,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -20,6 +21,10 @@ import pytest
 import tensorflow as tf
 import yaml
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "e2e"))
+from conftest import free_port  # noqa: E402  (the e2e harness's: never one port twice)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HPT = os.path.join(ROOT, "examples", "half_plus_two")  # version 00000123, y = 0.5x + 2
@@ -35,23 +40,6 @@ def docker(*args, check=True, timeout=120):
     if check and p.returncode:
         raise AssertionError(f"docker {' '.join(args)}: {p.returncode}\n{p.stdout}{p.stderr}")
     return p
-
-
-_HANDED_OUT = set()
-
-
-def free_port():
-    """A port nothing listens on now and that this process has not handed
-    out before: the kernel can give the same port to two binds in a row
-    (the first socket is closed by then), and a server asked to use one
-    port for gRPC and REST refuses to start."""
-    while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port not in _HANDED_OUT:
-            _HANDED_OUT.add(port)
-            return port
 
 
 def port_free(port):
