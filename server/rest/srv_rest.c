@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <uv.h>
 #include <zlib.h>
@@ -100,6 +101,7 @@ struct srv_rest {
   int in_engine;        /* submitted runs whose done() has not run yet */
   int jobs;             /* v2 repository requests running on their own threads */
   rest_run *head, *tail;
+  int quiesced_fd;      /* the listening socket MHD handed back, closed after it stops; -1 */
 };
 
 struct rest_req {
@@ -960,6 +962,7 @@ static size_t keep_escaped(void *cls, struct MHD_Connection *c, char *s) { retur
 td_code srv_rest_start(const srv_rest_options *opt, srv_rest **out, td_err *err) {
   srv_rest *s = calloc(1, sizeof *s);
   if (!s) return td_err_set(err, TD_RESOURCE_EXHAUSTED, "out of memory");
+  s->quiesced_fd = -1;
   s->opt = *opt;
   s->api = (srv_api){.registry = opt->registry,
                      .queue = opt->queue,
@@ -1017,9 +1020,14 @@ void srv_rest_drain(srv_rest *s) {
 void srv_rest_quiesce(srv_rest *s) {
   if (!s || !s->d) return;
   /* MHD hands the listening socket back (suspend/resume implies the
-   * inter-thread channel quiescing needs); closing it refuses new clients. */
+   * inter-thread channel quiescing needs). Shutting it down refuses new
+   * clients; closing it must wait until MHD has stopped: its polling
+   * thread may still take the socket out of its epoll set, and a closed
+   * descriptor there makes MHD abort the process. */
   MHD_socket fd = MHD_quiesce_daemon(s->d);
-  if (fd != MHD_INVALID_SOCKET) close(fd);
+  if (fd == MHD_INVALID_SOCKET) return;
+  shutdown(fd, SHUT_RDWR);
+  s->quiesced_fd = fd;
 }
 
 void srv_rest_stop(srv_rest *s) {
@@ -1042,6 +1050,7 @@ void srv_rest_stop(srv_rest *s) {
   while (s->jobs > 0) uv_cond_wait(&s->cv, &s->mu);
   uv_mutex_unlock(&s->mu);
   if (s->d) MHD_stop_daemon(s->d);
+  if (s->quiesced_fd >= 0) close(s->quiesced_fd);
   /* Runs given up on still call run_done, which touches s: wait for them
    * (the queue's workers outlive the server). */
   uv_mutex_lock(&s->mu);

@@ -100,9 +100,10 @@ int srv_rest_port(const srv_rest *s);
  * sending traffic, while every other request is still served as before.
  * Thread-safe; cannot be undone. */
 void srv_rest_drain(srv_rest *s);
-/* Graceful shutdown, step one: closes the listening socket so no new
- * connection is accepted; requests already received still get their
- * answers. srv_rest_stop follows. */
+/* Graceful shutdown, step one: shuts the listening socket down so no new
+ * connection is accepted (srv_rest_stop closes it once the daemon has
+ * stopped); requests already received still get their answers.
+ * srv_rest_stop follows. */
 void srv_rest_quiesce(srv_rest *s);
 void srv_rest_stop(srv_rest *s);
 
