@@ -101,7 +101,9 @@ struct srv_rest {
   int in_engine;        /* submitted runs whose done() has not run yet */
   int jobs;             /* v2 repository requests running on their own threads */
   rest_run *head, *tail;
-  int quiesced_fd;      /* the listening socket MHD handed back, closed after it stops; -1 */
+  /* The listening socket MHD handed back (srv_rest_quiesce), closed once
+   * it has stopped; -1 before. */
+  int quiesced_fd;
 };
 
 struct rest_req {
