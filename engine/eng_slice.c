@@ -119,7 +119,6 @@ int eng_slice_frontier(const eng_plan *p, int cut, int *fv) {
 /* The tail's search (eng_slice_separable). */
 typedef struct tail_scan {
   const eng_plan *p;
-  const bool *dep;
   int *last;     /* per value: the last step that reads it */
   bool *counted; /* per value: a constant already in weights */
   int64_t weights;
@@ -166,7 +165,7 @@ static int find_tail(const eng_plan *p, const eng_shape *shapes, const eng_dtype
   int *cross = calloc((size_t)n + 2, sizeof *cross);
   if (!made || !last || !counted || !cross || slice < 1) goto out;
   makers(p, made);
-  tail_scan t = {p, dep, last, counted, 0};
+  tail_scan t = {p, last, counted, 0};
   for (int v = 0; v < p->n_values; v++) last[v] = -1;
   for (int s = 0; s < n; s++) each_read(p, s, note_last, &t);
   /* cross[c] > 0: some value not split by batch is made before c and read
