@@ -23,7 +23,8 @@
  * kernels', so results are bit-identical; what goes away is one output
  * allocation and one pass over memory per fused op. Keras's
  * LayerNormalization (its Mean and the chain after it) likewise becomes
- * one step (fuse_layer_norms). */
+ * one step (fuse_layer_norms), and an inverted residual block's expansion
+ * and depthwise layer one banded step (fuse_expand_depthwise). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,7 @@ static void drop_steps(eng_plan *p, const bool *gone) {
     p->steps[k] = p->steps[s];
     p->ops[k] = p->ops[s];
     if (p->epi) p->epi[k] = p->epi[s];
+    if (p->packed) p->packed[k] = p->packed[s];
     k++;
   }
   p->n_steps = k;
@@ -151,6 +153,12 @@ static bool fold_steps(eng_plan *p, const bool *cstep, const bool *cnode, const 
     if (nd->n_in == 2 && (!strcmp(known->ops[s]->name, "DepthwiseConv2dNative") ||
                           !strcmp(known->ops[s]->name, "_DepthwiseConv2dNativePadded")))
       known_at[known->base[nd->in[1].node] + nd->in[1].index] = -1;
+    const eng_epilogue *e = known->epi ? known->epi[s] : NULL;
+    for (int i = 0; e && i < e->n; i++) /* a depthwise step fused into this one */
+      if (e->op[i].kind == EPI_DEPTHWISE) {
+        const eng_node *dn = eng_graph_node(g, e->op[i].node);
+        known_at[known->base[dn->in[1].node] + dn->in[1].index] = -1;
+      }
   }
   for (int i = 0; i < n_in; i++) {
     in_names[i] = p->in_name[i];
@@ -1008,6 +1016,108 @@ static void fuse_layer_norms(eng_plan *p) {
   free(gone);
 }
 
+/* --- expansion and depthwise ------------------------------------------------
+ *
+ * An inverted residual block's 1x1 expansion (a Conv2D, stride 1, its
+ * weight packed and not in Winograd's form) whose output, after its fused
+ * epilogue, only a depthwise convolution with multiplier 1 reads (directly,
+ * or through a Pad folded into it) becomes one _ExpandDepthwise step,
+ * which runs both band by band (eng_dwconv_expand_run): the expanded
+ * tensor, the block's largest, then stays in cache. Its epilogue holds
+ * the expansion's ops, an EPI_DEPTHWISE op (the depthwise filter, already
+ * scaled by scale_dw_filters, and node) and the depthwise layer's ops;
+ * the depthwise step and the Pad's leave the plan. Runs after the weights
+ * are packed, CPU only. Bit-identical to the two steps apart. */
+
+/* Epilogue ops both the GEMM's and the depthwise kernel's registers apply. */
+static bool band_epi_ok(const eng_epilogue *e) {
+  for (int i = 0; e && i < e->n; i++) {
+    int k = e->op[i].kind;
+    if (k != EPI_ADD && k != EPI_SUB && k != EPI_MUL && k != EPI_RELU && k != EPI_RELU6 &&
+        k != EPI_SWISH)
+      return false;
+  }
+  return true;
+}
+
+/* Step s is a 1x1 stride-1 NHWC Conv2D with a packed (not Winograd)
+ * weight, never grouped. */
+static bool expansion_at(const eng_plan *p, int s) {
+  const eng_node *nd = eng_graph_node(eng_model_graph(p->m), p->steps[s]);
+  if (strcmp(p->ops[s]->name, "Conv2D") || nd->n_in != 2 || !p->packed[s] ||
+      eng_gemm_parts(p->packed[s]))
+    return false;
+  const eng_packed *b = p->packed[s];
+  const eng_tensor *w = const_of(p, in_value(p, s, 1));
+  int64_t st[4] = {1, 1, 1, 1}, dl[4] = {1, 1, 1, 1};
+  int nst = eng_attr_ints(nd, "strides", st, 4), ndl = eng_attr_ints(nd, "dilations", dl, 4);
+  if (!w || w->shape.rank != 4 || w->shape.dim[0] != 1 || w->shape.dim[1] != 1 ||
+      eng_gemm_k(b) != w->shape.dim[2] || eng_gemm_n(b) != w->shape.dim[3] ||
+      eng_wino_form(b, eng_gemm_k(b), eng_gemm_n(b)))
+    return false;
+  for (int i = 0; i < 4; i++)
+    if (st[i] != 1 || dl[i] != 1) return false;
+  return nst == 4 && eng_plan_conv_runs_packed(p->m, p, s) && (!ndl || ndl == 4) &&
+         !strcmp(eng_attr_str(nd, "data_format", "NHWC"), "NHWC") &&
+         strcmp(eng_attr_str(nd, "padding", "VALID"), "EXPLICIT");
+}
+
+/* The one reader of value v when v may go (not fetched or fed), else -1. */
+static int sole_reader(const eng_plan *p, int v) {
+  int r;
+  if (is_fetched(p, v) || is_fed(p, v) || readers_of(p, v, &r, 1) != 1) return -1;
+  return r;
+}
+
+static void fuse_expand_depthwise(eng_plan *p) {
+  const eng_op_def *op = eng_op_find("_ExpandDepthwise");
+  if (!op || !p->epi || !p->packed || eng_device_active()) return;
+  const eng_graph *g = eng_model_graph(p->m);
+  bool *gone = calloc((size_t)p->n_steps + 1, sizeof *gone);
+  if (!gone) return;
+  bool any = false;
+  for (int s = 0; s < p->n_steps; s++) {
+    eng_epilogue *e = p->epi[s];
+    if (gone[s] || !expansion_at(p, s) || !band_epi_ok(e)) continue;
+    int v = e ? e->out_value : p->base[p->steps[s]], d = sole_reader(p, v), pad = -1;
+    if (d >= 0 && !strcmp(p->ops[d]->name, "_PadView")) {
+      pad = d;
+      v = p->base[p->steps[pad]];
+      d = sole_reader(p, v);
+      if (d >= 0 && strcmp(p->ops[d]->name, "_DepthwiseConv2dNativePadded")) d = -1;
+    } else if (d >= 0 && strcmp(p->ops[d]->name, "DepthwiseConv2dNative")) {
+      d = -1;
+    }
+    if (d < 0 || gone[d]) continue;
+    const eng_node *dn = eng_graph_node(g, p->steps[d]);
+    eng_epilogue *de = p->epi[d];
+    const eng_tensor *f = dn->n_in == 2 ? const_of(p, in_value(p, d, 1)) : NULL;
+    if (!f || in_value(p, d, 0) != v || f->dtype != ENG_DT_FLOAT || f->shape.rank != 4 ||
+        f->shape.dim[3] != 1 || f->shape.dim[2] != eng_gemm_n(p->packed[s]) || !band_epi_ok(de) ||
+        (e ? e->n : 0) + 1 + (de ? de->n : 0) > ENG_EPI_MAX)
+      continue;
+    if (!e && !(e = calloc(1, sizeof *e))) break;
+    e->op[e->n].kind = EPI_DEPTHWISE;
+    e->op[e->n].k = eng_tensor_share(f);
+    e->op[e->n].node = p->steps[d];
+    e->n++;
+    for (int i = 0; de && i < de->n; i++) { /* the depthwise layer's ops move over */
+      e->op[e->n++] = de->op[i];
+      de->op[i].k = (eng_tensor){0};
+    }
+    e->out_value = de ? de->out_value : p->base[p->steps[d]];
+    free(de);
+    p->epi[d] = NULL;
+    p->epi[s] = e;
+    p->ops[s] = op;
+    gone[d] = true;
+    if (pad >= 0) gone[pad] = true;
+    any = true;
+  }
+  if (any) drop_steps(p, gone);
+  free(gone);
+}
+
 static void recount_uses(eng_plan *p) {
   const eng_graph *g = eng_model_graph(p->m);
   memset(p->uses, 0, sizeof *p->uses * (size_t)p->n_values);
@@ -1092,6 +1202,7 @@ void eng_plan_compile(eng_plan *p) {
   fold_pads(p);
   scale_dw_filters(p);
   pack_weights(p);
+  fuse_expand_depthwise(p);
   recount_uses(p);
 }
 
@@ -1175,6 +1286,7 @@ static eng_plan *build_spec(eng_plan *p, const eng_tensor *in) {
   fold_pads(sp);
   scale_dw_filters(sp);
   pack_weights(sp);
+  fuse_expand_depthwise(sp);
   recount_uses(sp);
   sp->is_specialised = true;
   return sp;

@@ -42,6 +42,13 @@
  * beta with, in c[0], how many graph ops the step stands for besides its
  * Mean (op 1, for eng_plan_get_info), which its kernel reads and applies
  * itself (it always sets epi_done). */
+/* EPI_DEPTHWISE: not applied in place: in an _ExpandDepthwise step
+ * (eng_compile.c's fuse_expand_depthwise, a 1x1 Conv2D and the depthwise
+ * convolution reading it), the ops before it are the expansion's, k the
+ * depthwise filter [kh, kw, c, 1] (already scaled, scale_dw_filters),
+ * node the depthwise graph node (its attributes; a Pad node feeding it
+ * is a folded one), and the ops after it the depthwise layer's. Its kernel
+ * applies all of them itself. */
 enum {
   EPI_ADD,
   EPI_SUB,
@@ -52,7 +59,8 @@ enum {
   EPI_GELU_TANH,
   EPI_GELU_ERFC,
   EPI_ADD_VALUE,
-  EPI_LAYER_NORM
+  EPI_LAYER_NORM,
+  EPI_DEPTHWISE
 };
 
 #define ENG_EPI_MAX 8
@@ -63,6 +71,7 @@ typedef struct eng_epilogue {
     int kind;
     eng_tensor k; /* float constant: one value or one per channel; empty for activations */
     float c[4];   /* EPI_GELU_TANH's or EPI_GELU_ERFC's constants */
+    int node;     /* EPI_DEPTHWISE's depthwise node */
   } op[ENG_EPI_MAX];
   int out_value; /* value index the result is stored as */
   int in_value;  /* with an EPI_ADD_VALUE op: the value it adds, */

@@ -19,6 +19,7 @@
 #include "eng_op.h"
 #include "eng_plan.h"
 #include "eng_run.h"
+#include "eng_window.h"
 #include "eng_wino.h"
 
 
@@ -606,10 +607,18 @@ eng_plan_info eng_plan_get_info(const eng_plan *p) {
                         .slice_examples = atomic_load(&((eng_plan *)p)->slice_each)};
   int cut = atomic_load(&((eng_plan *)p)->slice_cut);
   if (info.slice_examples > 0 && cut > 0) info.tail_steps = p->n_steps - cut;
-  for (int s = 0; p->epi && s < p->n_steps; s++)
-    if (p->epi[s])
-      info.fused_ops +=
-          p->epi[s]->op[0].kind == EPI_LAYER_NORM ? (int)p->epi[s]->op[1].c[0] : p->epi[s]->n;
+  const eng_graph *g = eng_model_graph(p->m);
+  for (int s = 0; p->epi && s < p->n_steps; s++) {
+    const eng_epilogue *e = p->epi[s];
+    if (!e) continue;
+    info.fused_ops += e->op[0].kind == EPI_LAYER_NORM ? (int)e->op[1].c[0] : e->n;
+    for (int i = 0; i < e->n; i++) /* EPI_DEPTHWISE counts its node; a folded Pad too */
+      if (e->op[i].kind == EPI_DEPTHWISE) {
+        int64_t pads[4];
+        const eng_node *dn = eng_graph_node(g, e->op[i].node);
+        info.fused_ops += eng_pad_hw(g, eng_graph_node(g, dn->in[0].node), pads);
+      }
+  }
   for (int s = 0; p->packed && s < p->n_steps; s++)
     info.winograd_steps += p->packed[s] && eng_wino_form(p->packed[s], eng_gemm_k(p->packed[s]),
                                                          eng_gemm_n(p->packed[s]));

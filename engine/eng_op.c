@@ -259,6 +259,9 @@ static const eng_op_def ops[] = {
     /* Plan-internal (eng_compile.c's Pad folding and fusions): never a graph's op. */
     {"_DepthwiseConv2dNativePadded", ENG_OP_PLAN_ONLY, NULL, eng_k_depthwise_conv2d_padded,
      ENG_SLICE_WINDOW, 0, NULL},
+    /* eng_compile.c's expansion and depthwise fusion: a 1x1 Conv2D step
+     * that also runs the depthwise layer after it, band by band. */
+    {"_ExpandDepthwise", ENG_OP_PLAN_ONLY, NULL, eng_k_expand_depthwise, ENG_SLICE_WINDOW, 0, NULL},
     /* eng_compile.c's LayerNorm fusion: a Mean step that computes the
      * whole normalisation (reading x and the axis, as the Mean did). */
     {"_LayerNorm", ENG_OP_PLAN_ONLY, NULL, eng_k_layer_norm, ENG_SLICE_REDUCE, 0, NULL},

@@ -26,9 +26,12 @@
  * Conv2D and dense-layer Einsum steps with a constant weight also get it
  * packed for eng_gemm, a Pad feeding a VALID depthwise convolution
  * becomes the op table's plan-internal _PadView /
- * _DepthwiseConv2dNativePadded, and Keras's LayerNormalization (a Mean and
+ * _DepthwiseConv2dNativePadded, Keras's LayerNormalization (a Mean and
  * the ten or eleven ops after it) one _LayerNorm step on the CPU, its
- * constants in an EPI_LAYER_NORM epilogue. */
+ * constants in an EPI_LAYER_NORM epilogue, and a packed 1x1 expansion with
+ * the depthwise convolution reading it one _ExpandDepthwise step on the
+ * CPU (the Conv2D's, its epilogue carrying the depthwise layer in an
+ * EPI_DEPTHWISE op and that layer's own ops). */
 #ifndef ENG_PLAN_H
 #define ENG_PLAN_H
 
@@ -99,6 +102,10 @@ const struct eng_packed *eng_model_pack(eng_model *m, const eng_tensor *w, int64
  * (eng_wino_pack), cached beside the others. */
 const struct eng_packed *eng_model_pack_wino(eng_model *m, const eng_tensor *w, const float *scale,
                                              int64_t nscale);
+/* eng_weights.c. Whether the Conv2D at step s has, on every input the graph
+ * allows, as many input channels as its filter's depth (not a grouped
+ * convolution): then it always runs its packed filter. */
+bool eng_plan_conv_runs_packed(const eng_model *m, const eng_plan *p, int s);
 /* TensorFlow's feed check of input i (dtype, declared shape). */
 td_code eng_plan_check_feed(const eng_plan *p, int i, const eng_tensor *t, td_err *err);
 

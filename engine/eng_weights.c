@@ -218,10 +218,9 @@ static int64_t channels_of(const eng_model *m, const eng_plan *p, eng_edge e, in
   return -1;
 }
 
-/* True when the Conv2D at step s runs its packed filter on every input the
- * graph allows: the input's channels are the filter's depth (otherwise it
- * is a grouped convolution, which reads the original). */
-static bool conv_runs_packed(const eng_model *m, const eng_plan *p, int s) {
+/* The Conv2D's input channels are the filter's depth (otherwise it is a
+ * grouped convolution, which reads the original). */
+bool eng_plan_conv_runs_packed(const eng_model *m, const eng_plan *p, int s) {
   const eng_node *nd = eng_graph_node(m->g, p->steps[s]);
   const eng_tensor *f = plan_const(p, p->base[nd->in[1].node] + nd->in[1].index);
   int budget = 256;
@@ -250,7 +249,8 @@ static bool packed_only(const eng_model *m, const eng_plan *p, const eng_buffer 
         bool packed =
             p->packed && p->packed[s] && k == 1 &&
             (!strcmp(op, "MatMul") || !strncmp(op, "BatchMatMul", 11) || !strcmp(op, "Einsum") ||
-             (!strcmp(op, "Conv2D") && conv_runs_packed(m, p, s)));
+             ((!strcmp(op, "Conv2D") || !strcmp(op, "_ExpandDepthwise")) &&
+              eng_plan_conv_runs_packed(m, p, s)));
         if (!packed) return false;
       }
     }

@@ -5,6 +5,8 @@
 
 #include <immintrin.h>
 #include <math.h>
+#include <stdatomic.h>
+#include <string.h>
 
 #include "eng_isa.h"
 #include "eng_pool.h"
@@ -207,4 +209,125 @@ bool eng_dwconv_run_isa(eng_isa isa, const eng_conv_geom *g, const float *x, con
   if (!eng_isa_allows(isa)) return false;
   dispatch(pick(isa), g, x, f, y, epi);
   return true;
+}
+
+/* --- expansion and depthwise, band by band ---------------------------------- */
+
+/* The expanded rows one band may hold: about half of L2, so that the band,
+ * the depthwise rows it feeds and the expansion's weights stay there. */
+static int64_t band_budget(void) { return eng_isa_l2_bytes() / 2; }
+
+/* Output rows per band: as many as the budget holds the input rows of (at
+ * least one), even where more than one so that the two-row kernel's pairs
+ * stay whole. */
+static int64_t band_rows(const eng_conv_geom *g) {
+  int64_t row = g->w * g->c * (int64_t)sizeof(float), span = (g->kh - 1) * g->dh + 1;
+  int64_t fit = row > 0 ? band_budget() / row : 0, ob = fit > span ? (fit - span) / g->sh + 1 : 1;
+  if (ob > g->oh) ob = g->oh;
+  if (ob > 1) ob &= ~(int64_t)1;
+  return ob < 1 ? 1 : ob;
+}
+
+/* Input rows a band of ob output rows reads at most. */
+static int64_t band_cap(const eng_conv_geom *g, int64_t ob) {
+  int64_t cap = (ob - 1) * g->sh + (g->kh - 1) * g->dh + 1;
+  return cap < g->h ? cap : g->h;
+}
+
+/* How the output rows are cut into jobs (one image's contiguous rows) and
+ * how many workers take them. */
+typedef struct band_plan {
+  int64_t ob, cap, parts, per, jobs, workers;
+} band_plan;
+
+static band_plan plan_bands(const eng_conv_geom *g) {
+  band_plan b = {.ob = band_rows(g)};
+  b.cap = band_cap(g, b.ob);
+  int64_t threads = eng_pool_threads(NULL);
+  /* Fewer images than threads: each image's rows in `threads` parts. */
+  b.parts = g->n >= threads ? 1 : threads;
+  if (b.parts > g->oh) b.parts = g->oh > 0 ? g->oh : 1;
+  b.per = (g->oh + b.parts - 1) / b.parts;
+  b.jobs = g->n * b.parts;
+  b.workers = b.jobs < threads ? b.jobs : threads;
+  if (b.workers < 1) b.workers = 1;
+  return b;
+}
+
+int64_t eng_dwconv_expand_scratch(const eng_conv_geom *g) {
+  band_plan b = plan_bands(g);
+  return b.workers * b.cap * g->w * g->c;
+}
+
+typedef struct band_args {
+  dw_fn fn;
+  const eng_conv_geom *g;
+  const float *x, *f;
+  const eng_packed *b;
+  const eng_gemm_epi *eepi, *epi;
+  float *y, *scratch;
+  band_plan bp;
+  atomic_llong next; /* the next job to claim */
+} band_args;
+
+/* Job j: output rows [r0, r1) of image j / parts, band by band. buf holds
+ * the expanded input rows [have0, have1) of that image. */
+static void band_job(const band_args *a, int64_t j, float *buf) {
+  const eng_conv_geom *g = a->g;
+  int64_t img = j / a->bp.parts, r0 = j % a->bp.parts * a->bp.per;
+  int64_t r1 = r0 + a->bp.per < g->oh ? r0 + a->bp.per : g->oh;
+  int64_t k = eng_gemm_k(a->b), rowf = g->w * g->c, have0 = 0, have1 = 0;
+  const float *xi = a->x + img * g->h * g->w * k;
+  for (int64_t o0 = r0; o0 < r1; o0 += a->bp.ob) {
+    int64_t o1 = o0 + a->bp.ob < r1 ? o0 + a->bp.ob : r1;
+    int64_t lo = o0 * g->sh - g->pt, hi = (o1 - 1) * g->sh - g->pt + (g->kh - 1) * g->dh + 1;
+    int64_t b0 = lo > 0 ? lo : 0, b1 = hi < g->h ? hi : g->h;
+    if (b1 < b0) b1 = b0;
+    int64_t keep = 0;
+    if (have0 <= b0 && b0 < have1) { /* the rows this band shares with the last */
+      keep = (have1 < b1 ? have1 : b1) - b0;
+      if (b0 > have0) memmove(buf, buf + (b0 - have0) * rowf, sizeof *buf * (size_t)(keep * rowf));
+    }
+    if (b1 > b0 + keep)
+      eng_gemm_run(xi + (b0 + keep) * g->w * k, k, (b1 - b0 - keep) * g->w, a->b, buf + keep * rowf,
+                   g->c, a->eepi);
+    have0 = b0;
+    have1 = b1;
+    eng_conv_geom band = *g;
+    band.n = 1;
+    band.h = b1 - b0;
+    band.pt = b0 - lo;
+    band.oh = o1 - o0;
+    a->fn(&band, buf, a->f, a->y + (img * g->oh + o0) * g->ow * g->c, a->epi, 0, o1 - o0);
+  }
+}
+
+/* Worker w: claims jobs until none are left, with band buffer w. */
+static void band_worker(void *arg, int64_t w) {
+  band_args *a = arg;
+  float *buf = a->scratch + w * a->bp.cap * a->g->w * a->g->c;
+  for (int64_t j; (j = atomic_fetch_add(&a->next, 1)) < a->bp.jobs;) band_job(a, j, buf);
+}
+
+void eng_dwconv_expand_run(const eng_conv_geom *g, const float *x, const eng_packed *b,
+                           const eng_gemm_epi *eepi, const float *f, float *y,
+                           const eng_gemm_epi *epi, float *scratch, int64_t room) {
+  if (epi && !epi->n) epi = NULL;
+  if (eepi && !eepi->n) eepi = NULL;
+  if (g->n * g->oh * g->ow * g->c <= 0) return;
+  band_args a = {.fn = pick(eng_isa_active()),
+                 .g = g,
+                 .x = x,
+                 .f = f,
+                 .b = b,
+                 .eepi = eepi,
+                 .epi = epi,
+                 .y = y,
+                 .scratch = scratch,
+                 .bp = plan_bands(g)};
+  /* The pool may have grown since the caller sized scratch. */
+  int64_t each = a.bp.cap * g->w * g->c;
+  if (each > 0 && a.bp.workers > room / each) a.bp.workers = room / each > 0 ? room / each : 1;
+  atomic_init(&a.next, 0);
+  eng_pool_run(NULL, a.bp.workers, band_worker, &a);
 }

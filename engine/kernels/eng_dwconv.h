@@ -26,7 +26,18 @@
  * (eng_pool); each output is computed as on one thread, so results are
  * identical at any thread count.
  *
- * Pure function of its arguments; any number of threads may call it. */
+ * eng_dwconv_expand_run runs a 1x1 expansion (MobileNetV2's and
+ * EfficientNet's inverted residual blocks) and the depthwise layer after
+ * it together, a band of rows at a time: the band's expanded rows go into
+ * a scratch buffer sized to stay in L2, and the depthwise rows read them
+ * there, so the expanded tensor (the block's largest, several megabytes
+ * at 112^2 x 96) never goes through main memory. The rows two bands share
+ * (the window's overlap) are moved to the buffer's front instead of being
+ * computed again. Each output is summed as the two calls apart would sum
+ * it (eng_gemm's sums do not depend on the rows, the depthwise paths' on
+ * the band), so the results are the two calls' bit for bit.
+ *
+ * Pure functions of their arguments; any number of threads may call them. */
 #ifndef ENG_DWCONV_H
 #define ENG_DWCONV_H
 
@@ -57,5 +68,20 @@ void eng_dwconv_run(const eng_conv_geom *g, const float *x, const float *f, floa
  * eng_isa_allows(isa) is false. */
 bool eng_dwconv_run_isa(eng_isa isa, const eng_conv_geom *g, const float *x, const float *f,
                         float *y, const eng_gemm_epi *epi);
+
+/* y = epi(depthwise(eepi(x * b))) over g, the depthwise layer's geometry:
+ * x is [g->n, g->h, g->w, k] (k = eng_gemm_k(b)), b the expansion's packed
+ * 1x1 filter with eng_gemm_n(b) == g->c, eepi its epilogue, f and epi as
+ * eng_dwconv_run's. scratch holds `room` floats, the caller's (so that it
+ * can come from recycled memory): eng_dwconv_expand_scratch(g) lets every
+ * thread of the pool take bands, less fewer of them (at least one band's:
+ * eng_dwconv_expand_scratch with one thread). Bands are shared over the
+ * engine's pool. Either epilogue may be NULL. */
+void eng_dwconv_expand_run(const eng_conv_geom *g, const float *x, const eng_packed *b,
+                           const eng_gemm_epi *eepi, const float *f, float *y,
+                           const eng_gemm_epi *epi, float *scratch, int64_t room);
+/* Floats of scratch eng_dwconv_expand_run needs for g (at least one band
+ * per pool thread). */
+int64_t eng_dwconv_expand_scratch(const eng_conv_geom *g);
 
 #endif

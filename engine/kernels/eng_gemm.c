@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <threads.h>
-#include <unistd.h>
 
 #include "eng_isa.h"
 #include "eng_pool.h"
@@ -554,24 +553,11 @@ static int64_t product_bytes(int64_t m, int64_t k, const eng_packed *b, const en
   return (m * (k + cols) + b->k * b->n) * (int64_t)sizeof(float);
 }
 
-/* The L2 cache per core, as the C library reads it (1 MiB when it cannot
- * tell). A product that fits in it, weights included, is left to the
- * caches: inside a small model its operands are already there, and
- * prefetching them only costs instructions (the zoo's MobileNetV2 at batch
- * 32: 0.88x with it). In a large model the weights streaming through L2
- * push the activations out, whatever the product's own size. */
-static int64_t l2_size;
-static once_flag l2_once = ONCE_FLAG_INIT;
-
-static void l2_init(void) {
-  long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
-  l2_size = v > 0 ? v : 1 << 20;
-}
-
-static int64_t l2_bytes(void) {
-  call_once(&l2_once, l2_init);
-  return l2_size;
-}
+/* A product that fits in L2 (eng_isa_l2_bytes), weights included, is
+ * left to the caches: inside a small model its operands are already there,
+ * and prefetching them only costs instructions (the zoo's MobileNetV2 at
+ * batch 32: 0.88x with it). In a large model the weights streaming through
+ * L2 push the activations out, whatever the product's own size. */
 
 /* Row block rb (ROW_BLOCK rows from rb * ROW_BLOCK; the last one to the
  * end), panels [p0, p1). A block is cut into calls of the panel kind's
@@ -653,7 +639,7 @@ static void run(const float *a, int64_t lda, const float *const *rows, int64_t m
                 const eng_gemm_epi *epi) {
   if (epi && !epi->n) epi = NULL;
   int64_t blocks = row_blocks(m);
-  bool pf = product_bytes(m, nseg * slen, b, epi) > l2_bytes();
+  bool pf = product_bytes(m, nseg * slen, b, epi) > eng_isa_l2_bytes();
   gemm_args g = {a, lda, rows, m, nseg, sst, slen, b, c, ldc, epi, blocks, 1, rows_outer_ok(b), pf};
   int threads = eng_pool_threads(NULL);
   if (threads < 2 || m * b->n * b->k < PAR_MIN_MACS) {

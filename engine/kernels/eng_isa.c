@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <strings.h>
 #include <threads.h>
+#include <unistd.h>
 
 #include "td_log.h"
 
@@ -76,4 +77,17 @@ const char *eng_isa_describe(char *buf, size_t n) {
   else
     snprintf(buf, n, "Engine kernels: %s (the CPU's best)", names[v]);
   return buf;
+}
+
+static int64_t l2_size;
+static once_flag l2_once = ONCE_FLAG_INIT;
+
+static void l2_init(void) {
+  long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  l2_size = v > 0 ? v : 1 << 20;
+}
+
+int64_t eng_isa_l2_bytes(void) {
+  call_once(&l2_once, l2_init);
+  return l2_size;
 }

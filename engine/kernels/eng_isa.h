@@ -28,6 +28,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Ordered: a larger value can run every kernel of a smaller one. */
 typedef enum { ENG_ISA_GENERIC, ENG_ISA_AVX2, ENG_ISA_AVX512 } eng_isa;
@@ -40,6 +41,11 @@ eng_isa eng_isa_cpu(void);
  * the per-instruction-set test entry points (eng_gemm_pack_isa,
  * eng_dwconv_run_isa) honour the cap too. */
 bool eng_isa_allows(eng_isa isa);
+
+/* The L2 cache per core in bytes, as the C library reads it (1 MiB when it
+ * cannot tell): what the GEMM's prefetch and the banded depthwise size
+ * their working sets by. */
+int64_t eng_isa_l2_bytes(void);
 
 /* "avx512", "avx2" or "generic". */
 const char *eng_isa_name(eng_isa isa);

@@ -226,6 +226,13 @@ td_code eng_s_pool(const eng_node *n, const eng_shape *in, eng_shape *out, td_er
  * padding is applied as the window's own. The op table's plan-internal
  * _DepthwiseConv2dNativePadded, placed by eng_compile.c. */
 td_code eng_k_depthwise_conv2d_padded(eng_kctx *c);
+/* _ExpandDepthwise (plan-internal, eng_compile.c's fuse_expand_depthwise):
+ * a 1x1 Conv2D (in 0 x, its weight packed) and the depthwise convolution
+ * reading its output, run band by band (eng_dwconv_expand_run); the
+ * step's epilogue holds the expansion's ops, EPI_DEPTHWISE (the depthwise
+ * filter and node) and the depthwise layer's ops; out 0 is the depthwise
+ * output. Every value is the two kernels' apart, bit for bit. */
+td_code eng_k_expand_depthwise(eng_kctx *c);
 
 /* eng_kernels_check.c: the op table's load-time checks (eng_op.h). */
 td_code eng_c_float(const eng_node *n, td_err *err);      /* T float32 */

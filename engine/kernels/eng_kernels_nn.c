@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "eng_dwconv.h"
+#include "eng_epilogue.h"
 #include "eng_gemm.h"
 #include "eng_isa.h"
 #include "eng_kernels.h"
@@ -447,6 +448,69 @@ td_code eng_k_depthwise_conv2d_padded(eng_kctx *c) {
   if (!eng_pad_hw(g, eng_graph_node(g, c->node->in[0].node), pads))
     return eng_kfail(c, TD_INTERNAL, "input 0 is not a foldable Pad");
   return depthwise(c, pads);
+}
+
+/* --- _ExpandDepthwise -------------------------------------------------------- */
+
+td_code eng_k_expand_depthwise(eng_kctx *c) {
+  const eng_tensor *x = &c->in[0];
+  const eng_epilogue *e = c->epi;
+  td_code rc = eng_kwant(c, 0, ENG_DT_FLOAT);
+  if (rc) return rc;
+  int at = -1;
+  for (int i = 0; e && i < e->n; i++)
+    if (e->op[i].kind == EPI_DEPTHWISE) at = i;
+  if (at < 0 || !c->packed || eng_gemm_parts(c->packed) || !e->op[at].k.buf)
+    return eng_kfail(c, TD_INTERNAL, "not a fused expansion and depthwise step");
+  int64_t cexp = eng_gemm_n(c->packed);
+  if (x->shape.rank != 4)
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "input must be 4-dimensional, got rank %d",
+                     x->shape.rank);
+  if (x->shape.dim[3] != eng_gemm_k(c->packed))
+    return eng_kfail(c, TD_INVALID_ARGUMENT, "input depth %lld does not match the filter's %lld",
+                     (long long)x->shape.dim[3], (long long)eng_gemm_k(c->packed));
+  /* The depthwise layer's geometry over the expansion's output (x's
+   * pixels, cexp channels), from its own node's attributes. */
+  const eng_graph *gr = eng_model_graph(c->model);
+  const eng_node *dn = eng_graph_node(gr, e->op[at].node);
+  const eng_tensor *f = &e->op[at].k;
+  eng_tensor xe = {.dtype = ENG_DT_FLOAT, .shape = x->shape};
+  xe.shape.dim[3] = cexp;
+  int64_t pads[4];
+  bool padded = eng_pad_hw(gr, eng_graph_node(gr, dn->in[0].node), pads);
+  eng_kctx d = *c;
+  d.node = dn;
+  d.node_id = e->op[at].node;
+  geom g;
+  if ((rc = get_geom_pad(&d, &xe, f->shape.dim[0], f->shape.dim[1], padded ? pads : NULL, &g)))
+    return rc;
+  if (f->shape.rank != 4 || f->shape.dim[2] != cexp || f->shape.dim[3] != 1)
+    return eng_kfail(c, TD_INTERNAL, "the fused depthwise filter does not match the expansion");
+  if ((rc = out_nhwc(c, &g, cexp, false))) return rc;
+  /* The two epilogues, as eng_gemm and eng_dwconv take them: the
+   * expansion's (after a multiply the packed weights hold) and the
+   * depthwise layer's. */
+  eng_epilogue e1 = *e, e2 = {.n = e->n - at - 1};
+  e1.n = at;
+  for (int i = 0; i < e2.n; i++) e2.op[i] = e->op[at + 1 + i];
+  eng_kctx k1 = *c, k2 = *c;
+  k1.epi = &e1;
+  k2.epi = &e2;
+  k2.packed = NULL;
+  eng_gemm_epi ge1, ge2;
+  const eng_gemm_epi *p1 = e1.n ? eng_kgemm_epi(&k1, &ge1) : NULL;
+  const eng_gemm_epi *p2 = e2.n ? eng_kgemm_epi(&k2, &ge2) : NULL;
+  int64_t floats = eng_dwconv_expand_scratch(&g);
+  eng_shape ss = eng_shape_make(1, &floats);
+  eng_tensor scratch = {0}; /* recycled: no page faults when warm */
+  if (floats > 0 && eng_tensor_alloc_raw(&scratch, ENG_DT_FLOAT, &ss, NULL))
+    return eng_kfail(c, TD_RESOURCE_EXHAUSTED, "out of memory for the expansion's bands");
+  eng_dwconv_expand_run(&g, eng_tensor_data(x), c->packed, p1, eng_tensor_data(f),
+                        eng_tensor_data(&c->out[0]), p2,
+                        floats > 0 ? eng_tensor_data(&scratch) : NULL, floats);
+  eng_tensor_release(&scratch);
+  c->epi_done = true;
+  return TD_OK;
 }
 
 /* --- pools ------------------------------------------------------------------- */

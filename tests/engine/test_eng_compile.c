@@ -19,6 +19,7 @@
 #include "eng_isa.h"
 #include "eng_model.h"
 #include "eng_plan.h"
+#include "eng_pool.h"
 #include "td_opcase.h"
 
 static eng_tensor tensor(int rank, const int64_t *dims, const float *v) {
@@ -883,6 +884,121 @@ START_TEST(layer_norm_fuses_with_the_same_bits) {
 }
 END_TEST
 
+/* An inverted residual block's head as Keras exports it: x -> Conv2D 1x1
+ * -> batch norm (Mul, AddV2) -> Relu6 -> [Pad ->] DepthwiseConv2dNative
+ * (SAME at stride 1, or VALID at stride 2 after ZeroPadding2D's Pad) ->
+ * batch norm -> Relu6 as y; "e" names the expansion's Relu6. */
+static eng_graph *exp_dw_graph(int64_t cin, int64_t ce, int stride) {
+  eng_graph *g = eng_graph_create();
+  placeholder(g, "x");
+  /* Its channels declared, as Keras declares them: not a grouped 1x1. */
+  eng_attr *xs = eng_graph_add_attr(g, eng_graph_find(g, "x", 1), "shape");
+  xs->kind = ENG_ATTR_SHAPE;
+  xs->shape = eng_shape_make(4, (int64_t[]){-1, -1, -1, cin});
+  float *w = malloc(sizeof *w * (size_t)(cin * ce)), f[9 * 64], k[4][64];
+  for (int64_t i = 0; i < cin * ce; i++) w[i] = cval(i, 11) * 0.4f;
+  for (int i = 0; i < 9 * ce; i++) f[i] = cval(i, 12) * 0.3f;
+  for (int j = 0; j < 4; j++)
+    for (int64_t i = 0; i < ce; i++)
+      k[j][i] = cval(i, 13 + j) * (j % 2 ? 0.2f : 0.5f) + (j % 2 ? 0 : 1);
+  konst(g, "W", 4, (int64_t[]){1, 1, cin, ce}, w);
+  konst(g, "F", 4, (int64_t[]){3, 3, ce, 1}, f);
+  const char *kn[4] = {"s1", "t1", "s2", "t2"};
+  for (int j = 0; j < 4; j++) konst(g, kn[j], 1, (int64_t[]){ce}, k[j]);
+  int c = td_opcase_vnode(g, "conv", "Conv2D", 1, "x", "W", NULL);
+  list_attr(g, c, "strides", 4, (int64_t[]){1, 1, 1, 1});
+  eng_attr *a = eng_graph_add_attr(g, c, "padding");
+  a->kind = ENG_ATTR_S;
+  a->s.data = strdup("VALID");
+  a->s.len = 5;
+  td_opcase_vnode(g, "m1", "Mul", 1, "conv", "s1", NULL);
+  td_opcase_vnode(g, "a1", "AddV2", 1, "m1", "t1", NULL);
+  td_opcase_vnode(g, "e", "Relu6", 1, "a1", NULL);
+  const char *dwin = "e";
+  if (stride == 2) {
+    int pk = td_opcase_vnode(g, "pads", "Const", 1, NULL);
+    a = eng_graph_add_attr(g, pk, "value");
+    a->kind = ENG_ATTR_TENSOR;
+    eng_shape ps = eng_shape_make(2, (int64_t[]){4, 2});
+    ck_assert_int_eq(eng_tensor_alloc(&a->tensor, ENG_DT_INT32, &ps, NULL), TD_OK);
+    memcpy(eng_tensor_data(&a->tensor), (int32_t[]){0, 0, 0, 1, 0, 1, 0, 0}, 8 * sizeof(int32_t));
+    td_opcase_vnode(g, "p", "Pad", 1, "e", "pads", NULL);
+    dwin = "p";
+  }
+  int d = td_opcase_vnode(g, "dw", "DepthwiseConv2dNative", 1, dwin, "F", NULL);
+  list_attr(g, d, "strides", 4, (int64_t[]){1, stride, stride, 1});
+  a = eng_graph_add_attr(g, d, "padding");
+  a->kind = ENG_ATTR_S;
+  a->s.data = strdup(stride == 2 ? "VALID" : "SAME");
+  a->s.len = strlen(a->s.data);
+  td_opcase_vnode(g, "m2", "Mul", 1, "dw", "s2", NULL);
+  td_opcase_vnode(g, "a2", "AddV2", 1, "m2", "t2", NULL);
+  td_opcase_vnode(g, "y", "Relu6", 1, "a2", NULL);
+  free(w);
+  return g;
+}
+
+/* Fused (y fetched alone: one _ExpandDepthwise step for the eleven or
+ * twelve ops) against apart (the expansion's output fetched too, which
+ * keeps it), bit for bit, on images from a few rows to many L2-sized
+ * bands, at one and two threads. */
+static void exp_dw_case(int64_t n, int64_t h, int64_t w, int64_t cin, int64_t ce, int stride) {
+  int64_t total = n * h * w * cin;
+  float *xv = malloc(sizeof *xv * (size_t)total), *got[2] = {NULL, NULL};
+  for (int64_t i = 0; i < total; i++) xv[i] = cval(i, 17) * 0.9f;
+  eng_tensor x = tensor(4, (int64_t[]){n, h, w, cin}, xv);
+  int64_t ny = 0;
+  for (int fused = 1; fused >= 0; fused--) {
+    eng_model *m;
+    td_err err;
+    ck_assert_int_eq(eng_model_create(exp_dw_graph(cin, ce, stride), NULL, NULL, &m, &err), TD_OK);
+    const char *in[] = {"x:0"}, *outs[] = {"y:0", "e:0"};
+    eng_plan *p;
+    ck_assert_msg(eng_plan_create(m, 1, in, fused ? 1 : 2, outs, 0, NULL, &p, &err) == TD_OK, "%s",
+                  err.msg);
+    eng_plan_info info = eng_plan_get_info(p);
+    /* Fused where the weights pack (not on the generic kernels): besides
+     * the 1x1 conv, its three ops, [the Pad,] the depthwise layer and its
+     * two (its Mul went into the filter). */
+    if (fused && eng_isa_active() != ENG_ISA_GENERIC) {
+      ck_assert_int_eq(info.steps, 1);
+      ck_assert_int_eq(info.fused_ops, stride == 2 ? 7 : 6);
+    } else {
+      ck_assert_int_gt(info.steps, 1);
+    }
+    eng_tensor out[2] = {0};
+    ck_assert_msg(eng_plan_run(p, &x, out, &err) == TD_OK, "%s", err.msg);
+    ny = eng_tensor_numel(&out[0]);
+    ck_assert_int_eq(out[0].shape.dim[1], stride == 2 ? (h + 1 - 3) / 2 + 1 : h);
+    got[fused] = malloc(sizeof *got[fused] * (size_t)ny);
+    memcpy(got[fused], eng_tensor_data(&out[0]), sizeof *got[fused] * (size_t)ny);
+    for (int i = 0; i < 2; i++) eng_tensor_release(&out[i]);
+    eng_plan_destroy(p);
+    eng_model_destroy(m);
+  }
+  for (int64_t i = 0; i < ny; i++)
+    if (memcmp(&got[0][i], &got[1][i], sizeof(float)))
+      ck_abort_msg("n%lld %lldx%lld s%d: y[%lld] fused %a, apart %a", (long long)n, (long long)h,
+                   (long long)w, stride, (long long)i, got[1][i], got[0][i]);
+  eng_tensor_release(&x);
+  free(got[0]);
+  free(got[1]);
+  free(xv);
+}
+
+START_TEST(expansion_and_depthwise_fuse_with_the_same_bits) {
+  int64_t tall = 3 * eng_isa_l2_bytes() / (20 * 48 * 4) + 3;
+  for (int threads = 1; threads <= 2; threads++) {
+    eng_pool_set_threads(threads);
+    exp_dw_case(1, tall, 20, 8, 48, 1);
+    exp_dw_case(2, tall, 20, 8, 48, 2);
+    exp_dw_case(3, 5, 7, 6, 20, 1);
+    exp_dw_case(1, 6, 9, 6, 20, 2);
+  }
+  eng_pool_set_threads(1);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("eng_compile");
   TCase *tc = tcase_create("compile");
@@ -899,6 +1015,7 @@ int main(void) {
   tcase_add_test(tc, prepare_builds_the_batch1_plan_sharing_packed_weights);
   tcase_add_test(tc, shape_plan_after_release_reads_the_packed_weight);
   tcase_add_test(tc, layer_norm_fuses_with_the_same_bits);
+  tcase_add_test(tc, expansion_and_depthwise_fuse_with_the_same_bits);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

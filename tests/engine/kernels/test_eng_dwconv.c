@@ -4,7 +4,8 @@
  * strides 1 and 2, dilation 2, SAME / VALID / asymmetric padding, rows
  * whose interior pixels end in groups of 8, 4, 2 and 1, and the in-register
  * epilogue; and every vector path bit for bit against the scalar loop,
- * which sums the same taps in the same order. */
+ * which sums the same taps in the same order; and the banded expansion
+ * and depthwise pair bit for bit against the two calls apart. */
 #include <check.h>
 #include <math.h>
 #include <stdbool.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "eng_dwconv.h"
+#include "eng_pool.h"
 
 static float val(int64_t i, int salt) { return (float)((i * 37 + salt * 11) % 23) / 8.0f - 1.3f; }
 
@@ -174,12 +176,86 @@ START_TEST(default_path_runs) {
 }
 END_TEST
 
+/* One banded case: n images of h x w x k, a 1x1 expansion to c channels
+ * with a bias and ReLU6, then a kh x kh depthwise window at stride s with
+ * padding (pt, pl) before and `after` after, a bias and swish. */
+static void check_banded(int64_t n, int64_t h, int64_t w, int64_t k, int64_t c, int64_t kh,
+                         int64_t s, int64_t pt, int64_t after) {
+  eng_conv_geom g = {.n = n,
+                     .h = h,
+                     .w = w,
+                     .c = c,
+                     .kh = kh,
+                     .kw = kh,
+                     .sh = s,
+                     .sw = s,
+                     .dh = 1,
+                     .dw = 1,
+                     .pt = pt,
+                     .pl = pt};
+  g.oh = (h + pt + after - kh) / s + 1;
+  g.ow = (w + pt + after - kh) / s + 1;
+  int64_t nx = n * h * w * k, nm = n * h * w * c, ny = n * g.oh * g.ow * c;
+  float *x = malloc(sizeof *x * (size_t)nx), *b = malloc(sizeof *b * (size_t)(k * c));
+  float *f = malloc(sizeof *f * (size_t)(kh * kh * c)), *mid = malloc(sizeof *mid * (size_t)nm);
+  float *bias = malloc(sizeof *bias * (size_t)c), *want = malloc(sizeof *want * (size_t)ny);
+  float *got = malloc(sizeof *got * (size_t)ny);
+  int64_t room = eng_dwconv_expand_scratch(&g);
+  float *scratch = malloc(sizeof *scratch * (size_t)room + 1);
+  ck_assert(x && b && f && mid && bias && want && got && scratch);
+  for (int64_t i = 0; i < nx; i++) x[i] = val(i, 6) * 0.5f;
+  for (int64_t i = 0; i < k * c; i++) b[i] = val(i, 7) * 0.3f;
+  for (int64_t i = 0; i < kh * kh * c; i++) f[i] = val(i, 8) * 0.2f;
+  for (int64_t i = 0; i < c; i++) bias[i] = val(i, 9) * 0.1f;
+  eng_packed *pb = eng_gemm_pack(b, k, c, false);
+  if (!pb) { /* generic: nothing packs, nothing fuses */
+    free(x), free(b), free(f), free(mid), free(bias), free(want), free(got), free(scratch);
+    return;
+  }
+  eng_gemm_epi ee = {2, {{ENG_GEMM_ADD, bias, 0, 0}, {ENG_GEMM_RELU6, NULL, 0, 0}}};
+  eng_gemm_epi de = {2, {{ENG_GEMM_SUB, bias, 0, 0}, {ENG_GEMM_SWISH, NULL, 1.0f, 0}}};
+  eng_gemm_run(x, k, n * h * w, pb, mid, c, &ee);
+  eng_dwconv_run(&g, mid, f, want, &de);
+  memset(got, 0xff, sizeof *got * (size_t)ny);
+  eng_dwconv_expand_run(&g, x, pb, &ee, f, got, &de, scratch, room);
+  for (int64_t i = 0; i < ny; i++)
+    if (memcmp(&got[i], &want[i], sizeof *got))
+      ck_abort_msg(
+          "n%lld %lldx%lld k%lld c%lld window %lld s%lld pad %lld/%lld: y[%lld] = %a, "
+          "apart %a",
+          (long long)n, (long long)h, (long long)w, (long long)k, (long long)c, (long long)kh,
+          (long long)s, (long long)pt, (long long)after, (long long)i, got[i], want[i]);
+  eng_gemm_free(pb);
+  free(x), free(b), free(f), free(mid), free(bias), free(want), free(got), free(scratch);
+}
+
+/* Bands from one to dozens (the tall images span at least six of this
+ * machine's L2-sized bands), MobileNetV2's and EfficientNet's windows and
+ * paddings (SAME at stride 1 and 2, Keras's ZeroPadding2D before a VALID
+ * stride-2 window), one and two threads (each image's rows split). */
+START_TEST(banded_matches_two_calls) {
+  int64_t w = 24, c = 40, tall = 3 * eng_isa_l2_bytes() / (w * c * 4) + 5;
+  for (int threads = 1; threads <= 2; threads++) {
+    eng_pool_set_threads(threads);
+    check_banded(1, tall, w, 12, c, 3, 1, 1, 1);      /* 3x3 SAME */
+    check_banded(2, tall, w, 12, c, 3, 2, 0, 1);      /* ZeroPadding2D((0, 1), (0, 1)), VALID */
+    check_banded(1, tall, w, 12, c, 5, 2, 1, 2);      /* 5x5 SAME at stride 2 */
+    check_banded(3, 9, 11, 16, 24, 5, 1, 2, 2);       /* one band per image */
+    check_banded(1, 2, 5, 8, 16, 3, 1, 1, 1);         /* fewer rows than the window */
+    check_banded(2, tall / 2, 7, 5, 136, 3, 1, 1, 1); /* masked channel blocks */
+  }
+  eng_pool_set_threads(1);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("eng_dwconv");
   TCase *tc = tcase_create("dwconv");
   tcase_add_test(tc, matches_naive);
   tcase_add_test(tc, paths_agree_bitwise);
   tcase_add_test(tc, default_path_runs);
+  tcase_add_test(tc, banded_matches_two_calls);
+  tcase_set_timeout(tc, 60);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
