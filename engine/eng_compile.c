@@ -883,13 +883,16 @@ static int in_value(const eng_plan *p, int s, int k) {
   return p->base[nd->in[k].node] + nd->in[k].index;
 }
 
-/* The only step reading step s's value, when the chain may drop that
- * value (no other reader, not fetched, not fed); else -1. */
-static int only_reader(const eng_plan *p, int s) {
-  int v = p->base[p->steps[s]], r;
+/* The only step reading value v, when a fusion may drop v (no other
+ * reader, not fetched, not fed); else -1. */
+static int sole_reader(const eng_plan *p, int v) {
+  int r;
   if (is_fetched(p, v) || is_fed(p, v) || readers_of(p, v, &r, 1) != 1) return -1;
   return r;
 }
+
+/* The same for step s's value. */
+static int only_reader(const eng_plan *p, int s) { return sole_reader(p, p->base[p->steps[s]]); }
 
 /* A float constant with one value per element of its last dim (leading
  * dims 1): gamma or beta as Keras reshapes them for broadcasting. */
@@ -1060,13 +1063,6 @@ static bool expansion_at(const eng_plan *p, int s) {
   return nst == 4 && eng_plan_conv_runs_packed(p->m, p, s) && (!ndl || ndl == 4) &&
          !strcmp(eng_attr_str(nd, "data_format", "NHWC"), "NHWC") &&
          strcmp(eng_attr_str(nd, "padding", "VALID"), "EXPLICIT");
-}
-
-/* The one reader of value v when v may go (not fetched or fed), else -1. */
-static int sole_reader(const eng_plan *p, int v) {
-  int r;
-  if (is_fetched(p, v) || is_fed(p, v) || readers_of(p, v, &r, 1) != 1) return -1;
-  return r;
 }
 
 static void fuse_expand_depthwise(eng_plan *p) {
