@@ -73,10 +73,10 @@ bool eng_dwconv_run_isa(eng_isa isa, const eng_conv_geom *g, const float *x, con
  * x is [g->n, g->h, g->w, k] (k = eng_gemm_k(b)), b the expansion's packed
  * 1x1 filter with eng_gemm_n(b) == g->c, eepi its epilogue, f and epi as
  * eng_dwconv_run's. scratch holds `room` floats, the caller's (so that it
- * can come from recycled memory): eng_dwconv_expand_scratch(g) lets every
- * thread of the pool take bands, less fewer of them (at least one band's:
- * eng_dwconv_expand_scratch with one thread). Bands are shared over the
- * engine's pool. Either epilogue may be NULL. */
+ * can come from recycled memory): with eng_dwconv_expand_scratch(g) every
+ * thread of the pool takes bands, with less room fewer do (at least one
+ * band's room is needed: eng_dwconv_expand_scratch at one thread). Either
+ * epilogue may be NULL. */
 void eng_dwconv_expand_run(const eng_conv_geom *g, const float *x, const eng_packed *b,
                            const eng_gemm_epi *eepi, const float *f, float *y,
                            const eng_gemm_epi *epi, float *scratch, int64_t room);

@@ -553,12 +553,6 @@ static int64_t product_bytes(int64_t m, int64_t k, const eng_packed *b, const en
   return (m * (k + cols) + b->k * b->n) * (int64_t)sizeof(float);
 }
 
-/* A product that fits in L2 (eng_isa_l2_bytes), weights included, is
- * left to the caches: inside a small model its operands are already there,
- * and prefetching them only costs instructions (the zoo's MobileNetV2 at
- * batch 32: 0.88x with it). In a large model the weights streaming through
- * L2 push the activations out, whatever the product's own size. */
-
 /* Row block rb (ROW_BLOCK rows from rb * ROW_BLOCK; the last one to the
  * end), panels [p0, p1). A block is cut into calls of the panel kind's
  * rows, except that where the rows left after the full calls are no more
@@ -639,6 +633,11 @@ static void run(const float *a, int64_t lda, const float *const *rows, int64_t m
                 const eng_gemm_epi *epi) {
   if (epi && !epi->n) epi = NULL;
   int64_t blocks = row_blocks(m);
+  /* A product that fits in L2, weights included, is left to the caches:
+   * inside a small model its operands are already there, and prefetching
+   * them only costs instructions (the zoo's MobileNetV2 at batch 32: 0.88x
+   * with it). In a large model the weights streaming through L2 push the
+   * activations out, whatever the product's own size. */
   bool pf = product_bytes(m, nseg * slen, b, epi) > eng_isa_l2_bytes();
   gemm_args g = {a, lda, rows, m, nseg, sst, slen, b, c, ldc, epi, blocks, 1, rows_outer_ok(b), pf};
   int threads = eng_pool_threads(NULL);
