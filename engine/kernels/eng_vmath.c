@@ -68,30 +68,27 @@ VMATH(eng_vmath_exp, expf, _ZGVeN16v_expf, _ZGVdN8v_expf)
 VMATH(eng_vmath_tanh, tanhf, _ZGVeN16v_tanhf, _ZGVdN8v_tanhf)
 
 /* The sigmoid of eng_vmath.h on one float: the vector forms' operations
- * in the same order (fmaf is the fused multiply-add, rintf the nearest
- * integer, ties to even, as the vector rounding), so the same bits. */
+ * in the same order (fmaf is the fused multiply-add), so the same bits. */
 float eng_vmath_sigmoid1(float x) {
   float v = 0.0f - x;
   if (isnan(v)) return v;
   v = ENG_VMATH_EXP_HI < v ? ENG_VMATH_EXP_HI : v;
   v = ENG_VMATH_EXP_LO > v ? ENG_VMATH_EXP_LO : v;
-  float n = rintf(v * ENG_VMATH_LOG2E);
+  float t = fmaf(v, ENG_VMATH_LOG2E, ENG_VMATH_EXP_SHIFT), n = t - ENG_VMATH_EXP_SHIFT;
   float r = fmaf(-n, ENG_VMATH_LN2_HI, v);
   r = fmaf(-n, ENG_VMATH_LN2_LO, r);
-  float p = fmaf(1.0f / 5040, r, 1.0f / 720);
-  p = fmaf(p, r, 1.0f / 120);
-  p = fmaf(p, r, 1.0f / 24);
-  p = fmaf(p, r, 1.0f / 6);
-  p = fmaf(p, r, 0.5f);
+  float p = fmaf(ENG_VMATH_EXP_C6, r, ENG_VMATH_EXP_C5);
+  p = fmaf(p, r, ENG_VMATH_EXP_C4);
+  p = fmaf(p, r, ENG_VMATH_EXP_C3);
+  p = fmaf(p, r, ENG_VMATH_EXP_C2);
   p = fmaf(p, r, 1.0f);
   p = fmaf(p, r, 1.0f);
-  int32_t ni = (int32_t)n, n1 = (ni - (ni & 1)) / 2, n2 = ni - n1; /* n1 = floor(ni / 2) */
-  uint32_t b1 = (uint32_t)(n1 + 127) << 23, b2 = (uint32_t)(n2 + 127) << 23;
-  float s1, s2;
-  memcpy(&s1, &b1, sizeof s1);
-  memcpy(&s2, &b2, sizeof s2);
-  float e = p * s1 * s2;
-  return 1.0f / (1.0f + e);
+  uint32_t bits;
+  memcpy(&bits, &t, sizeof bits);
+  bits <<= 23; /* the exponent field: n + 127, from t's low mantissa bits */
+  float s;
+  memcpy(&s, &bits, sizeof s);
+  return 1.0f / (1.0f + p * s);
 }
 
 __attribute__((target("avx512f"))) static void sigmoid512(const float *x, float *y, int64_t n) {
