@@ -14,7 +14,11 @@
  * count), and TensorFlow's own sums are not serial either. When the
  * outermost merged dim is kept (LayerNorm's rows, pooling's batch), its
  * items split over the engine's pool: every output is summed by one
- * thread, in the same order as on one, so no bits change. */
+ * thread, in the same order as on one, so no bits change. A float sum
+ * whose reduced rows lie one after the other over a kept contiguous run
+ * (global pooling's [pixels, channels]) adds blocks of rows into a block
+ * of outputs held in registers (sum_rows), each output still adding its
+ * rows in order. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -43,6 +47,32 @@ typedef enum { R_SUM, R_MEAN, R_PROD, R_MAX, R_MIN, R_ALL, R_ANY } redop;
 SUM_RUN(float, sum_run_f32)
 SUM_RUN(double, sum_run_f64)
 
+/* y[k] += x[r * inner + k] for r in [0, rows), k in [0, inner), each y[k]
+ * adding its rows in order as the row-by-row walk would: up to
+ * ROWS_COLS outputs stay in registers while ROWS_BYTES of rows pass. */
+#define ROWS_COLS 32
+#define ROWS_BYTES (32 << 10)
+
+#define SUM_ROWS(T, NAME)                                                      \
+  static void NAME(const T *x, int64_t rows, int64_t inner, T *y) {            \
+    int64_t per = ROWS_BYTES / (inner * (int64_t)sizeof(T));                   \
+    if (per < 1) per = 1;                                                      \
+    for (int64_t r0 = 0; r0 < rows; r0 += per) {                               \
+      int64_t r1 = r0 + per < rows ? r0 + per : rows, k0 = 0;                  \
+      for (; k0 + ROWS_COLS <= inner; k0 += ROWS_COLS) {                       \
+        T acc[ROWS_COLS];                                                      \
+        for (int j = 0; j < ROWS_COLS; j++) acc[j] = y[k0 + j];                \
+        for (int64_t r = r0; r < r1; r++)                                      \
+          for (int j = 0; j < ROWS_COLS; j++) acc[j] += x[r * inner + k0 + j]; \
+        for (int j = 0; j < ROWS_COLS; j++) y[k0 + j] = acc[j];                \
+      }                                                                        \
+      for (int64_t r = r0; r < r1; r++)                                        \
+        for (int64_t k = k0; k < inner; k++) y[k] += x[r * inner + k];         \
+    }                                                                          \
+  }
+SUM_ROWS(float, sum_rows_f32)
+SUM_ROWS(double, sum_rows_f64)
+
 /* Integer sums are exact in any order: the plain loop. */
 #define SUM_SERIAL(T, NAME)                                   \
   static T NAME(const T *x, int64_t n) {                      \
@@ -53,53 +83,82 @@ SUM_RUN(double, sum_run_f64)
 SUM_SERIAL(int32_t, sum_run_i32)
 SUM_SERIAL(int64_t, sum_run_i64)
 
-#define RED_LOOP(T, NAME, LOWEST, HIGHEST, SUM)                                          \
-  static void NAME(redop op, const T *x, T *y, int g, const int64_t *dims,               \
-                   const int64_t *ost, int64_t nout, int64_t count) {                    \
-    T init = op == R_PROD ? (T)1 : op == R_MAX ? (LOWEST) : op == R_MIN ? (HIGHEST) : (T)0; \
-    for (int64_t i = 0; i < nout; i++) y[i] = init;                                      \
-    int64_t total = 1;                                                                   \
-    for (int d = 0; d < g; d++) total *= dims[d];                                        \
-    if (!total) goto finish;                                                             \
-    int64_t idx[ENG_MAX_RANK] = {0}, oo = 0, inner = dims[g - 1], is = ost[g - 1];       \
-    for (int64_t done = 0; done < total; done += inner) {                                \
-      const T *xs = x + done;                                                            \
-      if (is == 0) {                                                                     \
-        T acc = y[oo];                                                                   \
-        switch (op) {                                                                    \
-          case R_SUM: case R_MEAN: acc += SUM(xs, inner); break;                        \
-          case R_PROD: for (int64_t k = 0; k < inner; k++) acc *= xs[k]; break;          \
-          case R_MAX: for (int64_t k = 0; k < inner; k++) acc = xs[k] > acc ? xs[k] : acc; break; \
-          default: for (int64_t k = 0; k < inner; k++) acc = xs[k] < acc ? xs[k] : acc; break; \
-        }                                                                                \
-        y[oo] = acc;                                                                     \
-      } else {                                                                           \
-        T *ys = y + oo;                                                                  \
-        switch (op) {                                                                    \
-          case R_SUM: case R_MEAN: for (int64_t k = 0; k < inner; k++) ys[k] += xs[k]; break; \
-          case R_PROD: for (int64_t k = 0; k < inner; k++) ys[k] *= xs[k]; break;        \
-          case R_MAX: for (int64_t k = 0; k < inner; k++) ys[k] = xs[k] > ys[k] ? xs[k] : ys[k]; break; \
-          default: for (int64_t k = 0; k < inner; k++) ys[k] = xs[k] < ys[k] ? xs[k] : ys[k]; break; \
-        }                                                                                \
-      }                                                                                  \
-      for (int d = g - 2; d >= 0; d--) {                                                 \
-        if (++idx[d] < dims[d]) {                                                        \
-          oo += ost[d];                                                                  \
-          break;                                                                         \
-        }                                                                                \
-        oo -= ost[d] * (idx[d] - 1);                                                     \
-        idx[d] = 0;                                                                      \
-      }                                                                                  \
-    }                                                                                    \
-  finish:                                                                                \
-    if (op == R_MEAN)                                                                    \
-      for (int64_t i = 0; i < nout; i++) y[i] = (T)(y[i] / (T)count);                     \
+/* Integer types keep the row-by-row walk (ROWS NULL). */
+#define sum_rows_i32 NULL
+#define sum_rows_i64 NULL
+
+#define RED_LOOP(T, NAME, LOWEST, HIGHEST, SUM, ROWS)                                              \
+  static void NAME(redop op, const T *x, T *y, int g, const int64_t *dims, const int64_t *ost,     \
+                   int64_t nout, int64_t count) {                                                  \
+    T init = op == R_PROD ? (T)1 : op == R_MAX ? (LOWEST) : op == R_MIN ? (HIGHEST) : (T)0;        \
+    for (int64_t i = 0; i < nout; i++) y[i] = init;                                                \
+    int64_t total = 1;                                                                             \
+    for (int d = 0; d < g; d++) total *= dims[d];                                                  \
+    if (!total) goto finish;                                                                       \
+    int64_t idx[ENG_MAX_RANK] = {0}, oo = 0, inner = dims[g - 1], is = ost[g - 1];                 \
+    /* Reduced rows over a kept run: a whole block of them per step. */                            \
+    void (*rows_fn)(const T *, int64_t, int64_t, T *) = ROWS;                                      \
+    int64_t rows =                                                                                 \
+        rows_fn && (op == R_SUM || op == R_MEAN) && is && g >= 2 && !ost[g - 2] ? dims[g - 2] : 1; \
+    int top = rows > 1 ? g - 3 : g - 2;                                                            \
+    for (int64_t done = 0; done < total; done += inner * rows) {                                   \
+      const T *xs = x + done;                                                                      \
+      if (rows > 1) {                                                                              \
+        rows_fn(xs, rows, inner, y + oo);                                                          \
+      } else if (is == 0) {                                                                        \
+        T acc = y[oo];                                                                             \
+        switch (op) {                                                                              \
+          case R_SUM:                                                                              \
+          case R_MEAN:                                                                             \
+            acc += SUM(xs, inner);                                                                 \
+            break;                                                                                 \
+          case R_PROD:                                                                             \
+            for (int64_t k = 0; k < inner; k++) acc *= xs[k];                                      \
+            break;                                                                                 \
+          case R_MAX:                                                                              \
+            for (int64_t k = 0; k < inner; k++) acc = xs[k] > acc ? xs[k] : acc;                   \
+            break;                                                                                 \
+          default:                                                                                 \
+            for (int64_t k = 0; k < inner; k++) acc = xs[k] < acc ? xs[k] : acc;                   \
+            break;                                                                                 \
+        }                                                                                          \
+        y[oo] = acc;                                                                               \
+      } else {                                                                                     \
+        T *ys = y + oo;                                                                            \
+        switch (op) {                                                                              \
+          case R_SUM:                                                                              \
+          case R_MEAN:                                                                             \
+            for (int64_t k = 0; k < inner; k++) ys[k] += xs[k];                                    \
+            break;                                                                                 \
+          case R_PROD:                                                                             \
+            for (int64_t k = 0; k < inner; k++) ys[k] *= xs[k];                                    \
+            break;                                                                                 \
+          case R_MAX:                                                                              \
+            for (int64_t k = 0; k < inner; k++) ys[k] = xs[k] > ys[k] ? xs[k] : ys[k];             \
+            break;                                                                                 \
+          default:                                                                                 \
+            for (int64_t k = 0; k < inner; k++) ys[k] = xs[k] < ys[k] ? xs[k] : ys[k];             \
+            break;                                                                                 \
+        }                                                                                          \
+      }                                                                                            \
+      for (int d = top; d >= 0; d--) {                                                             \
+        if (++idx[d] < dims[d]) {                                                                  \
+          oo += ost[d];                                                                            \
+          break;                                                                                   \
+        }                                                                                          \
+        oo -= ost[d] * (idx[d] - 1);                                                               \
+        idx[d] = 0;                                                                                \
+      }                                                                                            \
+    }                                                                                              \
+  finish:                                                                                          \
+    if (op == R_MEAN)                                                                              \
+      for (int64_t i = 0; i < nout; i++) y[i] = (T)(y[i] / (T)count);                              \
   }
 
-RED_LOOP(float, red_f32, -INFINITY, INFINITY, sum_run_f32)
-RED_LOOP(double, red_f64, -INFINITY, INFINITY, sum_run_f64)
-RED_LOOP(int32_t, red_i32, INT32_MIN, INT32_MAX, sum_run_i32)
-RED_LOOP(int64_t, red_i64, INT64_MIN, INT64_MAX, sum_run_i64)
+RED_LOOP(float, red_f32, -INFINITY, INFINITY, sum_run_f32, sum_rows_f32)
+RED_LOOP(double, red_f64, -INFINITY, INFINITY, sum_run_f64, sum_rows_f64)
+RED_LOOP(int32_t, red_i32, INT32_MIN, INT32_MAX, sum_run_i32, sum_rows_i32)
+RED_LOOP(int64_t, red_i64, INT64_MIN, INT64_MAX, sum_run_i64, sum_rows_i64)
 
 /* Below this many input elements a reduction runs on one thread. */
 #define PAR_MIN_ELEMS ((int64_t)1 << 14)

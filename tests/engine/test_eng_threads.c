@@ -523,6 +523,49 @@ START_TEST(rows_same_bits) {
 }
 END_TEST
 
+/* Sums over rows that lie one after the other (global pooling's pixels):
+ * each output is its rows added in order, as a plain loop adds them, bit for
+ * bit, whatever the blocks of rows and columns the kernel walks them in:
+ * more rows than one block (inner 70: two column blocks and a tail), the
+ * kept batch split over threads, a middle axis with a trailing kept one. */
+START_TEST(row_sums_add_in_order) {
+  const int64_t shapes[][4] = {{1, 300, 70, 1}, {4, 9, 7, 40}, {3, 33, 5, 1}};
+  const int32_t axes[][2] = {{1, 1}, {1, 2}, {1, 1}};
+  const int naxes[] = {1, 2, 1};
+  for (int k = 0; k < 3; k++) {
+    const int64_t *z = shapes[k];
+    int rank = z[3] == 1 ? 3 : 4;
+    eng_tensor in[2] = {0};
+    tensor(&in[0], rank, z, 70 + k);
+    ints(&in[1], naxes[k], axes[k]);
+    int64_t outer = z[0], rows = naxes[k] == 2 ? z[1] * z[2] : z[1],
+            inner = naxes[k] == 2 ? z[3] : z[2];
+    const float *x = eng_tensor_data(&in[0]);
+    for (int t = 0; t < 3; t++) {
+      eng_threads_set(t + 1);
+      for (int mean = 0; mean < 2; mean++) {
+        eng_tensor out = {0};
+        run_op(mean ? "Mean" : "Sum", "", 2, in, 0, &out);
+        ck_assert_int_eq(eng_tensor_numel(&out), outer * inner);
+        const float *y = eng_tensor_data(&out);
+        for (int64_t o = 0; o < outer; o++)
+          for (int64_t i = 0; i < inner; i++) {
+            float want = 0.0f;
+            for (int64_t r = 0; r < rows; r++) want += x[(o * rows + r) * inner + i];
+            if (mean) want = want / (float)rows;
+            ck_assert_msg(
+                y[o * inner + i] == want, "case %d %s at %lld, %d threads: %.9g, want %.9g", k,
+                mean ? "Mean" : "Sum", (long long)(o * inner + i), t + 1, y[o * inner + i], want);
+          }
+        eng_tensor_release(&out);
+      }
+    }
+    eng_tensor_release(&in[0]);
+    eng_tensor_release(&in[1]);
+  }
+}
+END_TEST
+
 /* A Const node holding t (the graph takes it). */
 static void gconst(eng_graph *g, const char *name, eng_tensor t) {
   int id = td_opcase_node(g, name, "Const", NULL, 0, NULL);
@@ -724,6 +767,7 @@ int main(void) {
   tcase_add_test(tc, pad_fills_the_border);
   tcase_add_test(tc, broadcast_to_matches_loop);
   tcase_add_test(tc, rows_same_bits);
+  tcase_add_test(tc, row_sums_add_in_order);
   tcase_add_test(tc, batch_slices_same_bits);
   tcase_add_test(tc, batch_slices_run_the_classifier_whole);
   tcase_add_test(tc, batch_slices_run_weight_heavy_layers_whole);
