@@ -23,8 +23,10 @@
  * kernels', so results are bit-identical; what goes away is one output
  * allocation and one pass over memory per fused op. Keras's
  * LayerNormalization (its Mean and the chain after it) likewise becomes
- * one step (fuse_layer_norms), and an inverted residual block's expansion
- * and depthwise layer one banded step (fuse_expand_depthwise). */
+ * one step (fuse_layer_norms), an inverted residual block's expansion
+ * and depthwise layer one banded step (fuse_expand_depthwise), and a
+ * per-channel scale and the 1x1 projection reading it one step
+ * (fuse_scaled_conv). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1114,6 +1116,44 @@ static void fuse_expand_depthwise(eng_plan *p) {
   free(gone);
 }
 
+/* --- a scale before a 1x1 convolution -----------------------------------
+ *
+ * A Mul (squeeze-and-excitation's excite: the block's activations times
+ * one gate per image and channel) whose product only a 1x1 stride-1
+ * Conv2D with a packed weight reads (a block's projection) becomes one
+ * _ScaledConv1x1 step at the Mul's place: the GEMM scales each block of
+ * rows as it reads them (eng_gemm_run_scaled), so the product, as large as
+ * the activations, is never written and read back. The Conv2D's packed
+ * weight and epilogue move to the Mul's step and the Conv2D's step leaves
+ * the plan. The operands' shapes are only known at run time: the kernel
+ * runs any other broadcast as the Mul kernel into a temporary first. Runs
+ * after the weights are packed, CPU only. Bit-identical to the two steps
+ * apart. */
+static void fuse_scaled_conv(eng_plan *p) {
+  const eng_op_def *op = eng_op_find("_ScaledConv1x1");
+  if (!op || !p->epi || !p->packed || eng_device_active()) return;
+  const eng_graph *g = eng_model_graph(p->m);
+  bool *gone = calloc((size_t)p->n_steps + 1, sizeof *gone);
+  if (!gone) return;
+  bool any = false;
+  for (int s = 0; s < p->n_steps; s++) {
+    if (gone[s] || strcmp(p->ops[s]->name, "Mul") || p->epi[s] || p->packed[s] ||
+        eng_graph_node(g, p->steps[s])->n_in != 2)
+      continue;
+    int v = p->base[p->steps[s]], d = sole_reader(p, v);
+    if (d < 0 || gone[d] || !expansion_at(p, d) || in_value(p, d, 0) != v || !p->epi[d]) continue;
+    p->ops[s] = op;
+    p->packed[s] = p->packed[d];
+    p->epi[s] = p->epi[d];
+    p->packed[d] = NULL;
+    p->epi[d] = NULL;
+    gone[d] = true;
+    any = true;
+  }
+  if (any) drop_steps(p, gone);
+  free(gone);
+}
+
 static void recount_uses(eng_plan *p) {
   const eng_graph *g = eng_model_graph(p->m);
   memset(p->uses, 0, sizeof *p->uses * (size_t)p->n_values);
@@ -1199,6 +1239,7 @@ void eng_plan_compile(eng_plan *p) {
   scale_dw_filters(p);
   pack_weights(p);
   fuse_expand_depthwise(p);
+  fuse_scaled_conv(p);
   recount_uses(p);
 }
 
@@ -1283,6 +1324,7 @@ static eng_plan *build_spec(eng_plan *p, const eng_tensor *in) {
   scale_dw_filters(sp);
   pack_weights(sp);
   fuse_expand_depthwise(sp);
+  fuse_scaled_conv(sp);
   recount_uses(sp);
   sp->is_specialised = true;
   return sp;

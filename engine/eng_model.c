@@ -612,6 +612,7 @@ eng_plan_info eng_plan_get_info(const eng_plan *p) {
     const eng_epilogue *e = p->epi[s];
     if (!e) continue;
     info.fused_ops += e->op[0].kind == EPI_LAYER_NORM ? (int)e->op[1].c[0] : e->n;
+    info.fused_ops += !strcmp(p->ops[s]->name, "_ScaledConv1x1"); /* its Conv2D */
     for (int i = 0; i < e->n; i++) /* EPI_DEPTHWISE counts its node; a folded Pad too */
       if (e->op[i].kind == EPI_DEPTHWISE) {
         int64_t pads[4];

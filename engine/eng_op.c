@@ -266,6 +266,10 @@ static const eng_op_def ops[] = {
      * whole normalisation (reading x and the axis, as the Mean did). */
     {"_LayerNorm", ENG_OP_PLAN_ONLY, NULL, eng_k_layer_norm, ENG_SLICE_REDUCE, 0, NULL},
     {"_PadView", ENG_OP_PLAN_ONLY, NULL, eng_k_identity, ENG_SLICE_VIEW, 0, NULL},
+    /* eng_compile.c's scale and 1x1 convolution fusion: a Mul step that
+     * also runs the 1x1 Conv2D reading its product, scaling rows as the
+     * GEMM reads them. */
+    {"_ScaledConv1x1", ENG_OP_PLAN_ONLY, NULL, eng_k_scaled_conv1x1, ENG_SLICE_ELEMENTWISE, 0, NULL},
 };
 
 #define N_OPS ((int)(sizeof ops / sizeof ops[0]))

@@ -31,7 +31,9 @@
  * constants in an EPI_LAYER_NORM epilogue, and a packed 1x1 expansion with
  * the depthwise convolution reading it one _ExpandDepthwise step on the
  * CPU (the Conv2D's, its epilogue carrying the depthwise layer in an
- * EPI_DEPTHWISE op and that layer's own ops). */
+ * EPI_DEPTHWISE op and that layer's own ops), and a Mul with the 1x1
+ * Conv2D reading its product one _ScaledConv1x1 step on the CPU (the
+ * Mul's, with the Conv2D's packed weight and epilogue). */
 #ifndef ENG_PLAN_H
 #define ENG_PLAN_H
 

@@ -21,6 +21,7 @@
 #include "eng_gemm.h"
 
 #include <immintrin.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <threads.h>
@@ -623,6 +624,28 @@ static bool rows_outer_ok(const eng_packed *b) {
  * helper costs about as much. */
 #define PAR_MIN_MACS (1 << 20)
 
+/* How run() cuts a product into chunks for the pool: row blocks times
+ * panel groups (*pgroups; more than one when there are too few row blocks
+ * to keep the threads busy, several chunks per thread, so that a thread
+ * that starts late or runs on a busy core leaves its share to the others),
+ * and how many threads work on them (*workers; 1 below PAR_MIN_MACS, where
+ * waking a helper costs about as much). Returns the chunk count. */
+static int64_t chunks_of(int64_t m, const eng_packed *b, int64_t *pgroups, int64_t *workers) {
+  int64_t blocks = row_blocks(m), threads = eng_pool_threads(NULL);
+  *pgroups = 1;
+  if (threads < 2 || m * b->n * b->k < PAR_MIN_MACS) {
+    *workers = 1;
+    return blocks;
+  }
+  int64_t want = 4 * threads;
+  if (blocks < want) {
+    *pgroups = (want + blocks - 1) / blocks;
+    if (*pgroups > b->panels) *pgroups = b->panels;
+  }
+  *workers = blocks * *pgroups < threads ? blocks * *pgroups : threads;
+  return blocks * *pgroups;
+}
+
 /* Splits C into row blocks (each as the serial loop does it: every panel
  * over one block of A held in L2) or, when there are too few of those to
  * keep the pool's threads busy, row blocks by groups of column panels.
@@ -640,19 +663,79 @@ static void run(const float *a, int64_t lda, const float *const *rows, int64_t m
    * activations out, whatever the product's own size. */
   bool pf = product_bytes(m, nseg * slen, b, epi) > eng_isa_l2_bytes();
   gemm_args g = {a, lda, rows, m, nseg, sst, slen, b, c, ldc, epi, blocks, 1, rows_outer_ok(b), pf};
-  int threads = eng_pool_threads(NULL);
-  if (threads < 2 || m * b->n * b->k < PAR_MIN_MACS) {
+  int64_t workers, jobs = chunks_of(m, b, &g.pgroups, &workers);
+  if (workers < 2) {
     for (int64_t rb = 0; rb < blocks; rb++) block(&g, rb, 0, b->panels);
     return;
   }
-  /* Several chunks per thread, so that a thread that starts late or runs
-   * on a busy core leaves its share to the others. */
-  int64_t want = 4 * (int64_t)threads;
-  if (blocks < want) {
-    g.pgroups = (want + blocks - 1) / blocks;
-    if (g.pgroups > b->panels) g.pgroups = b->panels;
+  eng_pool_run(NULL, jobs, chunk, &g);
+}
+
+/* --- A scaled by column, a row block at a time --------------------------------- */
+
+int64_t eng_gemm_scaled_scratch(int64_t m, const eng_packed *b) {
+  int64_t pgroups, workers;
+  if (m <= 0) return 0;
+  chunks_of(m, b, &pgroups, &workers);
+  return workers * (ROW_BLOCK + TAIL_ROWS) * b->k;
+}
+
+typedef struct scaled_args {
+  gemm_args g;
+  const float *scale;
+  float *scratch;
+  int64_t each, jobs;
+  atomic_llong next; /* the next chunk to claim */
+} scaled_args;
+
+/* Chunk j (row block j / pgroups, its panel group j % pgroups): the block's
+ * rows scaled into buf, then the block as run() computes it. */
+static void scaled_chunk(const scaled_args *s, int64_t j, float *buf) {
+  const gemm_args *g = &s->g;
+  int64_t rb = j / g->pgroups, grp = j % g->pgroups, np = g->b->panels, k = g->slen;
+  int64_t r0 = rb * ROW_BLOCK, nrows = rb == g->blocks - 1 ? g->m - r0 : ROW_BLOCK;
+  for (int64_t r = 0; r < nrows; r++) {
+    const float *src = g->a + (r0 + r) * g->lda;
+    float *dst = buf + r * k;
+    for (int64_t i = 0; i < k; i++) dst[i] = src[i] * s->scale[i];
   }
-  eng_pool_run(NULL, blocks * g.pgroups, chunk, &g);
+  gemm_args one = *g;
+  one.a = buf;
+  one.lda = k;
+  one.m = nrows;
+  one.blocks = 1;
+  one.c = g->c + r0 * g->ldc;
+  block(&one, 0, grp * np / g->pgroups, (grp + 1) * np / g->pgroups);
+}
+
+/* Worker w: claims chunks until none are left, with scratch block w. */
+static void scaled_worker(void *arg, int64_t w) {
+  scaled_args *s = arg;
+  float *buf = s->scratch + w * s->each;
+  for (int64_t j; (j = atomic_fetch_add(&s->next, 1)) < s->jobs;) scaled_chunk(s, j, buf);
+}
+
+void eng_gemm_run_scaled(const float *a, int64_t lda, int64_t m, const float *scale,
+                         const eng_packed *b, float *c, int64_t ldc, const eng_gemm_epi *epi,
+                         float *scratch, int64_t room) {
+  if (m <= 0) return;
+  if (epi && !epi->n) epi = NULL;
+  int64_t pgroups, workers, jobs = chunks_of(m, b, &pgroups, &workers);
+  /* The pool may have grown since the caller sized scratch. */
+  int64_t each = (ROW_BLOCK + TAIL_ROWS) * b->k;
+  if (workers > room / each) workers = room / each > 0 ? room / each : 1;
+  bool pf = product_bytes(m, b->k, b, epi) > eng_isa_l2_bytes(); /* as run() */
+  scaled_args s = {.g = {a, lda, NULL, m, 1, 0, b->k, b, c, ldc, epi, row_blocks(m), pgroups,
+                         rows_outer_ok(b), pf},
+                   .scale = scale,
+                   .scratch = scratch,
+                   .each = each,
+                   .jobs = jobs};
+  atomic_init(&s.next, 0);
+  if (workers < 2)
+    scaled_worker(&s, 0);
+  else
+    eng_pool_run(NULL, workers, scaled_worker, &s);
 }
 
 void eng_gemm_run(const float *a, int64_t lda, int64_t m, const eng_packed *b, float *c,

@@ -114,6 +114,19 @@ void eng_gemm_run_rows(const float *const *rows, int64_t m, int64_t nseg, int64_
                        int64_t seg_len, const eng_packed *b, float *c, int64_t ldc,
                        const eng_gemm_epi *epi);
 
+/* eng_gemm_run on A's columns scaled: row r of the product is computed
+ * exactly as eng_gemm_run computes it for the row a[r][i] * scale[i] (each
+ * element that float product, as a Mul kernel rounds it), but the scaled
+ * rows exist only a row block at a time in `scratch` (room floats, at
+ * least eng_gemm_scaled_scratch(m, b): one block per thread that works on
+ * the call), so the product never goes through memory (squeeze-and-
+ * excitation's scale before a 1x1 projection). A leading dim lda of A;
+ * k = eng_gemm_k(b). */
+int64_t eng_gemm_scaled_scratch(int64_t m, const eng_packed *b);
+void eng_gemm_run_scaled(const float *a, int64_t lda, int64_t m, const float *scale,
+                         const eng_packed *b, float *c, int64_t ldc, const eng_gemm_epi *epi,
+                         float *scratch, int64_t room);
+
 /* C[m, n] = A[m, k] * B for a B computed at run time (attention's
  * products of two activations): B, rows ldb apart ([k,n], or [n,k] when
  * trans_b), is packed (over the pool's threads when large) into a buffer

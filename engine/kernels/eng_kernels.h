@@ -233,6 +233,15 @@ td_code eng_k_depthwise_conv2d_padded(eng_kctx *c);
  * filter and node) and the depthwise layer's ops; out 0 is the depthwise
  * output. Every value is the two kernels' apart, bit for bit. */
 td_code eng_k_expand_depthwise(eng_kctx *c);
+/* _ScaledConv1x1 (plan-internal, eng_compile.c's fuse_scaled_conv): a Mul
+ * (in 0 and in 1, as the Mul node reads them) and the 1x1 stride-1 Conv2D
+ * reading its product (its weight packed, its epilogue the step's); out 0
+ * is the convolution's output. When one operand is an NHWC tensor x and the
+ * other one value per image (or for all images) and channel of it, the
+ * product's rows are scaled as the GEMM reads them (eng_gemm_run_scaled);
+ * any other broadcast runs the Mul kernel into a temporary first. Every
+ * value is the two kernels' apart, bit for bit. */
+td_code eng_k_scaled_conv1x1(eng_kctx *c);
 
 /* eng_kernels_check.c: the op table's load-time checks (eng_op.h). */
 td_code eng_c_float(const eng_node *n, td_err *err);      /* T float32 */

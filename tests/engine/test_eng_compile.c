@@ -999,6 +999,101 @@ START_TEST(expansion_and_depthwise_fuse_with_the_same_bits) {
 }
 END_TEST
 
+/* Squeeze-and-excitation before a projection: x [n, h, w, c] -> Mean over
+ * [1, 2] (kept) -> Sigmoid -> Mul(x, gate) -> 1x1 Conv2D to p channels ->
+ * Mul, AddV2 (the batch norm) [-> AddV2 x, a residual, when p == c]. With
+ * `full`, the Mul multiplies x by x instead (no per-channel gate: the fused
+ * step then runs the Mul kernel into a temporary). */
+static eng_graph *se_graph(int64_t c, int64_t p, bool residual, bool full) {
+  eng_graph *g = eng_graph_create();
+  placeholder(g, "x");
+  eng_attr *xs = eng_graph_add_attr(g, eng_graph_find(g, "x", 1), "shape");
+  xs->kind = ENG_ATTR_SHAPE;
+  xs->shape = eng_shape_make(4, (int64_t[]){-1, -1, -1, c});
+  float *w = malloc(sizeof *w * (size_t)(c * p)), k[2][64];
+  for (int64_t i = 0; i < c * p; i++) w[i] = cval(i, 21) * 0.4f;
+  for (int j = 0; j < 2; j++)
+    for (int64_t i = 0; i < p; i++) k[j][i] = cval(i, 22 + j) * (j ? 0.2f : 0.5f) + (j ? 0 : 1);
+  konst(g, "W", 4, (int64_t[]){1, 1, c, p}, w);
+  konst(g, "s", 1, (int64_t[]){p}, k[0]);
+  konst(g, "t", 1, (int64_t[]){p}, k[1]);
+  int_const(g, "ax", 2, (const int32_t[]){1, 2});
+  td_opcase_node(g, "mean", "Mean", "keep_dims=b:1", 2, (const char *[]){"x", "ax"});
+  td_opcase_vnode(g, "gate", "Sigmoid", 1, "mean", NULL);
+  td_opcase_vnode(g, "sc", "Mul", 1, "x", full ? "x" : "gate", NULL);
+  int cv = td_opcase_vnode(g, "conv", "Conv2D", 1, "sc", "W", NULL);
+  list_attr(g, cv, "strides", 4, (int64_t[]){1, 1, 1, 1});
+  eng_attr *a = eng_graph_add_attr(g, cv, "padding");
+  a->kind = ENG_ATTR_S;
+  a->s.data = strdup("SAME");
+  a->s.len = 4;
+  td_opcase_vnode(g, "m", "Mul", 1, "conv", "s", NULL);
+  td_opcase_vnode(g, residual ? "a" : "y", "AddV2", 1, "m", "t", NULL);
+  if (residual) td_opcase_vnode(g, "y", "AddV2", 1, "a", "x", NULL);
+  free(w);
+  return g;
+}
+
+/* Fused (y fetched alone: the Mul and the Conv2D one _ScaledConv1x1 step)
+ * against apart (the Mul's product fetched too, which keeps it), bit for
+ * bit. */
+static void se_case(int64_t n, int64_t h, int64_t w, int64_t c, int64_t p, bool residual,
+                    bool full) {
+  int64_t total = n * h * w * c;
+  float *xv = malloc(sizeof *xv * (size_t)total), *got[2] = {NULL, NULL};
+  for (int64_t i = 0; i < total; i++) xv[i] = cval(i, 19) * 0.9f;
+  eng_tensor x = tensor(4, (int64_t[]){n, h, w, c}, xv);
+  int64_t ny = 0;
+  int steps[2] = {0}, fused_ops[2] = {0};
+  for (int fused = 1; fused >= 0; fused--) {
+    eng_model *m;
+    td_err err;
+    ck_assert_int_eq(eng_model_create(se_graph(c, p, residual, full), NULL, NULL, &m, &err), TD_OK);
+    const char *in[] = {"x:0"}, *outs[] = {"y:0", "sc:0"};
+    eng_plan *pl;
+    ck_assert_msg(eng_plan_create(m, 1, in, fused ? 1 : 2, outs, 0, NULL, &pl, &err) == TD_OK, "%s",
+                  err.msg);
+    eng_plan_info info = eng_plan_get_info(pl);
+    steps[fused] = info.steps;
+    fused_ops[fused] = info.fused_ops;
+    eng_tensor out[2] = {0};
+    ck_assert_msg(eng_plan_run(pl, &x, out, &err) == TD_OK, "%s", err.msg);
+    ny = eng_tensor_numel(&out[0]);
+    ck_assert_int_eq(ny, n * h * w * p);
+    got[fused] = malloc(sizeof *got[fused] * (size_t)ny);
+    memcpy(got[fused], eng_tensor_data(&out[0]), sizeof *got[fused] * (size_t)ny);
+    for (int i = 0; i < 2; i++) eng_tensor_release(&out[i]);
+    eng_plan_destroy(pl);
+    eng_model_destroy(m);
+  }
+  /* Where the weights pack (not on the generic kernels) the Conv2D's step
+   * goes into the Mul's. */
+  bool packs = eng_isa_active() != ENG_ISA_GENERIC;
+  ck_assert_int_eq(steps[1], steps[0] - packs);
+  ck_assert_int_eq(fused_ops[1], fused_ops[0] + packs);
+  for (int64_t i = 0; i < ny; i++)
+    if (memcmp(&got[0][i], &got[1][i], sizeof(float)))
+      ck_abort_msg("n%lld %lldx%lld c%lld p%lld: y[%lld] fused %a, apart %a", (long long)n,
+                   (long long)h, (long long)w, (long long)c, (long long)p, (long long)i, got[1][i],
+                   got[0][i]);
+  eng_tensor_release(&x);
+  free(got[0]);
+  free(got[1]);
+  free(xv);
+}
+
+START_TEST(scale_and_projection_fuse_with_the_same_bits) {
+  for (int threads = 1; threads <= 2; threads++) {
+    eng_pool_set_threads(threads);
+    se_case(1, 9, 7, 16, 24, false, false);
+    se_case(3, 5, 6, 8, 8, true, false);      /* a residual added in the epilogue */
+    se_case(2, 20, 21, 12, 40, false, false); /* several row blocks per image */
+    se_case(2, 6, 5, 8, 12, false, true);     /* not a per-channel scale */
+  }
+  eng_pool_set_threads(1);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("eng_compile");
   TCase *tc = tcase_create("compile");
@@ -1016,6 +1111,7 @@ int main(void) {
   tcase_add_test(tc, shape_plan_after_release_reads_the_packed_weight);
   tcase_add_test(tc, layer_norm_fuses_with_the_same_bits);
   tcase_add_test(tc, expansion_and_depthwise_fuse_with_the_same_bits);
+  tcase_add_test(tc, scale_and_projection_fuse_with_the_same_bits);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -150,9 +150,10 @@ static const char *bookkeeping[] = {
     "StringFormat", "ReduceJoin",
     /* runs only under XLA in TensorFlow: kernels/test_eng_kernels_scatter.c */
     "XlaDynamicUpdateSlice",
-    /* plan-internal ops of Pad folding and the LayerNorm and expansion fusions:
-     * test_eng_compile.c */
-    "_DepthwiseConv2dNativePadded", "_ExpandDepthwise", "_LayerNorm", "_PadView"};
+    /* plan-internal ops of Pad folding and the LayerNorm, expansion and scale
+     * fusions: test_eng_compile.c */
+    "_DepthwiseConv2dNativePadded", "_ExpandDepthwise", "_LayerNorm", "_PadView",
+    "_ScaledConv1x1"};
 
 static void run_case(int k) {
   const kcase *kc = &td_opcases[k];
