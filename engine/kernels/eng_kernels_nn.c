@@ -526,28 +526,6 @@ static bool scales_channels(const eng_tensor *s, const eng_tensor *x, int64_t k)
          ss->dim[2] == 1 && ss->dim[3] == k;
 }
 
-/* The 1x1 convolution of a 4-D NHWC product already computed. */
-static td_code conv1x1_of(eng_kctx *c, const eng_tensor *prod) {
-  int64_t k = eng_gemm_k(c->packed), n = eng_gemm_n(c->packed);
-  if (prod->dtype != ENG_DT_FLOAT)
-    return eng_kfail(c, TD_UNIMPLEMENTED, "%s input is not supported", eng_dtype_name(prod->dtype));
-  if (prod->shape.rank != 4)
-    return eng_kfail(c, TD_INVALID_ARGUMENT, "input must be 4-dimensional, got rank %d",
-                     prod->shape.rank);
-  if (prod->shape.dim[3] != k)
-    return eng_kfail(c, TD_INVALID_ARGUMENT, "input depth %lld does not match the filter's %lld",
-                     (long long)prod->shape.dim[3], (long long)k);
-  eng_shape os = prod->shape;
-  os.dim[3] = n;
-  td_code rc = eng_kout_raw(c, 0, ENG_DT_FLOAT, &os);
-  if (rc) return rc;
-  eng_gemm_epi ge;
-  const eng_gemm_epi *pe = eng_kgemm_epi(c, &ge);
-  eng_gemm_run(eng_tensor_data(prod), k, eng_tensor_numel(prod) / k, c->packed,
-               eng_tensor_data(&c->out[0]), n, pe);
-  return TD_OK;
-}
-
 td_code eng_k_scaled_conv1x1(eng_kctx *c) {
   if (!c->packed || eng_gemm_parts(c->packed) || c->n_in != 2)
     return eng_kfail(c, TD_INTERNAL, "not a fused scale and 1x1 convolution step");
@@ -557,8 +535,8 @@ td_code eng_k_scaled_conv1x1(eng_kctx *c) {
     x = &c->in[1];
     s = &c->in[0];
   }
-  if (!scales_channels(s, x, k)) { /* the Mul as its own kernel, then the product */
-    eng_tensor prod = {0};
+  eng_tensor prod = {0};
+  if (!scales_channels(s, x, k)) { /* the Mul as its own kernel; x is then its product */
     eng_kctx m = *c;
     m.n_out = 1;
     m.out = &prod;
@@ -568,24 +546,42 @@ td_code eng_k_scaled_conv1x1(eng_kctx *c) {
     m.epi_done = false;
     m.packed = NULL;
     td_code rc = eng_k_mul(&m);
-    if (!rc) rc = conv1x1_of(c, &prod);
+    if (rc) return rc;
+    x = &prod;
+    s = NULL;
+  }
+  td_code rc = TD_OK;
+  if (x->dtype != ENG_DT_FLOAT)
+    rc = eng_kfail(c, TD_UNIMPLEMENTED, "%s input is not supported", eng_dtype_name(x->dtype));
+  else if (x->shape.rank != 4)
+    rc = eng_kfail(c, TD_INVALID_ARGUMENT, "input must be 4-dimensional, got rank %d",
+                   x->shape.rank);
+  else if (x->shape.dim[3] != k)
+    rc = eng_kfail(c, TD_INVALID_ARGUMENT, "input depth %lld does not match the filter's %lld",
+                   (long long)x->shape.dim[3], (long long)k);
+  eng_shape os = x->shape;
+  os.dim[3] = n;
+  if (!rc) rc = eng_kout_raw(c, 0, ENG_DT_FLOAT, &os);
+  if (rc) {
     eng_tensor_release(&prod);
     return rc;
   }
-  eng_shape os = x->shape;
-  os.dim[3] = n;
-  td_code rc = eng_kout_raw(c, 0, ENG_DT_FLOAT, &os);
-  if (rc) return rc;
   eng_gemm_epi ge;
   const eng_gemm_epi *pe = eng_kgemm_epi(c, &ge);
+  const float *xd = eng_tensor_data(x);
+  float *yd = eng_tensor_data(&c->out[0]);
+  if (!s) {
+    eng_gemm_run(xd, k, eng_tensor_numel(x) / k, c->packed, yd, n, pe);
+    eng_tensor_release(&prod);
+    return TD_OK;
+  }
   int64_t imgs = x->shape.dim[0], rows = x->shape.dim[1] * x->shape.dim[2];
   int64_t floats = eng_gemm_scaled_scratch(rows, c->packed);
   eng_shape ss = eng_shape_make(1, &floats);
   eng_tensor scratch = {0}; /* recycled: no page faults when warm */
   if (floats > 0 && eng_tensor_alloc_raw(&scratch, ENG_DT_FLOAT, &ss, NULL))
     return eng_kfail(c, TD_RESOURCE_EXHAUSTED, "out of memory for the scaled rows");
-  const float *xd = eng_tensor_data(x), *sd = eng_tensor_data(s);
-  float *yd = eng_tensor_data(&c->out[0]);
+  const float *sd = eng_tensor_data(s);
   bool each = s->shape.rank == 4 && s->shape.dim[0] > 1; /* one scale per image */
   for (int64_t i = 0; i < imgs && floats > 0; i++)
     eng_gemm_run_scaled(xd + i * rows * k, k, rows, sd + (each ? i * k : 0), c->packed,

@@ -87,72 +87,55 @@ SUM_SERIAL(int64_t, sum_run_i64)
 #define sum_rows_i32 NULL
 #define sum_rows_i64 NULL
 
-#define RED_LOOP(T, NAME, LOWEST, HIGHEST, SUM, ROWS)                                              \
-  static void NAME(redop op, const T *x, T *y, int g, const int64_t *dims, const int64_t *ost,     \
-                   int64_t nout, int64_t count) {                                                  \
-    T init = op == R_PROD ? (T)1 : op == R_MAX ? (LOWEST) : op == R_MIN ? (HIGHEST) : (T)0;        \
-    for (int64_t i = 0; i < nout; i++) y[i] = init;                                                \
-    int64_t total = 1;                                                                             \
-    for (int d = 0; d < g; d++) total *= dims[d];                                                  \
-    if (!total) goto finish;                                                                       \
-    int64_t idx[ENG_MAX_RANK] = {0}, oo = 0, inner = dims[g - 1], is = ost[g - 1];                 \
-    /* Reduced rows over a kept run: a whole block of them per step. */                            \
-    void (*rows_fn)(const T *, int64_t, int64_t, T *) = ROWS;                                      \
-    int64_t rows =                                                                                 \
-        rows_fn && (op == R_SUM || op == R_MEAN) && is && g >= 2 && !ost[g - 2] ? dims[g - 2] : 1; \
-    int top = rows > 1 ? g - 3 : g - 2;                                                            \
-    for (int64_t done = 0; done < total; done += inner * rows) {                                   \
-      const T *xs = x + done;                                                                      \
-      if (rows > 1) {                                                                              \
-        rows_fn(xs, rows, inner, y + oo);                                                          \
-      } else if (is == 0) {                                                                        \
-        T acc = y[oo];                                                                             \
-        switch (op) {                                                                              \
-          case R_SUM:                                                                              \
-          case R_MEAN:                                                                             \
-            acc += SUM(xs, inner);                                                                 \
-            break;                                                                                 \
-          case R_PROD:                                                                             \
-            for (int64_t k = 0; k < inner; k++) acc *= xs[k];                                      \
-            break;                                                                                 \
-          case R_MAX:                                                                              \
-            for (int64_t k = 0; k < inner; k++) acc = xs[k] > acc ? xs[k] : acc;                   \
-            break;                                                                                 \
-          default:                                                                                 \
-            for (int64_t k = 0; k < inner; k++) acc = xs[k] < acc ? xs[k] : acc;                   \
-            break;                                                                                 \
-        }                                                                                          \
-        y[oo] = acc;                                                                               \
-      } else {                                                                                     \
-        T *ys = y + oo;                                                                            \
-        switch (op) {                                                                              \
-          case R_SUM:                                                                              \
-          case R_MEAN:                                                                             \
-            for (int64_t k = 0; k < inner; k++) ys[k] += xs[k];                                    \
-            break;                                                                                 \
-          case R_PROD:                                                                             \
-            for (int64_t k = 0; k < inner; k++) ys[k] *= xs[k];                                    \
-            break;                                                                                 \
-          case R_MAX:                                                                              \
-            for (int64_t k = 0; k < inner; k++) ys[k] = xs[k] > ys[k] ? xs[k] : ys[k];             \
-            break;                                                                                 \
-          default:                                                                                 \
-            for (int64_t k = 0; k < inner; k++) ys[k] = xs[k] < ys[k] ? xs[k] : ys[k];             \
-            break;                                                                                 \
-        }                                                                                          \
-      }                                                                                            \
-      for (int d = top; d >= 0; d--) {                                                             \
-        if (++idx[d] < dims[d]) {                                                                  \
-          oo += ost[d];                                                                            \
-          break;                                                                                   \
-        }                                                                                          \
-        oo -= ost[d] * (idx[d] - 1);                                                               \
-        idx[d] = 0;                                                                                \
-      }                                                                                            \
-    }                                                                                              \
-  finish:                                                                                          \
-    if (op == R_MEAN)                                                                              \
-      for (int64_t i = 0; i < nout; i++) y[i] = (T)(y[i] / (T)count);                              \
+#define RED_LOOP(T, NAME, LOWEST, HIGHEST, SUM, ROWS)                                        \
+  static void NAME(redop op, const T *x, T *y, int g, const int64_t *dims,               \
+                   const int64_t *ost, int64_t nout, int64_t count) {                    \
+    T init = op == R_PROD ? (T)1 : op == R_MAX ? (LOWEST) : op == R_MIN ? (HIGHEST) : (T)0; \
+    for (int64_t i = 0; i < nout; i++) y[i] = init;                                      \
+    int64_t total = 1;                                                                   \
+    for (int d = 0; d < g; d++) total *= dims[d];                                        \
+    if (!total) goto finish;                                                             \
+    int64_t idx[ENG_MAX_RANK] = {0}, oo = 0, inner = dims[g - 1], is = ost[g - 1];       \
+    /* Reduced rows over a kept run: a whole block of them per step. */                  \
+    void (*rows_fn)(const T *, int64_t, int64_t, T *) = ROWS;                            \
+    int64_t rows = rows_fn && (op == R_SUM || op == R_MEAN) && is && g >= 2 && !ost[g - 2] \
+                       ? dims[g - 2]                                                     \
+                       : 1;                                                              \
+    int top = rows > 1 ? g - 3 : g - 2;                                                  \
+    for (int64_t done = 0; done < total; done += inner * rows) {                         \
+      const T *xs = x + done;                                                            \
+      if (rows > 1) {                                                                    \
+        rows_fn(xs, rows, inner, y + oo);                                                \
+      } else if (is == 0) {                                                              \
+        T acc = y[oo];                                                                   \
+        switch (op) {                                                                    \
+          case R_SUM: case R_MEAN: acc += SUM(xs, inner); break;                        \
+          case R_PROD: for (int64_t k = 0; k < inner; k++) acc *= xs[k]; break;          \
+          case R_MAX: for (int64_t k = 0; k < inner; k++) acc = xs[k] > acc ? xs[k] : acc; break; \
+          default: for (int64_t k = 0; k < inner; k++) acc = xs[k] < acc ? xs[k] : acc; break; \
+        }                                                                                \
+        y[oo] = acc;                                                                     \
+      } else {                                                                           \
+        T *ys = y + oo;                                                                  \
+        switch (op) {                                                                    \
+          case R_SUM: case R_MEAN: for (int64_t k = 0; k < inner; k++) ys[k] += xs[k]; break; \
+          case R_PROD: for (int64_t k = 0; k < inner; k++) ys[k] *= xs[k]; break;        \
+          case R_MAX: for (int64_t k = 0; k < inner; k++) ys[k] = xs[k] > ys[k] ? xs[k] : ys[k]; break; \
+          default: for (int64_t k = 0; k < inner; k++) ys[k] = xs[k] < ys[k] ? xs[k] : ys[k]; break; \
+        }                                                                                \
+      }                                                                                  \
+      for (int d = top; d >= 0; d--) {                                                   \
+        if (++idx[d] < dims[d]) {                                                        \
+          oo += ost[d];                                                                  \
+          break;                                                                         \
+        }                                                                                \
+        oo -= ost[d] * (idx[d] - 1);                                                     \
+        idx[d] = 0;                                                                      \
+      }                                                                                  \
+    }                                                                                    \
+  finish:                                                                                \
+    if (op == R_MEAN)                                                                    \
+      for (int64_t i = 0; i < nout; i++) y[i] = (T)(y[i] / (T)count);                     \
   }
 
 RED_LOOP(float, red_f32, -INFINITY, INFINITY, sum_run_f32, sum_rows_f32)
