@@ -38,14 +38,14 @@
  * where it applies the rest; otherwise the run loop runs the Add kernel
  * itself, broadcasting as the graph's Add would. */
 /* EPI_LAYER_NORM: not applied in place: the two ops of a _LayerNorm step
- * (eng_compile.c's fuse_layer_norms), gamma with eps in c[0] (op 0) and
+ * (eng_merge_layer_norms), gamma with eps in c[0] (op 0) and
  * beta with, in c[0], how many graph ops the step stands for besides its
  * Mean (op 1, for eng_plan_get_info), which its kernel reads and applies
  * itself (it always sets epi_done). */
 /* EPI_DEPTHWISE: not applied in place: in an _ExpandDepthwise step
- * (eng_compile.c's fuse_expand_depthwise, a 1x1 Conv2D and the depthwise
+ * (eng_merge_expand_depthwise, a 1x1 Conv2D and the depthwise
  * convolution reading it), the ops before it are the expansion's, k the
- * depthwise filter [kh, kw, c, 1] (already scaled, scale_dw_filters),
+ * depthwise filter [kh, kw, c, 1] (already scaled, eng_fuse_dw_scales),
  * node the depthwise graph node (its attributes; a Pad node feeding it
  * is a folded one), and the ops after it the depthwise layer's. Its kernel
  * applies all of them itself. */

@@ -256,17 +256,17 @@ static const eng_op_def ops[] = {
     {"While", 0, eng_s_unknown, eng_k_while, ENG_SLICE_NO, 0, NULL},
     {"XlaDynamicUpdateSlice", ENG_OP_SHAPED, eng_s_unary, eng_k_xla_dynamic_update_slice, ENG_SLICE_NO, 0, eng_c_dynamic_update_slice},
     {"ZerosLike", ENG_OP_SHAPED, eng_s_unary, eng_k_zeros_like, ENG_SLICE_NO, 0, NULL},
-    /* Plan-internal (eng_compile.c's Pad folding and fusions): never a graph's op. */
+    /* Plan-internal (eng_merge.c's merged steps): never a graph's op. */
     {"_DepthwiseConv2dNativePadded", ENG_OP_PLAN_ONLY, NULL, eng_k_depthwise_conv2d_padded,
      ENG_SLICE_WINDOW, 0, NULL},
-    /* eng_compile.c's expansion and depthwise fusion: a 1x1 Conv2D step
+    /* eng_merge_expand_depthwise: a 1x1 Conv2D step
      * that also runs the depthwise layer after it, band by band. */
     {"_ExpandDepthwise", ENG_OP_PLAN_ONLY, NULL, eng_k_expand_depthwise, ENG_SLICE_WINDOW, 0, NULL},
-    /* eng_compile.c's LayerNorm fusion: a Mean step that computes the
+    /* eng_merge_layer_norms: a Mean step that computes the
      * whole normalisation (reading x and the axis, as the Mean did). */
     {"_LayerNorm", ENG_OP_PLAN_ONLY, NULL, eng_k_layer_norm, ENG_SLICE_REDUCE, 0, NULL},
     {"_PadView", ENG_OP_PLAN_ONLY, NULL, eng_k_identity, ENG_SLICE_VIEW, 0, NULL},
-    /* eng_compile.c's scale and 1x1 convolution fusion: a Mul step that
+    /* eng_merge_scaled_conv: a Mul step that
      * also runs the 1x1 Conv2D reading its product, scaling rows as the
      * GEMM reads them. */
     {"_ScaledConv1x1", ENG_OP_PLAN_ONLY, NULL, eng_k_scaled_conv1x1, ENG_SLICE_ELEMENTWISE, 0, NULL},

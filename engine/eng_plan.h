@@ -1,6 +1,7 @@
 /* eng_plan (internal to engine/): the layout of a compiled plan, shared by
- * the plan builder (eng_model.c), the load-time compiler (eng_compile.c),
- * the run loop (eng_run.c), the executor (eng_exec.c), batch slicing
+ * the plan builder (eng_model.c), the load-time compiler (eng_compile.c,
+ * its passes in eng_fuse.c and eng_merge.c through eng_pass.h), the run
+ * loop (eng_run.c), the executor (eng_exec.c), batch slicing
  * (eng_slice.c) and the GPU executor (device/eng_gpu.c).
  *
  * The engine's own rooms: engine/ holds the model and plan builder, the

@@ -620,7 +620,7 @@ static int g_conv2d(gx *g, eng_dev_val *out) {
 }
 
 /* pads (top, bottom, left, right), or NULL: the padding of a Pad folded
- * into a VALID depthwise convolution at load (eng_compile.c's
+ * into a VALID depthwise convolution at load (eng_merge_pad_views'
  * _DepthwiseConv2dNativePadded over a _PadView). */
 static int depthwise_with(gx *g, eng_dev_val *out, const int64_t *pads) {
   eng_shape f = shape_of(g, 1);

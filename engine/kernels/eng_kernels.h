@@ -183,7 +183,7 @@ td_code eng_s_unpack(const eng_node *n, const eng_shape *in, eng_shape *out, td_
 /* eng_kernels_reduce.c: Sum, Mean, Max, Min, Prod, All, Any; the scans
  * Cumsum and Cumprod; L2Loss (a scalar, accumulated in double). */
 td_code eng_k_reduce(eng_kctx *c);
-/* _LayerNorm (plan-internal, eng_compile.c's LayerNorm fusion): in 0 is x,
+/* _LayerNorm (plan-internal, eng_merge_layer_norms): in 0 is x,
  * in 1 the normalised axis (x's last), the step's epilogue its gamma with
  * eps and its beta (EPI_LAYER_NORM); out 0 has x's shape. Each row's mean
  * and variance are the Mean kernel's, every other value the Rsqrt, Neg,
@@ -224,16 +224,16 @@ td_code eng_s_pool(const eng_node *n, const eng_shape *in, eng_shape *out, td_er
 /* DepthwiseConv2dNative (VALID) reading, as input 0, the unpadded input of
  * the Pad node feeding it (that Pad's step passes its input through): the
  * padding is applied as the window's own. The op table's plan-internal
- * _DepthwiseConv2dNativePadded, placed by eng_compile.c. */
+ * _DepthwiseConv2dNativePadded, placed by eng_merge_pad_views. */
 td_code eng_k_depthwise_conv2d_padded(eng_kctx *c);
-/* _ExpandDepthwise (plan-internal, eng_compile.c's fuse_expand_depthwise):
+/* _ExpandDepthwise (plan-internal, eng_merge_expand_depthwise):
  * a 1x1 Conv2D (in 0 x, its weight packed) and the depthwise convolution
  * reading its output, run band by band (eng_dwconv_expand_run); the
  * step's epilogue holds the expansion's ops, EPI_DEPTHWISE (the depthwise
  * filter and node) and the depthwise layer's ops; out 0 is the depthwise
  * output. Every value is the two kernels' apart, bit for bit. */
 td_code eng_k_expand_depthwise(eng_kctx *c);
-/* _ScaledConv1x1 (plan-internal, eng_compile.c's fuse_scaled_conv): a Mul
+/* _ScaledConv1x1 (plan-internal, eng_merge_scaled_conv): a Mul
  * (in 0 and in 1, as the Mul node reads them) and the 1x1 stride-1 Conv2D
  * reading its product (its weight packed, its epilogue the step's); out 0
  * is the convolution's output. When one operand is an NHWC tensor x and the

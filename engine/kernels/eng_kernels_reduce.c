@@ -292,7 +292,7 @@ td_code eng_k_reduce(eng_kctx *c) {
   return TD_OK;
 }
 
-/* --- _LayerNorm (eng_compile.c's fusion of Keras's LayerNormalization) -------- */
+/* --- _LayerNorm (eng_merge.c's merge of Keras's LayerNormalization) --------- */
 
 typedef struct ln_args {
   const float *x, *gamma, *beta;

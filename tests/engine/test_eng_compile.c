@@ -44,6 +44,43 @@ static void placeholder(eng_graph *g, const char *name) {
   a->type = ENG_DT_FLOAT;
 }
 
+static void list_attr(eng_graph *g, int id, const char *name, int n, const int64_t *v) {
+  eng_attr *a = eng_graph_add_attr(g, id, name);
+  a->kind = ENG_ATTR_LIST;
+  a->list_kind = ENG_ATTR_I;
+  a->n = n;
+  a->li = calloc((size_t)n, sizeof *a->li);
+  for (int i = 0; i < n; i++) a->li[i] = v[i];
+}
+
+/* A convolution's or pool's window attributes: NHWC strides and padding
+ * ("VALID", "SAME", "EXPLICIT"). */
+static void window(eng_graph *g, int id, int64_t sh, int64_t sw, const char *padding) {
+  list_attr(g, id, "strides", 4, (int64_t[]){1, sh, sw, 1});
+  eng_attr *a = eng_graph_add_attr(g, id, "padding");
+  a->kind = ENG_ATTR_S;
+  a->s.data = strdup(padding);
+  a->s.len = strlen(padding);
+}
+
+/* Placeholder `name` declared NHWC with c channels, as Keras declares its
+ * inputs. */
+static void declare_channels(eng_graph *g, const char *name, int64_t c) {
+  eng_attr *a = eng_graph_add_attr(g, eng_graph_find(g, name, strlen(name)), "shape");
+  a->kind = ENG_ATTR_SHAPE;
+  a->shape = eng_shape_make(4, (int64_t[]){-1, -1, -1, c});
+}
+
+/* A Pad's amounts: an int32 [4, 2] constant. */
+static void pads_const(eng_graph *g, const char *name, const int32_t v[8]) {
+  int id = td_opcase_vnode(g, name, "Const", 1, NULL);
+  eng_attr *a = eng_graph_add_attr(g, id, "value");
+  a->kind = ENG_ATTR_TENSOR;
+  eng_shape ps = eng_shape_make(2, (int64_t[]){4, 2});
+  ck_assert_int_eq(eng_tensor_alloc(&a->tensor, ENG_DT_INT32, &ps, NULL), TD_OK);
+  memcpy(eng_tensor_data(&a->tensor), v, 8 * sizeof *v);
+}
+
 /* y = relu(x W + b) * s - t, with W, b, s, t constants: x [1,2], W [2,3]. */
 static eng_graph *dense_graph(void) {
   eng_graph *g = eng_graph_create();
@@ -158,16 +195,7 @@ START_TEST(conv_bias_relu6_fuses) {
   konst(g, "W", 4, (int64_t[]){1, 1, 2, 2}, (float[]){1, 2, 3, 4});
   konst(g, "b", 4, (int64_t[]){1, 1, 1, 2}, (float[]){0.5f, -100});
   int c = td_opcase_vnode(g, "conv", "Conv2D", 1, "x", "W", NULL);
-  eng_attr *a = eng_graph_add_attr(g, c, "strides");
-  a->kind = ENG_ATTR_LIST;
-  a->list_kind = ENG_ATTR_I;
-  a->n = 4;
-  a->li = calloc(4, sizeof *a->li);
-  for (int i = 0; i < 4; i++) a->li[i] = 1;
-  a = eng_graph_add_attr(g, c, "padding");
-  a->kind = ENG_ATTR_S;
-  a->s.data = strdup("VALID");
-  a->s.len = 5;
+  window(g, c, 1, 1, "VALID");
   td_opcase_vnode(g, "add", "AddV2", 1, "b", "conv", NULL);
   td_opcase_vnode(g, "y", "Relu6", 1, "add", NULL);
   eng_model *m;
@@ -197,15 +225,6 @@ START_TEST(conv_bias_relu6_fuses) {
 }
 END_TEST
 
-static void list_attr(eng_graph *g, int id, const char *name, int n, const int64_t *v) {
-  eng_attr *a = eng_graph_add_attr(g, id, name);
-  a->kind = ENG_ATTR_LIST;
-  a->list_kind = ENG_ATTR_I;
-  a->n = n;
-  a->li = calloc((size_t)n, sizeof *a->li);
-  for (int i = 0; i < n; i++) a->li[i] = v[i];
-}
-
 static float cval(int64_t i, int salt) { return (float)((i * 29 + salt * 7) % 19) / 8.0f - 1.1f; }
 
 /* One Conv2D (+ bias + ReLU, fused) through a compiled plan, where the
@@ -223,13 +242,9 @@ static void conv_case_bn(int64_t n, int64_t h, int64_t w, int64_t cin, int64_t c
   konst(g, "W", 4, (int64_t[]){kh, kw, cin, cout}, f);
   konst(g, "b", 1, (int64_t[]){cout}, b);
   int c = td_opcase_vnode(g, "conv", "Conv2D", 1, "x", "W", NULL);
-  list_attr(g, c, "strides", 4, (int64_t[]){1, sh, sw, 1});
-  list_attr(g, c, "dilations", 4, (int64_t[]){1, dh, 1, 1});
   const char *pads[] = {"VALID", "SAME", "EXPLICIT"};
-  eng_attr *a = eng_graph_add_attr(g, c, "padding");
-  a->kind = ENG_ATTR_S;
-  a->s.data = strdup(pads[pad]);
-  a->s.len = strlen(pads[pad]);
+  window(g, c, sh, sw, pads[pad]);
+  list_attr(g, c, "dilations", 4, (int64_t[]){1, dh, 1, 1});
   int64_t ep[8] = {0, 0, 2, 0, 1, 3, 0, 0};
   if (pad == 2) list_attr(g, c, "explicit_paddings", 8, ep);
   /* With bn, a batch-norm scale first (Mul by a per-channel constant),
@@ -515,19 +530,10 @@ static void pad_dw_case(int stride, bool second_reader) {
   for (int i = 0; i < 210; i++) xv[i] = cval(i, 10);
   konst(g, "W", 4, (int64_t[]){3, 3, c, 1}, f);
   int32_t pv[8] = {0, 0, (int32_t)pt, (int32_t)pb, (int32_t)pl, (int32_t)pr, 0, 0};
-  int pk = td_opcase_vnode(g, "pads", "Const", 1, NULL);
-  eng_attr *a = eng_graph_add_attr(g, pk, "value");
-  a->kind = ENG_ATTR_TENSOR;
-  eng_shape ps = eng_shape_make(2, (int64_t[]){4, 2});
-  ck_assert_int_eq(eng_tensor_alloc(&a->tensor, ENG_DT_INT32, &ps, NULL), TD_OK);
-  memcpy(eng_tensor_data(&a->tensor), pv, sizeof pv);
+  pads_const(g, "pads", pv);
   td_opcase_vnode(g, "p", "Pad", 1, "x", "pads", NULL);
   int d = td_opcase_vnode(g, "dw", "DepthwiseConv2dNative", 1, "p", "W", NULL);
-  list_attr(g, d, "strides", 4, (int64_t[]){1, stride, stride, 1});
-  a = eng_graph_add_attr(g, d, "padding");
-  a->kind = ENG_ATTR_S;
-  a->s.data = strdup("VALID");
-  a->s.len = 5;
+  window(g, d, stride, stride, "VALID");
   /* A batch-norm scale after the convolution, which moves into the filter. */
   float sc[5] = {0.5f, -2, 1.25f, 3, -0.75f};
   konst(g, "s", 1, (int64_t[]){c}, sc);
@@ -593,11 +599,7 @@ static void pool_case(const char *op, int64_t n, int64_t h, int64_t w, int64_t c
   placeholder(g, "x");
   int id = td_opcase_vnode(g, "y", op, 1, "x", NULL);
   list_attr(g, id, "ksize", 4, (int64_t[]){1, k, k, 1});
-  list_attr(g, id, "strides", 4, (int64_t[]){1, st, st, 1});
-  eng_attr *a = eng_graph_add_attr(g, id, "padding");
-  a->kind = ENG_ATTR_S;
-  a->s.data = strdup(same ? "SAME" : "VALID");
-  a->s.len = strlen(a->s.data);
+  window(g, id, st, st, same ? "SAME" : "VALID");
   int64_t oh = same ? (h + st - 1) / st : (h - k + st) / st;
   int64_t ow = same ? (w + st - 1) / st : (w - k + st) / st;
   int64_t th = (oh - 1) * st + k - h, tw = (ow - 1) * st + k - w;
@@ -793,7 +795,7 @@ START_TEST(shape_plan_after_release_reads_the_packed_weight) {
 END_TEST
 
 /* Keras's LayerNormalization as its graph computes it over x [n, t, c]
- * (eng_compile.c's fuse_layer_norms), gamma and beta shaped [c] or, as
+ * (eng_merge_layer_norms), gamma and beta shaped [c] or, as
  * Keras reshapes them, [1, 1, c]; the axis -1 or 2; with or without the
  * StopGradient. */
 static eng_graph *ln_graph(int64_t c, int axis, bool stop, bool reshaped, const float *gamma,
@@ -891,10 +893,7 @@ END_TEST
 static eng_graph *exp_dw_graph(int64_t cin, int64_t ce, int stride) {
   eng_graph *g = eng_graph_create();
   placeholder(g, "x");
-  /* Its channels declared, as Keras declares them: not a grouped 1x1. */
-  eng_attr *xs = eng_graph_add_attr(g, eng_graph_find(g, "x", 1), "shape");
-  xs->kind = ENG_ATTR_SHAPE;
-  xs->shape = eng_shape_make(4, (int64_t[]){-1, -1, -1, cin});
+  declare_channels(g, "x", cin); /* not a grouped 1x1 */
   float *w = malloc(sizeof *w * (size_t)(cin * ce)), f[9 * 64], k[4][64];
   for (int64_t i = 0; i < cin * ce; i++) w[i] = cval(i, 11) * 0.4f;
   for (int i = 0; i < 9 * ce; i++) f[i] = cval(i, 12) * 0.3f;
@@ -906,31 +905,18 @@ static eng_graph *exp_dw_graph(int64_t cin, int64_t ce, int stride) {
   const char *kn[4] = {"s1", "t1", "s2", "t2"};
   for (int j = 0; j < 4; j++) konst(g, kn[j], 1, (int64_t[]){ce}, k[j]);
   int c = td_opcase_vnode(g, "conv", "Conv2D", 1, "x", "W", NULL);
-  list_attr(g, c, "strides", 4, (int64_t[]){1, 1, 1, 1});
-  eng_attr *a = eng_graph_add_attr(g, c, "padding");
-  a->kind = ENG_ATTR_S;
-  a->s.data = strdup("VALID");
-  a->s.len = 5;
+  window(g, c, 1, 1, "VALID");
   td_opcase_vnode(g, "m1", "Mul", 1, "conv", "s1", NULL);
   td_opcase_vnode(g, "a1", "AddV2", 1, "m1", "t1", NULL);
   td_opcase_vnode(g, "e", "Relu6", 1, "a1", NULL);
   const char *dwin = "e";
   if (stride == 2) {
-    int pk = td_opcase_vnode(g, "pads", "Const", 1, NULL);
-    a = eng_graph_add_attr(g, pk, "value");
-    a->kind = ENG_ATTR_TENSOR;
-    eng_shape ps = eng_shape_make(2, (int64_t[]){4, 2});
-    ck_assert_int_eq(eng_tensor_alloc(&a->tensor, ENG_DT_INT32, &ps, NULL), TD_OK);
-    memcpy(eng_tensor_data(&a->tensor), (int32_t[]){0, 0, 0, 1, 0, 1, 0, 0}, 8 * sizeof(int32_t));
+    pads_const(g, "pads", (const int32_t[]){0, 0, 0, 1, 0, 1, 0, 0});
     td_opcase_vnode(g, "p", "Pad", 1, "e", "pads", NULL);
     dwin = "p";
   }
   int d = td_opcase_vnode(g, "dw", "DepthwiseConv2dNative", 1, dwin, "F", NULL);
-  list_attr(g, d, "strides", 4, (int64_t[]){1, stride, stride, 1});
-  a = eng_graph_add_attr(g, d, "padding");
-  a->kind = ENG_ATTR_S;
-  a->s.data = strdup(stride == 2 ? "VALID" : "SAME");
-  a->s.len = strlen(a->s.data);
+  window(g, d, stride, stride, stride == 2 ? "VALID" : "SAME");
   td_opcase_vnode(g, "m2", "Mul", 1, "dw", "s2", NULL);
   td_opcase_vnode(g, "a2", "AddV2", 1, "m2", "t2", NULL);
   td_opcase_vnode(g, "y", "Relu6", 1, "a2", NULL);
@@ -1007,9 +993,7 @@ END_TEST
 static eng_graph *se_graph(int64_t c, int64_t p, bool residual, bool full) {
   eng_graph *g = eng_graph_create();
   placeholder(g, "x");
-  eng_attr *xs = eng_graph_add_attr(g, eng_graph_find(g, "x", 1), "shape");
-  xs->kind = ENG_ATTR_SHAPE;
-  xs->shape = eng_shape_make(4, (int64_t[]){-1, -1, -1, c});
+  declare_channels(g, "x", c);
   float *w = malloc(sizeof *w * (size_t)(c * p)), k[2][64];
   for (int64_t i = 0; i < c * p; i++) w[i] = cval(i, 21) * 0.4f;
   for (int j = 0; j < 2; j++)
@@ -1022,11 +1006,7 @@ static eng_graph *se_graph(int64_t c, int64_t p, bool residual, bool full) {
   td_opcase_vnode(g, "gate", "Sigmoid", 1, "mean", NULL);
   td_opcase_vnode(g, "sc", "Mul", 1, "x", full ? "x" : "gate", NULL);
   int cv = td_opcase_vnode(g, "conv", "Conv2D", 1, "sc", "W", NULL);
-  list_attr(g, cv, "strides", 4, (int64_t[]){1, 1, 1, 1});
-  eng_attr *a = eng_graph_add_attr(g, cv, "padding");
-  a->kind = ENG_ATTR_S;
-  a->s.data = strdup("SAME");
-  a->s.len = 4;
+  window(g, cv, 1, 1, "SAME");
   td_opcase_vnode(g, "m", "Mul", 1, "conv", "s", NULL);
   td_opcase_vnode(g, residual ? "a" : "y", "AddV2", 1, "m", "t", NULL);
   if (residual) td_opcase_vnode(g, "y", "AddV2", 1, "a", "x", NULL);

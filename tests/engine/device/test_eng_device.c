@@ -398,7 +398,7 @@ static void random_cases_on(eng_device_mode mode, const char *dev, bool count_ca
 
 START_TEST(lowerings_are_sorted_engine_ops) {
   for (int i = 0; i < eng_gpu_op_count(); i++) {
-    /* "_" names are the plan-internal ops eng_compile.c substitutes. */
+    /* "_" names are the plan-internal ops eng_merge.c substitutes. */
     ck_assert_msg(eng_gpu_op_name(i)[0] == '_' || eng_op_find(eng_gpu_op_name(i)) != NULL,
                   "%s is not an engine op", eng_gpu_op_name(i));
     if (i) ck_assert_msg(strcmp(eng_gpu_op_name(i - 1), eng_gpu_op_name(i)) < 0, "unsorted at %s",
