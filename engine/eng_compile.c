@@ -85,17 +85,41 @@ static bool share_packed(eng_plan *sub, const eng_plan *known) {
   return true;
 }
 
+/* The frontier of p's constant steps (cstep; cnode per graph node): the
+ * values they make that the other steps or the fetches read, marked in
+ * front[n_values]. */
+static void frontier(const eng_plan *p, const bool *cstep, const bool *cnode, bool *front) {
+  const eng_graph *g = eng_model_graph(p->m);
+  for (int s = 0; s < p->n_steps; s++) {
+    if (cstep[s]) continue;
+    const eng_node *nd = eng_graph_node(g, p->steps[s]);
+    for (int k = 0; k < nd->n_in; k++) {
+      int v = p->base[nd->in[k].node] + nd->in[k].index;
+      if (cnode[nd->in[k].node] && !eng_pass_is_fed(p, v)) front[v] = true;
+    }
+  }
+  for (int i = 0; i < p->n_outputs; i++) {
+    int v = p->out_value[i];
+    for (int s = 0; s < p->n_steps; s++)
+      if (cstep[s] && v >= p->base[p->steps[s]] &&
+          v < p->base[p->steps[s]] + eng_graph_node(g, p->steps[s])->n_out &&
+          !eng_pass_is_fed(p, v))
+        front[v] = true;
+  }
+}
+
 /* Removes the steps marked constant (cstep; cnode per graph node) after
  * computing, with one sub-plan run fed `in` (may be none), the constant
- * values that the remaining steps or the fetches read. Leaves the plan
- * untouched when that run fails. `known` (may be NULL) is a plan of the
+ * values that the remaining steps or the fetches read; or, where `kept`
+ * (per value, may be NULL) holds every one of them, taking them from it.
+ * Leaves the plan untouched when that run fails. `known` (may be NULL) is a plan of the
  * same graph whose constants are reused as they are (fed to that run, or
  * taken directly): a shape specialisation then reads no variable again,
  * and shares its parent's weights, packed or not (a weight whose original
  * the model released after packing is never recomputed from it), the
  * sub-plan running the parent's packed weights (share_packed). */
 static bool fold_steps(eng_plan *p, const bool *cstep, const bool *cnode, const eng_tensor *in,
-                       const eng_plan *known) {
+                       const eng_plan *known, const eng_tensor *kept) {
   const eng_graph *g = eng_model_graph(p->m);
   int nk = known ? known->n_consts : 0, n_in = in ? p->n_inputs : 0;
   bool *front = calloc((size_t)p->n_values + 1, sizeof *front);
@@ -139,22 +163,7 @@ static bool fold_steps(eng_plan *p, const bool *cstep, const bool *cnode, const 
     in_names[n_feeds] = known_names[i];
     feeds[n_feeds++] = known->const_tensor[i];
   }
-  for (int s = 0; s < p->n_steps; s++) {
-    if (cstep[s]) continue;
-    const eng_node *nd = eng_graph_node(g, p->steps[s]);
-    for (int k = 0; k < nd->n_in; k++) {
-      int v = p->base[nd->in[k].node] + nd->in[k].index;
-      if (cnode[nd->in[k].node] && !eng_pass_is_fed(p, v)) front[v] = true;
-    }
-  }
-  for (int i = 0; i < p->n_outputs; i++) {
-    int v = p->out_value[i];
-    for (int s = 0; s < p->n_steps; s++)
-      if (cstep[s] && v >= p->base[p->steps[s]] &&
-          v < p->base[p->steps[s]] + eng_graph_node(g, p->steps[s])->n_out &&
-          !eng_pass_is_fed(p, v))
-        front[v] = true;
-  }
+  frontier(p, cstep, cnode, front);
   /* Known values first in fv (taken as they are), then those to compute. */
   for (int pass = 0; pass < 2; pass++)
     for (int s = 0; s < p->n_steps; s++) {
@@ -177,11 +186,14 @@ static bool fold_steps(eng_plan *p, const bool *cstep, const bool *cnode, const 
   vals = calloc((size_t)nf + 1, sizeof *vals);
   if (!vals) goto out;
   for (int i = 0; i < nd_known; i++) vals[i] = eng_tensor_share(&known->const_tensor[known_at[fv[i]]]);
+  bool all_kept = kept != NULL;
+  for (int i = nd_known; i < nf && all_kept; i++) all_kept = kept[fv[i]].buf != NULL;
+  for (int i = nd_known; i < nf && all_kept; i++) vals[i] = eng_tensor_share(&kept[fv[i]]);
   td_err err;
   td_err_clear(&err);
-  if (nf > nd_known &&
-      (eng_plan_build(p->m, n_feeds, in_names, nf - nd_known, (const char *const *)names, 0,
-                      NULL, &sub, &err) ||
+  if (nf > nd_known && !all_kept &&
+      (eng_plan_build(p->m, n_feeds, in_names, nf - nd_known, (const char *const *)names, 0, NULL,
+                      &sub, &err) ||
        !share_packed(sub, known) || eng_run_cpu(sub, feeds, vals + nd_known, &err)))
     goto out; /* leave the plan unfolded: the run reports the error */
   int *cv = realloc(p->const_value, sizeof *cv * ((size_t)(p->n_consts + nf) + 1));
@@ -229,7 +241,7 @@ static void fold(eng_plan *p) {
       cnode[p->steps[s]] = cstep[s] = c;
       nconst += c;
     }
-    if (nconst) fold_steps(p, cstep, cnode, NULL, NULL);
+    if (nconst) fold_steps(p, cstep, cnode, NULL, NULL, NULL);
   }
   free(cstep);
   free(cnode);
@@ -386,45 +398,75 @@ static bool spec_match(const eng_spec *s, int n, const eng_tensor *in) {
   return true;
 }
 
-static eng_plan *build_spec(eng_plan *p, const eng_tensor *in) {
-  eng_plan *sp = NULL;
+static void spec_build_free(eng_spec_build *b) {
+  if (!b) return;
+  for (int v = 0; b->kept && b->sp && v < b->sp->n_values; v++) eng_tensor_release(&b->kept[v]);
+  eng_plan_destroy(b->sp);
+  free(b->cnode);
+  free(b->cstep);
+  free(b->want);
+  free(b->kept);
+  free(b);
+}
+
+/* The schedule of p's specialisation to in's shapes, its steps marked
+ * constant for them, and the values a run must keep to fold them; NULL
+ * when there is nothing to fold or memory is short. */
+static eng_spec_build *spec_begin(eng_plan *p) {
+  eng_spec_build *b = calloc(1, sizeof *b);
   td_err err;
   td_err_clear(&err);
-  if (eng_plan_build(p->m, p->n_inputs, (const char *const *)p->in_name, p->n_outputs,
-                     (const char *const *)p->out_name, 0, NULL, &sp, &err))
-    return NULL;
-  const eng_graph *g = eng_model_graph(p->m);
-  int n = eng_graph_node_count(g);
-  bool *cnode = calloc((size_t)n + 1, sizeof *cnode);
-  bool *cstep = calloc((size_t)sp->n_steps + 1, sizeof *cstep);
-  bool ok = cnode && cstep && shape_consts(sp, cnode, cstep) &&
-            fold_steps(sp, cstep, cnode, in, p);
-  free(cnode);
-  free(cstep);
-  if (!ok) {
-    eng_plan_destroy(sp);
+  if (!b || eng_plan_build(p->m, p->n_inputs, (const char *const *)p->in_name, p->n_outputs,
+                           (const char *const *)p->out_name, 0, NULL, &b->sp, &err)) {
+    spec_build_free(b);
     return NULL;
   }
+  eng_plan *sp = b->sp;
+  int n = eng_graph_node_count(eng_model_graph(p->m));
+  b->cnode = calloc((size_t)n + 1, sizeof *b->cnode);
+  b->cstep = calloc((size_t)sp->n_steps + 1, sizeof *b->cstep);
+  b->want = calloc((size_t)sp->n_values + 1, sizeof *b->want);
+  b->kept = calloc((size_t)sp->n_values + 1, sizeof *b->kept);
+  if (!b->cnode || !b->cstep || !b->want || !b->kept || !shape_consts(sp, b->cnode, b->cstep)) {
+    spec_build_free(b);
+    return NULL;
+  }
+  frontier(sp, b->cstep, b->cnode, b->want);
+  return b;
+}
+
+/* Folds b's constant steps (from b->kept where it holds them all, else by
+ * a sub-plan run fed in) and runs the passes; the plan, or NULL. */
+static eng_plan *spec_end(eng_plan *p, const eng_tensor *in, eng_spec_build *b) {
+  eng_plan *sp = b->sp;
+  if (!fold_steps(sp, b->cstep, b->cnode, in, p, b->kept)) return NULL;
+  b->sp = NULL;
   run_passes(sp);
   sp->is_specialised = true;
   return sp;
 }
 
-const eng_plan *eng_plan_specialised(eng_plan *p, const eng_tensor *in) {
-  int n = p->n_inputs;
+/* The cached plan for in's shapes and dtypes in *hit (NULL: none, or a
+ * build that failed); false when there is none and room for one. */
+static bool spec_cached(eng_plan *p, const eng_tensor *in, const eng_plan **hit) {
+  bool found = false;
+  *hit = NULL;
   mtx_lock(&p->spec_lock);
-  for (int i = 0; i < p->n_specs; i++)
-    if (spec_match(&p->specs[i], n, in)) {
-      eng_plan *hit = p->specs[i].plan;
-      mtx_unlock(&p->spec_lock);
-      return hit;
+  for (int i = 0; i < p->n_specs && !found; i++)
+    if (spec_match(&p->specs[i], p->n_inputs, in)) {
+      *hit = p->specs[i].plan;
+      found = true;
     }
-  bool full = p->n_specs >= MAX_SPECS;
+  found = found || p->n_specs >= MAX_SPECS;
   mtx_unlock(&p->spec_lock);
-  if (full) return NULL;
-  for (int i = 0; i < n; i++) /* a bad feed is the general plan's to report */
-    if (eng_plan_check_feed(p, i, &in[i], NULL) || in[i].shape.rank < 0) return NULL;
-  eng_plan *sp = build_spec(p, in); /* NULL when it fails: remembered as such */
+  return found;
+}
+
+/* Stores sp (NULL: the build failed, remembered as such) as the plan for
+ * in's shapes unless another thread was first or the cache is full; the
+ * plan now cached for them, or NULL. */
+static const eng_plan *spec_store(eng_plan *p, const eng_tensor *in, eng_plan *sp) {
+  int n = p->n_inputs;
   eng_shape *shapes = malloc(sizeof *shapes * ((size_t)n + 1));
   eng_dtype *dtypes = malloc(sizeof *dtypes * ((size_t)n + 1));
   const eng_plan *result = NULL;
@@ -451,6 +493,39 @@ const eng_plan *eng_plan_specialised(eng_plan *p, const eng_tensor *in) {
   eng_plan_destroy(sp); /* not stored */
   free(shapes);
   free(dtypes);
+  return result;
+}
+
+/* Whether in are feeds p accepts, with known ranks: a bad feed is the
+ * general plan's to report. */
+static bool feeds_ok(const eng_plan *p, const eng_tensor *in) {
+  for (int i = 0; i < p->n_inputs; i++)
+    if (eng_plan_check_feed(p, i, &in[i], NULL) || in[i].shape.rank < 0) return false;
+  return true;
+}
+
+const eng_plan *eng_plan_specialised(eng_plan *p, const eng_tensor *in) {
+  const eng_plan *hit;
+  if (spec_cached(p, in, &hit) || !feeds_ok(p, in)) return hit;
+  eng_spec_build *b = spec_begin(p);
+  eng_plan *sp = b ? spec_end(p, in, b) : NULL; /* NULL when it fails: remembered as such */
+  spec_build_free(b);
+  return spec_store(p, in, sp);
+}
+
+const eng_plan *eng_plan_spec_find(eng_plan *p, const eng_tensor *in, eng_spec_build **build) {
+  const eng_plan *hit;
+  *build = NULL;
+  if (spec_cached(p, in, &hit) || !feeds_ok(p, in)) return hit;
+  if (!(*build = spec_begin(p))) return spec_store(p, in, NULL);
+  return NULL;
+}
+
+const eng_plan *eng_plan_spec_finish(eng_plan *p, const eng_tensor *in, eng_spec_build *b,
+                                     bool ran) {
+  const eng_plan *result = NULL;
+  if (ran) result = spec_store(p, in, spec_end(p, in, b));
+  spec_build_free(b);
   return result;
 }
 

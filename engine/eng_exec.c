@@ -30,24 +30,34 @@ static int64_t batch_of(const eng_plan *p, const eng_tensor *in) {
 }
 
 /* One run of p, whole or a slice: its shape-specialised plan when there is
- * one, on the model's device or the CPU. decide > 0 (CPU only): the run
- * is of p itself, not a specialisation (whose constants may have been
- * folded from this batch's size, which a slice's would not share), records
- * every value's shape and dtype, and decides from them whether p may run
- * as slices of that batch. */
+ * one, on the model's device or the CPU. On the CPU, the first run of a
+ * new shape runs p itself and keeps the values the specialisation folds,
+ * which is then built from them (eng_plan_spec_find). decide > 0 (CPU
+ * only): the run is of p itself, not a specialisation (whose constants
+ * may have been folded from this batch's size, which a slice's would not
+ * share), records every value's shape and dtype, and decides from them
+ * whether p may run as slices of that batch. */
 static td_code run_once(const eng_plan *p, const eng_tensor *in, eng_tensor *out, int64_t decide,
                         td_err *err) {
   const eng_plan *rp = p;
-  if (p->can_specialise && !decide) {
+  eng_dev_model *dev = eng_model_dev(p->m);
+  eng_spec_build *build = NULL;
+  if (p->can_specialise && dev) {
     const eng_plan *sp = eng_plan_specialised((eng_plan *)p, in);
     if (sp) rp = sp;
+  } else if (p->can_specialise) {
+    const eng_plan *sp = eng_plan_spec_find((eng_plan *)p, in, &build);
+    if (sp && !decide) rp = sp;
   }
-  eng_dev_model *dev = eng_model_dev(rp->m);
   if (dev) return eng_gpu_run(dev, rp, in, out, err);
-  if (!decide) return eng_run_cpu(rp, in, out, err);
+  if (!decide && !build) return eng_run_cpu(rp, in, out, err);
   eng_run r;
   td_code rc = eng_run_begin(&r, rp, in, err);
-  if (!rc) {
+  if (!rc && build) {
+    r.want = build->want;
+    r.kept = build->kept;
+  }
+  if (!rc && decide) {
     r.shapes = calloc((size_t)rp->n_values + 1, sizeof *r.shapes);
     r.dtypes = calloc((size_t)rp->n_values + 1, sizeof *r.dtypes);
     for (int i = 0; r.shapes && r.dtypes && i < rp->n_inputs; i++) {
@@ -80,7 +90,9 @@ static td_code run_once(const eng_plan *p, const eng_tensor *in, eng_tensor *out
     r.shapes = NULL;
     r.dtypes = NULL;
   }
-  return eng_run_finish(&r, rc, out, err);
+  rc = eng_run_finish(&r, rc, out, err);
+  if (build) eng_plan_spec_finish((eng_plan *)p, in, build, rc == TD_OK);
+  return rc;
 }
 
 /* Rows [r0, r0 + n) of a dense tensor whose dim 0 is the batch. */

@@ -92,9 +92,33 @@ typedef struct eng_spec {
 
 /* eng_compile.c. The specialised plan for these inputs, built on first use
  * (cached, at most a few per plan); NULL to run the general plan.
- * Thread-safe. eng_plan_free_specs frees the cache (eng_plan_destroy). */
+ * Thread-safe. eng_plan_free_specs frees the cache (eng_plan_destroy). The
+ * build folds the values computed from shapes by running a sub-plan, which
+ * for a Shape of an activation runs the layers before it. */
 const eng_plan *eng_plan_specialised(eng_plan *p, const eng_tensor *in);
 void eng_plan_free_specs(eng_plan *p);
+
+/* A specialisation under way whose folded values a run of the general plan
+ * collects (its eng_run's want and kept, per value), so that the first
+ * request of a new shape costs one run of the general plan instead of a
+ * build and a run. */
+typedef struct eng_spec_build {
+  eng_plan *sp; /* the schedule, before folding */
+  bool *cnode, *cstep;
+  bool *want;       /* per value: the run keeps it */
+  eng_tensor *kept; /* per value: what the run kept */
+} eng_spec_build;
+/* The cached specialisation for these inputs, or NULL; with NULL, *build
+ * is a build to complete (or NULL: none to make: the cache is full, the
+ * feeds are bad, or there is nothing to fold). Run p with *build's want
+ * and kept, then pass it to eng_plan_spec_finish (ran: the run succeeded;
+ * otherwise the build is dropped and a later request tries again), which
+ * caches the plan (or a failed fold, as eng_plan_specialised does), frees
+ * the build and returns the plan now cached, or NULL. Thread-safe: threads
+ * building the same shape at once keep the first plan stored. */
+const eng_plan *eng_plan_spec_find(eng_plan *p, const eng_tensor *in, eng_spec_build **build);
+const eng_plan *eng_plan_spec_finish(eng_plan *p, const eng_tensor *in, eng_spec_build *b,
+                                     bool ran);
 /* eng_model.c. Weight w (k x n; n x k when trans_b) packed for eng_gemm with a
  * per-channel scale folded in (nscale 0: none), once per model: the plans
  * of a model (the general one and its shape-specialised ones) share it and

@@ -200,6 +200,8 @@ td_code eng_run_step_cpu(eng_run *r, int s, td_err *err) {
         r->shapes[vi] = kout[o].shape;
         r->dtypes[vi] = kout[o].dtype;
       }
+      if (!rc && r->want && r->want[vi] && kout[o].buf && !r->kept[vi].buf)
+        r->kept[vi] = eng_tensor_share(&kout[o]);
       if (rc || fed[vi] || left[vi] <= 0) {
         eng_tensor_release(&kout[o]);
       } else {

@@ -38,6 +38,11 @@ typedef struct eng_run {
    * dtype as produced or fed. */
   eng_shape *shapes;
   eng_dtype *dtypes;
+  /* When set (a run of the general plan whose values a shape
+   * specialisation folds, eng_plan_spec_find): kept[v] takes a share of
+   * each value v that want[v] marks, as a step produces it. */
+  const bool *want;
+  eng_tensor *kept;
   void *scratch, *mem;
 } eng_run;
 

@@ -20,6 +20,7 @@
 #include "eng_model.h"
 #include "eng_plan.h"
 #include "eng_pool.h"
+#include "eng_profile.h"
 #include "td_opcase.h"
 
 static eng_tensor tensor(int rank, const int64_t *dims, const float *v) {
@@ -705,6 +706,64 @@ START_TEST(shape_arithmetic_folds_per_input_shape) {
 }
 END_TEST
 
+/* The first run of a new input shape runs the general plan once, keeping
+ * the values its shape plan folds, and builds that plan from them: the
+ * layer before a Shape of an activation runs once per request, not once
+ * more to compute the shape (the profile counts the MatMul's runs), and
+ * every run answers the same. */
+START_TEST(first_run_of_a_shape_builds_its_plan_from_that_run) {
+  /* y = Reshape(h, Pack(Shape(h)[0], -1)) * 2 with h = x W. */
+  eng_graph *g = eng_graph_create();
+  placeholder(g, "x");
+  konst(g, "W", 2, (int64_t[]){2, 3}, (float[]){1, 2, 3, -1, 0, 4});
+  td_opcase_vnode(g, "h", "MatMul", 1, "x", "W", NULL);
+  td_opcase_vnode(g, "shape", "Shape", 1, "h", NULL);
+  int_const(g, "b", 1, (int32_t[]){0});
+  int_const(g, "e", 1, (int32_t[]){1});
+  int_const(g, "st", 1, (int32_t[]){1});
+  int_const(g, "m1", 0, (int32_t[]){-1});
+  td_opcase_node(g, "n", "StridedSlice", "shrink_axis_mask=i:1", 4,
+                 (const char *[]){"shape", "b", "e", "st"});
+  td_opcase_vnode(g, "dims", "Pack", 1, "n", "m1", NULL);
+  td_opcase_vnode(g, "flat", "Reshape", 1, "h", "dims", NULL);
+  konst(g, "two", 0, NULL, (float[]){2});
+  td_opcase_vnode(g, "y", "Mul", 1, "flat", "two", NULL);
+  eng_model *m;
+  td_err err;
+  ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
+  const char *in[] = {"x:0"}, *out[] = {"y:0"};
+  eng_plan *p;
+  ck_assert_int_eq(eng_plan_create(m, 1, in, 1, out, 0, NULL, &p, &err), TD_OK);
+  ck_assert_int_eq(eng_profile_begin(p, &err), TD_OK);
+  const int batches[] = {2, 2, 3, 1, 1};
+  for (int round = 0; round < 5; round++) {
+    int64_t b = batches[round];
+    float xv[6] = {1, 2, -3, 0.5f, 4, -1};
+    eng_tensor x = tensor(2, (int64_t[]){b, 2}, xv), y = {0};
+    ck_assert_msg(eng_plan_run(p, &x, &y, &err) == TD_OK, "%s", err.msg);
+    ck_assert_int_eq(y.shape.rank, 2);
+    ck_assert_int_eq(y.shape.dim[0], b);
+    ck_assert_int_eq(y.shape.dim[1], 3);
+    const float *yv = eng_tensor_data(&y);
+    const float w[6] = {1, 2, 3, -1, 0, 4};
+    for (int64_t r = 0; r < b; r++)
+      for (int c = 0; c < 3; c++)
+        ck_assert_float_eq(yv[r * 3 + c], 2 * (xv[r * 2] * w[c] + xv[r * 2 + 1] * w[3 + c]));
+    eng_tensor_release(&y);
+    eng_tensor_release(&x);
+  }
+  eng_profile *pf = eng_profile_end();
+  ck_assert_ptr_nonnull(pf);
+  ck_assert_int_eq(pf->node[eng_graph_find(pf->g, "h", 1)].calls, 5);
+  eng_profile_free(pf);
+  eng_plan_info info = eng_plan_get_info(p);
+  ck_assert_int_eq(info.shape_plans, 3);      /* [2, 2], [3, 2], [1, 2] */
+  ck_assert_int_eq(info.shape_plan_steps, 3); /* MatMul, Reshape, Mul */
+  eng_plan_destroy(p);
+  eng_model_destroy(m);
+}
+END_TEST
+
 /* A freshly loaded version builds its batch-1 shape plan ahead of the first
  * request (eng_plan_prepare), and a shape plan uses the weights its model
  * packed once instead of packing them again. */
@@ -1087,6 +1146,7 @@ int main(void) {
   tcase_add_test(tc, pad_folds_into_depthwise);
   tcase_add_test(tc, pools_match_naive);
   tcase_add_test(tc, shape_arithmetic_folds_per_input_shape);
+  tcase_add_test(tc, first_run_of_a_shape_builds_its_plan_from_that_run);
   tcase_add_test(tc, prepare_builds_the_batch1_plan_sharing_packed_weights);
   tcase_add_test(tc, shape_plan_after_release_reads_the_packed_weight);
   tcase_add_test(tc, layer_norm_fuses_with_the_same_bits);
