@@ -400,7 +400,7 @@ static bool spec_match(const eng_spec *s, int n, const eng_tensor *in) {
 
 static void spec_build_free(eng_spec_build *b) {
   if (!b) return;
-  for (int v = 0; b->kept && b->sp && v < b->sp->n_values; v++) eng_tensor_release(&b->kept[v]);
+  for (int v = 0; b->kept && v < b->n_values; v++) eng_tensor_release(&b->kept[v]);
   eng_plan_destroy(b->sp);
   free(b->cnode);
   free(b->cstep);
@@ -422,6 +422,7 @@ static eng_spec_build *spec_begin(eng_plan *p) {
     return NULL;
   }
   eng_plan *sp = b->sp;
+  b->n_values = sp->n_values;
   int n = eng_graph_node_count(eng_model_graph(p->m));
   b->cnode = calloc((size_t)n + 1, sizeof *b->cnode);
   b->cstep = calloc((size_t)sp->n_steps + 1, sizeof *b->cstep);

@@ -107,6 +107,7 @@ typedef struct eng_spec_build {
   bool *cnode, *cstep;
   bool *want;       /* per value: the run keeps it */
   eng_tensor *kept; /* per value: what the run kept */
+  int n_values;
 } eng_spec_build;
 /* The cached specialisation for these inputs, or NULL; with NULL, *build
  * is a build to complete (or NULL: none to make: the cache is full, the
