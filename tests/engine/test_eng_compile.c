@@ -657,23 +657,27 @@ START_TEST(pools_match_naive) {
 }
 END_TEST
 
-START_TEST(shape_arithmetic_folds_per_input_shape) {
-  /* Keras's Flatten: y = Reshape(x, Pack(StridedSlice(Shape(x), 0, 1), -1)) * 2 */
-  eng_graph *g = eng_graph_create();
-  placeholder(g, "x");
-  td_opcase_vnode(g, "shape", "Shape", 1, "x", NULL);
+/* Keras's Flatten of value v, doubled: y = Reshape(v, Pack(StridedSlice(
+ * Shape(v), 0, 1), -1)) * 2, its shape arithmetic computed at run time. */
+static void flatten_twice(eng_graph *g, const char *v) {
+  td_opcase_vnode(g, "shape", "Shape", 1, v, NULL);
   int_const(g, "b", 1, (int32_t[]){0});
   int_const(g, "e", 1, (int32_t[]){1});
   int_const(g, "st", 1, (int32_t[]){1});
   int_const(g, "m1", 0, (int32_t[]){-1});
-  int ss = td_opcase_vnode(g, "n", "StridedSlice", 1, "shape", "b", "e", "st", NULL);
-  eng_attr *a = eng_graph_add_attr(g, ss, "shrink_axis_mask");
-  a->kind = ENG_ATTR_I;
-  a->i = 1;
+  td_opcase_node(g, "n", "StridedSlice", "shrink_axis_mask=i:1", 4,
+                 (const char *[]){"shape", "b", "e", "st"});
   td_opcase_vnode(g, "dims", "Pack", 1, "n", "m1", NULL);
-  td_opcase_vnode(g, "flat", "Reshape", 1, "x", "dims", NULL);
+  td_opcase_vnode(g, "flat", "Reshape", 1, v, "dims", NULL);
   konst(g, "two", 0, NULL, (float[]){2});
   td_opcase_vnode(g, "y", "Mul", 1, "flat", "two", NULL);
+}
+
+START_TEST(shape_arithmetic_folds_per_input_shape) {
+  /* Keras's Flatten: y = Reshape(x, Pack(StridedSlice(Shape(x), 0, 1), -1)) * 2 */
+  eng_graph *g = eng_graph_create();
+  placeholder(g, "x");
+  flatten_twice(g, "x");
   eng_model *m;
   td_err err;
   ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
@@ -717,17 +721,7 @@ START_TEST(first_run_of_a_shape_builds_its_plan_from_that_run) {
   placeholder(g, "x");
   konst(g, "W", 2, (int64_t[]){2, 3}, (float[]){1, 2, 3, -1, 0, 4});
   td_opcase_vnode(g, "h", "MatMul", 1, "x", "W", NULL);
-  td_opcase_vnode(g, "shape", "Shape", 1, "h", NULL);
-  int_const(g, "b", 1, (int32_t[]){0});
-  int_const(g, "e", 1, (int32_t[]){1});
-  int_const(g, "st", 1, (int32_t[]){1});
-  int_const(g, "m1", 0, (int32_t[]){-1});
-  td_opcase_node(g, "n", "StridedSlice", "shrink_axis_mask=i:1", 4,
-                 (const char *[]){"shape", "b", "e", "st"});
-  td_opcase_vnode(g, "dims", "Pack", 1, "n", "m1", NULL);
-  td_opcase_vnode(g, "flat", "Reshape", 1, "h", "dims", NULL);
-  konst(g, "two", 0, NULL, (float[]){2});
-  td_opcase_vnode(g, "y", "Mul", 1, "flat", "two", NULL);
+  flatten_twice(g, "h");
   eng_model *m;
   td_err err;
   ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
