@@ -15,6 +15,7 @@
  * scales, the weights packed for eng_gemm (pack_weights), and the merges
  * that read packed weights. Each pass leaves a valid plan when memory runs
  * short, with less done. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,40 +357,55 @@ void eng_plan_compile(eng_plan *p) {
  * then folded like constants, evaluated once on the first request of that
  * shape (their values cannot depend on its data). */
 
-#define MAX_SPECS 4
+/* Shape plans per plan: the first SPEC_FREE shapes get one whatever it
+ * holds; after them, up to MAX_SPECS while what those later plans hold of
+ * their own (spec_own_bytes) stays within SPEC_BUDGET. Most folded values
+ * are shape vectors, a few hundred bytes a plan besides its schedule, so a
+ * server that sees every batch size from 1 to 32 keeps a plan for each; a
+ * model that folds activation-sized values (a Fill of a Shape) stops at
+ * the first plan refused for the budget, and later shapes run the general
+ * plan. */
+#define SPEC_FREE 4
+#define MAX_SPECS 32
+#define SPEC_BUDGET ((size_t)16 << 20)
 
-/* Marks the steps whose values follow from the input shapes; true when
- * there is any. */
-static bool shape_consts(eng_plan *p, bool *cnode, bool *cstep) {
+/* Marks the steps whose values follow from the input shapes (constants
+ * among them); how many of those read a Shape of a value not constant
+ * before (the steps the general plan could not fold), or -1 when memory
+ * is short. */
+static int shape_consts(eng_plan *p, bool *cnode, bool *cstep) {
   const eng_graph *g = eng_model_graph(p->m);
   int n = eng_graph_node_count(g), nv = 0;
-  bool *snode = calloc((size_t)n + 1, sizeof *snode);
-  if (!snode) return false;
+  bool *snode = calloc(2 * ((size_t)n + 1), sizeof *snode);
+  if (!snode) return -1;
+  bool *dnode = snode + n + 1; /* reads a Shape that folds only here */
   for (int s = 0; s < p->n_steps; s++) {
     const eng_node *nd = eng_graph_node(g, p->steps[s]);
     const eng_op_def *od = p->ops[s];
     bool v = strcmp(nd->op, "Placeholder") != 0 && !(od->flags & ENG_OP_RANDOM), sh = true;
-    bool rule = od->flags & ENG_OP_SHAPED;
+    bool rule = od->flags & ENG_OP_SHAPED, d = false;
     for (int k = 0; k < nd->n_in; k++) {
       int in = nd->in[k].node;
       bool fed = eng_pass_is_fed(p, p->base[in] + nd->in[k].index);
       bool iv = !fed && cnode[in], is = fed || snode[in];
       v = v && iv;
+      d = d || dnode[in];
       bool need_value = rule && (od->shape_values == ENG_SHAPE_LAST ? k == nd->n_in - 1
                                                                      : (od->shape_values >> k) & 1);
       sh = sh && (need_value ? iv : is);
     }
     for (int k = 0; k < nd->n_ctrl && v; k++) v = cnode[nd->ctrl[k]];
-    if (!strcmp(nd->op, "Shape") && nd->n_in == 1) {
+    if (!strcmp(nd->op, "Shape") && nd->n_in == 1 && !v) {
       int in = nd->in[0].node;
-      v = v || eng_pass_is_fed(p, p->base[in] + nd->in[0].index) || snode[in];
+      v = d = eng_pass_is_fed(p, p->base[in] + nd->in[0].index) || snode[in];
     }
     cnode[p->steps[s]] = cstep[s] = v;
     snode[p->steps[s]] = v || (rule && sh);
-    nv += v;
+    dnode[p->steps[s]] = v && d;
+    nv += v && d;
   }
   free(snode);
-  return nv > 0;
+  return nv;
 }
 
 static bool spec_match(const eng_spec *s, int n, const eng_tensor *in) {
@@ -428,7 +444,16 @@ static eng_spec_build *spec_begin(eng_plan *p) {
   b->cstep = calloc((size_t)sp->n_steps + 1, sizeof *b->cstep);
   b->want = calloc((size_t)sp->n_values + 1, sizeof *b->want);
   b->kept = calloc((size_t)sp->n_values + 1, sizeof *b->kept);
-  if (!b->cnode || !b->cstep || !b->want || !b->kept || !shape_consts(sp, b->cnode, b->cstep)) {
+  bool ok = b->cnode && b->cstep && b->want && b->kept;
+  int folds = ok ? shape_consts(sp, b->cnode, b->cstep) : -1;
+  if (folds <= 0) {
+    /* Which steps fold follows from which values are fed, not from their
+     * shapes: when none does, no later shape finds any either. */
+    if (!folds) {
+      mtx_lock(&p->spec_lock);
+      p->spec_none = true;
+      mtx_unlock(&p->spec_lock);
+    }
     spec_build_free(b);
     return NULL;
   }
@@ -447,6 +472,29 @@ static eng_plan *spec_end(eng_plan *p, const eng_tensor *in, eng_spec_build *b) 
   return sp;
 }
 
+/* Bytes sp holds that its general plan p does not: the constants it
+ * folded (not those it shares with p) and its schedule's arrays. */
+static size_t spec_own_bytes(const eng_plan *p, const eng_plan *sp) {
+  size_t bytes = sizeof *sp + (size_t)sp->n_steps * (sizeof *sp->steps + sizeof *sp->ops +
+                                                     sizeof *sp->epi + sizeof *sp->packed) +
+                 (size_t)eng_graph_node_count(eng_model_graph(sp->m)) * sizeof *sp->base +
+                 (size_t)sp->n_values * sizeof *sp->uses +
+                 (size_t)sp->n_consts * (sizeof *sp->const_value + sizeof *sp->const_tensor);
+  for (int i = 0; i < sp->n_consts; i++) {
+    bool shared = false;
+    for (int j = 0; j < p->n_consts && !shared; j++)
+      shared = sp->const_tensor[i].buf == p->const_tensor[j].buf;
+    if (!shared) bytes += eng_tensor_nbytes(&sp->const_tensor[i]);
+  }
+  return bytes;
+}
+
+/* Whether the cache takes no more plans (spec_lock held). */
+static bool spec_full(const eng_plan *p) {
+  return p->spec_none || p->n_specs >= MAX_SPECS ||
+         (p->n_specs >= SPEC_FREE && p->spec_bytes > SPEC_BUDGET);
+}
+
 /* The cached plan for in's shapes and dtypes in *hit (NULL: none, or a
  * build that failed); false when there is none and room for one. */
 static bool spec_cached(eng_plan *p, const eng_tensor *in, const eng_plan **hit) {
@@ -458,16 +506,18 @@ static bool spec_cached(eng_plan *p, const eng_tensor *in, const eng_plan **hit)
       *hit = p->specs[i].plan;
       found = true;
     }
-  found = found || p->n_specs >= MAX_SPECS;
+  found = found || spec_full(p);
   mtx_unlock(&p->spec_lock);
   return found;
 }
 
 /* Stores sp (NULL: the build failed, remembered as such) as the plan for
- * in's shapes unless another thread was first or the cache is full; the
- * plan now cached for them, or NULL. */
+ * in's shapes unless another thread was first or the cache is full (past
+ * SPEC_FREE, a plan over the budget closes it); the plan now cached for
+ * them, or NULL. */
 static const eng_plan *spec_store(eng_plan *p, const eng_tensor *in, eng_plan *sp) {
   int n = p->n_inputs;
+  size_t own = sp ? spec_own_bytes(p, sp) : 0;
   eng_shape *shapes = malloc(sizeof *shapes * ((size_t)n + 1));
   eng_dtype *dtypes = malloc(sizeof *dtypes * ((size_t)n + 1));
   const eng_plan *result = NULL;
@@ -479,7 +529,10 @@ static const eng_plan *spec_store(eng_plan *p, const eng_tensor *in, eng_plan *s
       result = p->specs[i].plan;
       found = true;
     }
-  if (!found && p->specs && shapes && dtypes && p->n_specs < MAX_SPECS) {
+  if (!found && !spec_full(p) && p->n_specs >= SPEC_FREE && own > SPEC_BUDGET - p->spec_bytes)
+    p->spec_bytes = SIZE_MAX; /* over the budget: this shape and later ones run p */
+  if (!found && p->specs && shapes && dtypes && !spec_full(p)) {
+    if (p->n_specs >= SPEC_FREE) p->spec_bytes += own;
     for (int i = 0; i < n; i++) {
       shapes[i] = in[i].shape;
       dtypes[i] = in[i].dtype;

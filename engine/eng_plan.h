@@ -74,6 +74,9 @@ struct eng_plan {
   mtx_t spec_lock;
   int n_specs;
   struct eng_spec *specs;
+  size_t spec_bytes; /* what the cached shape plans hold of their own (eng_compile.c's
+                        SPEC_BUDGET); SIZE_MAX once a plan was refused for it */
+  bool spec_none;    /* nothing folds for any shape: no plan is built */
   /* Batch slicing (eng_slice.h): 0 not decided yet, -1 never, else the
    * examples per slice (eng_slice_size; the run caps it at its batch);
    * slice_cut: the first step of the tail that then runs whole, or 0 for
@@ -91,7 +94,10 @@ typedef struct eng_spec {
 } eng_spec;
 
 /* eng_compile.c. The specialised plan for these inputs, built on first use
- * (cached, at most a few per plan); NULL to run the general plan.
+ * and cached (the first four shapes always; up to 32 while the constants
+ * and schedules of the plans cached past the fourth stay within a budget,
+ * eng_compile.c's SPEC_BUDGET; after the first plan refused for it, no new
+ * shape gets one); NULL to run the general plan.
  * Thread-safe. eng_plan_free_specs frees the cache (eng_plan_destroy). The
  * build folds the values computed from shapes by running a sub-plan, which
  * for a Shape of an activation runs the layers before it. */

@@ -13,6 +13,9 @@
  *
  *   eng_bench ZOO_JSON MODEL BATCH ITERS THREADS [MODE]
  *
+ * TD_BENCH_WARMUP sets the warm-up runs; TD_BENCH_SHAPES_BEFORE=N runs the
+ * model once at each batch size 1..N other than BATCH before them.
+ *
  * MODE "sgemm" ignores the model and times OpenBLAS on a large square sgemm
  * (2048^3) for the GFLOP/s reference. MODE "profile" also counts the timed
  * runs node by node (eng_profile.h) and prints, after the summary line, one
@@ -203,6 +206,25 @@ int main(int argc, char **argv) {
     if (fill(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "inputs"), sig->inputs[k].alias), batch,
              &in[k]))
       return 1;
+  /* TD_BENCH_SHAPES_BEFORE=N: one run at each batch size 1..N (other than
+   * BATCH) first, as a server with dynamic batching sees them, so that the
+   * timed batch is a later shape for the plan's cache of shape plans. */
+  const char *before = getenv("TD_BENCH_SHAPES_BEFORE");
+  for (int b = 1; before && b <= atoi(before); b++) {
+    if (b == batch) continue;
+    eng_tensor bin[16] = {0};
+    int k = 0;
+    for (; k < sig->n_inputs; k++)
+      if (fill(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "inputs"), sig->inputs[k].alias), b,
+               &bin[k]))
+        break;
+    if (k < sig->n_inputs || eng_plan_run(sig->plan, bin, out, &err)) {
+      fprintf(stderr, "run at batch %d: %s\n", b, err.msg);
+      return 1;
+    }
+    for (k = 0; k < sig->n_outputs; k++) eng_tensor_release(&out[k]);
+    for (k = 0; k < sig->n_inputs; k++) eng_tensor_release(&bin[k]);
+  }
   double *lat = malloc(sizeof *lat * (size_t)iters);
   int warm = iters / 10 > 5 ? iters / 10 : 5;
   const char *w = getenv("TD_BENCH_WARMUP"); /* run.py --warmup */

@@ -758,12 +758,122 @@ START_TEST(first_run_of_a_shape_builds_its_plan_from_that_run) {
 }
 END_TEST
 
+/* Every batch size a server sees gets its shape plan while they hold
+ * little (Keras's Flatten folds a shape vector): 40 sizes, the first 32
+ * cached, and every run answers the same. */
+START_TEST(each_small_shape_plan_is_cached_up_to_the_cap) {
+  eng_graph *g = eng_graph_create();
+  placeholder(g, "x");
+  flatten_twice(g, "x");
+  eng_model *m;
+  td_err err;
+  ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
+  const char *in[] = {"x:0"}, *out[] = {"y:0"};
+  eng_plan *p;
+  ck_assert_int_eq(eng_plan_create(m, 1, in, 1, out, 0, NULL, &p, &err), TD_OK);
+  float xv[40 * 3];
+  for (int i = 0; i < 40 * 3; i++) xv[i] = (float)i - 7;
+  for (int pass = 0; pass < 2; pass++)
+    for (int64_t b = 1; b <= 40; b++) {
+      eng_tensor x = tensor(3, (int64_t[]){b, 3, 1}, xv), y = {0};
+      ck_assert_msg(eng_plan_run(p, &x, &y, &err) == TD_OK, "%s", err.msg);
+      ck_assert_int_eq(y.shape.dim[0], b);
+      ck_assert_int_eq(y.shape.dim[1], 3);
+      for (int64_t i = 0; i < b * 3; i++)
+        ck_assert_float_eq(((float *)eng_tensor_data(&y))[i], 2 * xv[i]);
+      eng_tensor_release(&y);
+      eng_tensor_release(&x);
+      int64_t cached = pass || b >= 32 ? 32 : b;
+      ck_assert_int_eq(eng_plan_get_info(p).shape_plans, cached);
+    }
+  eng_plan_destroy(p);
+  eng_model_destroy(m);
+}
+END_TEST
+
+/* A plan in which nothing follows from the input shapes (no Shape op)
+ * looks for foldable steps once, not once per new shape. */
+START_TEST(a_plan_with_nothing_to_fold_looks_once) {
+  eng_graph *g = dense_graph();
+  eng_model *m;
+  td_err err;
+  ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
+  const char *in[] = {"x:0"}, *out[] = {"y:0"};
+  eng_plan *p;
+  ck_assert_int_eq(eng_plan_create(m, 1, in, 1, out, 0, NULL, &p, &err), TD_OK);
+  ck_assert(p->can_specialise);
+  for (int64_t b = 1; b <= 3; b++) {
+    eng_tensor x = tensor(2, (int64_t[]){b, 2}, (float[]){1, 2, 3, 4, 5, 6}), y = {0};
+    ck_assert_msg(eng_plan_run(p, &x, &y, &err) == TD_OK, "%s", err.msg);
+    eng_tensor_release(&y);
+    eng_tensor_release(&x);
+    ck_assert(p->spec_none);
+    ck_assert_int_eq(p->n_specs, 0);
+  }
+  eng_plan_destroy(p);
+  eng_model_destroy(m);
+}
+END_TEST
+
+/* Past the first four shapes, plans are cached while what they fold stays
+ * within the budget (16 MiB): a Fill of the input's shape folds an
+ * activation-sized constant, 1 MiB per example. Batches 1 to 4 (10 MiB)
+ * are cached whatever they hold, 5 and 6 (11 MiB) within the budget; 7
+ * would take it to 18 MiB, is refused, and closes the cache: 8 gets none,
+ * while the cached shapes keep theirs. Every run answers x + 1. */
+START_TEST(shape_plans_past_the_fourth_stay_within_a_budget) {
+  eng_graph *g = eng_graph_create();
+  placeholder(g, "x");
+  td_opcase_vnode(g, "shape", "Shape", 1, "x", NULL);
+  konst(g, "one", 0, NULL, (float[]){1});
+  td_opcase_vnode(g, "ones", "Fill", 1, "shape", "one", NULL);
+  td_opcase_vnode(g, "y", "AddV2", 1, "x", "ones", NULL);
+  eng_model *m;
+  td_err err;
+  ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
+  const char *in[] = {"x:0"}, *out[] = {"y:0"};
+  eng_plan *p;
+  ck_assert_int_eq(eng_plan_create(m, 1, in, 1, out, 0, NULL, &p, &err), TD_OK);
+  const int64_t row = 1 << 18; /* 1 MiB of floats */
+  const int64_t batches[] = {1, 2, 3, 4, 5, 6, 7, 8, 1, 6};
+  const int plans[] = {1, 2, 3, 4, 5, 6, 6, 6, 6, 6};
+  float *xv = malloc(sizeof *xv * (size_t)(8 * row));
+  ck_assert_ptr_nonnull(xv);
+  for (int64_t i = 0; i < 8 * row; i++) xv[i] = (float)(i % 13) - 6;
+  for (int r = 0; r < 10; r++) {
+    int64_t b = batches[r];
+    eng_tensor x = tensor(2, (int64_t[]){b, row}, xv), y = {0};
+    ck_assert_msg(eng_plan_run(p, &x, &y, &err) == TD_OK, "%s", err.msg);
+    ck_assert_int_eq(eng_tensor_numel(&y), b * row);
+    const float *yv = eng_tensor_data(&y);
+    for (int64_t i = 0; i < b * row; i += 4099) ck_assert_float_eq(yv[i], xv[i] + 1);
+    ck_assert_float_eq(yv[b * row - 1], xv[b * row - 1] + 1);
+    eng_tensor_release(&y);
+    eng_tensor_release(&x);
+    ck_assert_int_eq(eng_plan_get_info(p).shape_plans, plans[r]);
+  }
+  free(xv);
+  eng_plan_destroy(p);
+  eng_model_destroy(m);
+}
+END_TEST
+
 /* A freshly loaded version builds its batch-1 shape plan ahead of the first
  * request (eng_plan_prepare), and a shape plan uses the weights its model
- * packed once instead of packing them again. */
+ * packed once instead of packing them again. The dense graph's output goes
+ * through Keras's Flatten (out = Reshape(y, Pack(Shape(x)[0], -1))), which
+ * gives the shape plan something to fold. */
 START_TEST(prepare_builds_the_batch1_plan_sharing_packed_weights) {
   for (int declared = 0; declared < 2; declared++) {
     eng_graph *g = dense_graph();
+    td_opcase_vnode(g, "xs", "Shape", 1, "x", NULL);
+    int_const(g, "i0", 1, (int32_t[]){0});
+    int_const(g, "i1", 1, (int32_t[]){1});
+    int_const(g, "minus1", 0, (int32_t[]){-1});
+    td_opcase_node(g, "rows", "StridedSlice", "shrink_axis_mask=i:1", 4,
+                   (const char *[]){"xs", "i0", "i1", "i1"});
+    td_opcase_vnode(g, "dims", "Pack", 1, "rows", "minus1", NULL);
+    td_opcase_vnode(g, "out", "Reshape", 1, "y", "dims", NULL);
     if (declared) {
       eng_attr *a = eng_graph_add_attr(g, 0, "shape"); /* x: [-1, 2] */
       a->kind = ENG_ATTR_SHAPE;
@@ -772,7 +882,7 @@ START_TEST(prepare_builds_the_batch1_plan_sharing_packed_weights) {
     eng_model *m;
     td_err err;
     ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
-    const char *in[] = {"x:0"}, *out[] = {"y:0"};
+    const char *in[] = {"x:0"}, *out[] = {"out:0"};
     eng_plan *p;
     ck_assert_int_eq(eng_plan_create(m, 1, in, 1, out, 0, NULL, &p, &err), TD_OK);
     ck_assert_int_eq(eng_plan_get_info(p).shape_plans, 0);
@@ -1141,6 +1251,9 @@ int main(void) {
   tcase_add_test(tc, pools_match_naive);
   tcase_add_test(tc, shape_arithmetic_folds_per_input_shape);
   tcase_add_test(tc, first_run_of_a_shape_builds_its_plan_from_that_run);
+  tcase_add_test(tc, each_small_shape_plan_is_cached_up_to_the_cap);
+  tcase_add_test(tc, shape_plans_past_the_fourth_stay_within_a_budget);
+  tcase_add_test(tc, a_plan_with_nothing_to_fold_looks_once);
   tcase_add_test(tc, prepare_builds_the_batch1_plan_sharing_packed_weights);
   tcase_add_test(tc, shape_plan_after_release_reads_the_packed_weight);
   tcase_add_test(tc, layer_norm_fuses_with_the_same_bits);
