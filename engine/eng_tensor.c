@@ -6,6 +6,8 @@
 #include <string.h>
 #include <threads.h>
 
+#include "eng_mem.h"
+
 #define ENG_ALIGN 64
 
 /* The header sits in the first ENG_ALIGN bytes of the allocation, so the data
@@ -103,7 +105,7 @@ static eng_buffer *buf_new(size_t size) {
       return b;
     }
   }
-  if (posix_memalign(&p, ENG_ALIGN, ENG_ALIGN + cap) != 0) return NULL;
+  if (!(p = eng_mem_alloc(ENG_ALIGN, ENG_ALIGN + cap, ENG_ALIGN + size))) return NULL;
   eng_buffer *b = p;
   atomic_init(&b->refs, 1);
   b->cls = cls;

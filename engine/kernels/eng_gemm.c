@@ -27,6 +27,7 @@
 #include <threads.h>
 
 #include "eng_isa.h"
+#include "eng_mem.h"
 #include "eng_pool.h"
 #include "eng_vmath.h"
 
@@ -172,9 +173,8 @@ static eng_packed *pack(int v, const float *b, int64_t k, int64_t n, bool trans_
   p->off = malloc(sizeof *p->off * (size_t)p->panels);
   if (!p->col0 || !p->kind || !p->off) goto fail;
   int64_t off = layout(p, v, k, n);
-  void *mem = NULL;
-  if (posix_memalign(&mem, 64, sizeof(float) * (size_t)off)) goto fail;
-  p->data = mem;
+  size_t bytes = sizeof(float) * (size_t)off;
+  if (!(p->data = eng_mem_alloc(64, bytes, bytes))) goto fail;
   fill(p, b, trans_b ? k : n, trans_b, scale, nscale);
   return p;
 fail:
@@ -798,8 +798,9 @@ static eng_packed *dyn_get(int64_t panels, int64_t floats) {
     d->cap_panels = panels;
   }
   if (floats > d->cap_floats) {
-    void *mem = NULL;
-    if (posix_memalign(&mem, 64, sizeof(float) * (size_t)floats)) return NULL;
+    size_t bytes = sizeof(float) * (size_t)floats;
+    void *mem = eng_mem_alloc(64, bytes, bytes);
+    if (!mem) return NULL;
     free(d->p.data);
     d->p.data = mem;
     d->cap_floats = floats;
