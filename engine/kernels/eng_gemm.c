@@ -751,7 +751,7 @@ void eng_gemm_run_scaled(const float *a, int64_t lda, int64_t m, const float *sc
   if (workers > room / each) workers = room / each > 0 ? room / each : 1;
   bool pf = product_bytes(m, b->k, b, epi) > eng_isa_l2_bytes(); /* as run() */
   scaled_args s = {.g = {a, lda, NULL, m, 1, 0, b->k, b, c, ldc, epi, row_blocks(m), pgroups,
-                         rows_outer_ok(b), pf},
+                         rows_outer_ok(b), pf, false},
                    .scale = scale,
                    .scratch = scratch,
                    .each = each,
