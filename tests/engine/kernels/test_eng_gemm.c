@@ -71,10 +71,11 @@ START_TEST(matches_naive) {
 END_TEST
 
 /* However a product's rows are cut into kernel calls (12 rows, 13 for the
- * last calls on AVX-512, the last row block absorbing a short tail), each
- * row comes out bit for bit as the same row computed alone. */
+ * last calls on AVX-512, the last row block absorbing a short tail, up to
+ * 144 rows whose A fits in L2 as one block), each row comes out bit for
+ * bit as the same row computed alone. */
 START_TEST(row_split_bit_exact) {
-  const int64_t ms[] = {13, 25, 49, 52, 100, 196}, n = 70, k = 40;
+  const int64_t ms[] = {13, 25, 49, 52, 100, 128, 144, 145, 196}, n = 70, k = 40;
   float *a = malloc(sizeof *a * (size_t)(196 * k)), *b = malloc(sizeof *b * (size_t)(k * n));
   float *c = malloc(sizeof *c * (size_t)(196 * n)), *one = malloc(sizeof *one * (size_t)n);
   for (int64_t i = 0; i < 196 * k; i++) a[i] = val(i, 4);
