@@ -611,7 +611,7 @@ static void block(const gemm_args *g, int64_t rb, int64_t p0, int64_t p1) {
        * calls fetch the panel two ahead into L2 meanwhile, so that its first
        * call finds it there (the one ahead has too little time to arrive
        * and is mostly in flight already): wide MLP, 32 x 2048 x 2048 with
-       * caches evicted, 96-100 -> 106-116 GFLOP/s. */
+       * caches evicted, 86-102 -> 114-115 GFLOP/s. */
       const float *ahead =
           g->ahead && (call == 1 || call == 2) && q + 2 < p1 ? b->data + b->off[q + 2] : NULL;
       for (int64_t pn = pa; pn < pb; pn++) {
@@ -655,8 +655,8 @@ static bool rows_outer_ok(const eng_packed *b) {
  * helper costs about as much. */
 #define PAR_MIN_MACS (1 << 20)
 
-/* How run() cuts a product of `blocks` row blocks into chunks for the pool: row blocks times
- * panel groups (*pgroups; more than one when there are too few row blocks
+/* How run() cuts a product of `blocks` row blocks into chunks for the
+ * pool: row blocks times panel groups (*pgroups; more than one when there are too few row blocks
  * to keep the threads busy, several chunks per thread, so that a thread
  * that starts late or runs on a busy core leaves its share to the others),
  * and how many threads work on them (*workers; 1 below PAR_MIN_MACS, where
