@@ -656,11 +656,12 @@ static bool rows_outer_ok(const eng_packed *b) {
 #define PAR_MIN_MACS (1 << 20)
 
 /* How run() cuts a product of `blocks` row blocks into chunks for the
- * pool: row blocks times panel groups (*pgroups; more than one when there are too few row blocks
- * to keep the threads busy, several chunks per thread, so that a thread
- * that starts late or runs on a busy core leaves its share to the others),
- * and how many threads work on them (*workers; 1 below PAR_MIN_MACS, where
- * waking a helper costs about as much). Returns the chunk count. */
+ * pool: row blocks times panel groups (*pgroups; more than one when there
+ * are too few row blocks to keep the threads busy, several chunks per
+ * thread, so that a thread that starts late or runs on a busy core leaves
+ * its share to the others), and how many threads work on them (*workers;
+ * 1 below PAR_MIN_MACS, where waking a helper costs about as much).
+ * Returns the chunk count. */
 static int64_t chunks_of(int64_t blocks, int64_t m, const eng_packed *b, int64_t *pgroups,
                          int64_t *workers) {
   int64_t threads = eng_pool_threads(NULL);
