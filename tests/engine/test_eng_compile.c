@@ -83,6 +83,16 @@ static void pads_const(eng_graph *g, const char *name, const int32_t v[8]) {
 }
 
 /* y = relu(x W + b) * s - t, with W, b, s, t constants: x [1,2], W [2,3]. */
+/* g as a model, and its compiled serving plan from x:0 to `out`. */
+static eng_plan *plan_of(eng_graph *g, const char *out, eng_model **m) {
+  td_err err;
+  ck_assert_msg(eng_model_create(g, NULL, NULL, m, &err) == TD_OK, "%s", err.msg);
+  const char *in[] = {"x:0"}, *outs[] = {out};
+  eng_plan *p;
+  ck_assert_msg(eng_plan_create(*m, 1, in, 1, outs, 0, NULL, &p, &err) == TD_OK, "%s", err.msg);
+  return p;
+}
+
 static eng_graph *dense_graph(void) {
   eng_graph *g = eng_graph_create();
   placeholder(g, "x");
@@ -201,10 +211,7 @@ START_TEST(conv_bias_relu6_fuses) {
   td_opcase_vnode(g, "y", "Relu6", 1, "add", NULL);
   eng_model *m;
   td_err err;
-  ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
-  const char *in[] = {"x:0"}, *out[] = {"y:0"};
-  eng_plan *p;
-  ck_assert_int_eq(eng_plan_create(m, 1, in, 1, out, 0, NULL, &p, &err), TD_OK);
+  eng_plan *p = plan_of(g, "y:0", &m);
   ck_assert_int_eq(eng_plan_get_info(p).fused_ops, 2);
   eng_tensor x = tensor(4, (int64_t[]){1, 1, 2, 2}, (float[]){1, 1, 2, -1}), y = {0};
   ck_assert_msg(eng_plan_run(p, &x, &y, &err) == TD_OK, "%s", err.msg);
@@ -275,10 +282,7 @@ static void conv_case_bn(int64_t n, int64_t h, int64_t w, int64_t cin, int64_t c
   }
   eng_model *m;
   td_err err;
-  ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
-  const char *in[] = {"x:0"}, *out[] = {"y:0"};
-  eng_plan *p;
-  ck_assert_int_eq(eng_plan_create(m, 1, in, 1, out, 0, NULL, &p, &err), TD_OK);
+  eng_plan *p = plan_of(g, "y:0", &m);
   int64_t nx = n * h * w * cin;
   float *xv = malloc(sizeof *xv * (size_t)nx);
   for (int64_t i = 0; i < nx; i++) xv[i] = cval(i, 3);
@@ -377,10 +381,7 @@ static void dense_reshape_case(int rank, const int32_t *shape, int brank, const 
   td_opcase_vnode(g, "y", "Relu", 1, "add", NULL);
   eng_model *m;
   td_err err;
-  ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
-  const char *in[] = {"x:0"}, *out[] = {"y:0"};
-  eng_plan *p;
-  ck_assert_int_eq(eng_plan_create(m, 1, in, 1, out, 0, NULL, &p, &err), TD_OK);
+  eng_plan *p = plan_of(g, "y:0", &m);
   ck_assert_int_eq(eng_plan_get_info(p).fused_ops, want_fused);
   eng_tensor x = tensor(3, (int64_t[]){2, 3, 4}, xv), y = {0};
   for (int run = 0; run < 2; run++) { /* the second run on recycled buffers */
@@ -610,10 +611,7 @@ static void pool_case(const char *op, int64_t n, int64_t h, int64_t w, int64_t c
   for (int64_t i = 0; i < nx; i++) xv[i] = cval(i, 11);
   eng_model *m;
   td_err err;
-  ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
-  const char *in[] = {"x:0"}, *out[] = {"y:0"};
-  eng_plan *p;
-  ck_assert_int_eq(eng_plan_create(m, 1, in, 1, out, 0, NULL, &p, &err), TD_OK);
+  eng_plan *p = plan_of(g, "y:0", &m);
   eng_tensor x = tensor(4, (int64_t[]){n, h, w, c}, xv), y = {0};
   ck_assert_msg(eng_plan_run(p, &x, &y, &err) == TD_OK, "%s", err.msg);
   const float *yv = eng_tensor_data(&y);
@@ -680,10 +678,7 @@ START_TEST(shape_arithmetic_folds_per_input_shape) {
   flatten_twice(g, "x");
   eng_model *m;
   td_err err;
-  ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
-  const char *in[] = {"x:0"}, *out[] = {"y:0"};
-  eng_plan *p;
-  ck_assert_int_eq(eng_plan_create(m, 1, in, 1, out, 0, NULL, &p, &err), TD_OK);
+  eng_plan *p = plan_of(g, "y:0", &m);
   ck_assert_int_eq(eng_plan_get_info(p).steps, 5); /* Shape, StridedSlice, Pack, Reshape, Mul */
   for (int round = 0; round < 3; round++) {
     int64_t d[3] = {2, round == 1 ? 3 : 1, round == 1 ? 1 : 3};
@@ -724,10 +719,7 @@ START_TEST(first_run_of_a_shape_builds_its_plan_from_that_run) {
   flatten_twice(g, "h");
   eng_model *m;
   td_err err;
-  ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
-  const char *in[] = {"x:0"}, *out[] = {"y:0"};
-  eng_plan *p;
-  ck_assert_int_eq(eng_plan_create(m, 1, in, 1, out, 0, NULL, &p, &err), TD_OK);
+  eng_plan *p = plan_of(g, "y:0", &m);
   ck_assert_int_eq(eng_profile_begin(p, &err), TD_OK);
   const int batches[] = {2, 2, 3, 1, 1};
   for (int round = 0; round < 5; round++) {
@@ -767,10 +759,7 @@ START_TEST(each_small_shape_plan_is_cached_up_to_the_cap) {
   flatten_twice(g, "x");
   eng_model *m;
   td_err err;
-  ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
-  const char *in[] = {"x:0"}, *out[] = {"y:0"};
-  eng_plan *p;
-  ck_assert_int_eq(eng_plan_create(m, 1, in, 1, out, 0, NULL, &p, &err), TD_OK);
+  eng_plan *p = plan_of(g, "y:0", &m);
   float xv[40 * 3];
   for (int i = 0; i < 40 * 3; i++) xv[i] = (float)i - 7;
   for (int pass = 0; pass < 2; pass++)
@@ -797,10 +786,7 @@ START_TEST(a_plan_with_nothing_to_fold_looks_once) {
   eng_graph *g = dense_graph();
   eng_model *m;
   td_err err;
-  ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
-  const char *in[] = {"x:0"}, *out[] = {"y:0"};
-  eng_plan *p;
-  ck_assert_int_eq(eng_plan_create(m, 1, in, 1, out, 0, NULL, &p, &err), TD_OK);
+  eng_plan *p = plan_of(g, "y:0", &m);
   ck_assert(p->can_specialise);
   for (int64_t b = 1; b <= 3; b++) {
     eng_tensor x = tensor(2, (int64_t[]){b, 2}, (float[]){1, 2, 3, 4, 5, 6}), y = {0};
@@ -830,10 +816,7 @@ START_TEST(shape_plans_past_the_fourth_stay_within_a_budget) {
   td_opcase_vnode(g, "y", "AddV2", 1, "x", "ones", NULL);
   eng_model *m;
   td_err err;
-  ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
-  const char *in[] = {"x:0"}, *out[] = {"y:0"};
-  eng_plan *p;
-  ck_assert_int_eq(eng_plan_create(m, 1, in, 1, out, 0, NULL, &p, &err), TD_OK);
+  eng_plan *p = plan_of(g, "y:0", &m);
   const int64_t row = 1 << 18; /* 1 MiB of floats */
   const int64_t batches[] = {1, 2, 3, 4, 5, 6, 7, 8, 1, 6};
   const int plans[] = {1, 2, 3, 4, 5, 6, 6, 6, 6, 6};
@@ -881,10 +864,7 @@ START_TEST(prepare_builds_the_batch1_plan_sharing_packed_weights) {
     }
     eng_model *m;
     td_err err;
-    ck_assert_int_eq(eng_model_create(g, NULL, NULL, &m, &err), TD_OK);
-    const char *in[] = {"x:0"}, *out[] = {"out:0"};
-    eng_plan *p;
-    ck_assert_int_eq(eng_plan_create(m, 1, in, 1, out, 0, NULL, &p, &err), TD_OK);
+    eng_plan *p = plan_of(g, "out:0", &m);
     ck_assert_int_eq(eng_plan_get_info(p).shape_plans, 0);
     eng_plan_prepare(p, 1);
     /* Without a declared shape there is nothing to build ahead. */
