@@ -700,7 +700,7 @@ static void run(const float *a, int64_t lda, const float *const *rows, int64_t m
   /* Fetching two panels ahead holds three in L2 beside the block of A:
    * only while they take at most three quarters of it (at k = 3072 and 48
    * rows they do not, and the fetched panels push A out). */
-  int64_t block_rows = m < ROW_BLOCK + TAIL_ROWS || blocks == 1 ? m : ROW_BLOCK + TAIL_ROWS;
+  int64_t block_rows = blocks == 1 ? m : ROW_BLOCK + TAIL_ROWS;
   g.ahead = pf && !g.rows_outer &&
             (block_rows + 3 * kind_nr[0]) * b->k * (int64_t)sizeof(float) <=
                 eng_isa_l2_bytes() / 4 * 3;
